@@ -1,0 +1,63 @@
+/*
+ * sandpitd's configuration: a plain "key = value" file, '#' comments. Every
+ * key is known and checked; an unknown key or a bad value is an error that
+ * names the line. Loading never half-applies: on error the caller keeps the
+ * configuration it had. The data key is read from its own file (mode 0600)
+ * and wiped when the configuration is freed.
+ */
+#ifndef SANDPIT_CONFIG_H
+#define SANDPIT_CONFIG_H
+
+#include <stddef.h>
+
+#define CONFIG_MAX_TEMPLATES 32
+
+struct template_conf {
+	char name[32];
+	char image[256];
+	char env[512]; /* extra env, "K=V\n" lines; "~" expands to the home */
+};
+
+struct config {
+	char path[4096];          /* the file it came from */
+	/* process manager */
+	char listen[4096];        /* FastCGI unix socket path */
+	int listen_mode;          /* socket file mode, default 0660 */
+	int workers_min;          /* idle workers kept ready, default 2 */
+	int workers_max;          /* upper bound while all are busy, default 32 */
+	int max_requests;         /* recycle a worker after this many, default 1000 */
+	int idle_timeout_s;       /* surplus idle workers exit after this, default 10 */
+	int drain_timeout_s;      /* SIGTERM waits this long for in-flight requests, default 660 */
+	int crash_limit;          /* crashes within crash_window_s before backing off, default 10 */
+	int crash_window_s;       /* default 10 */
+	/* logging */
+	char log_level[16];       /* error|warn|info|debug, default info */
+	int log_json;             /* default 0 */
+	/* stores and backends */
+	char redis_url[4096];     /* redis://host:port/db or unix:///path.sock, default unix:///run/sandpit/redis.sock */
+	char redis_prefix[64];    /* key prefix, default "sp" */
+	char docker_host[4096];   /* unix:///var/run/docker.sock */
+	int docker_timeout_s;     /* per Docker request, default 30 */
+	int pull_timeout_s;       /* image pull, default 300 */
+	int allow_old_runc;       /* start with a runc older than 1.1.12, default 0 */
+	char data_key_file[4096]; /* 32 random bytes, hex; encrypts env and hashes keys */
+	unsigned char data_key[32];
+	/* sandboxes */
+	char network_prefix[64];  /* networks <prefix>-isolated and <prefix>-internet, default "sandpit" */
+	char label_prefix[64];    /* container labels <prefix>.sandbox etc, default "sandpit" */
+	int retention_s;          /* killed rows are kept this long, default 604800 */
+	int create_timeout_s;     /* a creation still "creating" after this reads "error", default 600 */
+	int ntemplates;
+	struct template_conf templates[CONFIG_MAX_TEMPLATES];
+};
+
+/* Fills cfg with defaults and the eleven built-in templates. */
+void config_defaults(struct config *cfg);
+/* Loads path over the defaults. On error returns -1 and writes a message
+ * naming the line into err; cfg is then unspecified (use a scratch copy). */
+int config_load(const char *path, struct config *cfg, char *err, size_t errlen);
+/* Wipes secrets held by cfg. */
+void config_wipe(struct config *cfg);
+const struct template_conf *config_template(const struct config *cfg, const char *name);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * The error that travels from wherever it happens to the one place that maps
+ * it to an HTTP status and a JSON body. Codes are the tRPC names the API
+ * speaks; the message is safe to show a caller (never a secret).
+ */
+#ifndef SANDPIT_ERR_H
+#define SANDPIT_ERR_H
+
+enum sp_code {
+	SP_OK = 0,
+	SP_BAD_REQUEST,        /* 400 */
+	SP_UNAUTHORIZED,       /* 401 */
+	SP_FORBIDDEN,          /* 403 */
+	SP_NOT_FOUND,          /* 404 */
+	SP_METHOD_NOT_ALLOWED, /* 405 */
+	SP_TIMEOUT,            /* 408 */
+	SP_CONFLICT,           /* 409 */
+	SP_PRECONDITION,       /* 412 */
+	SP_TOO_LARGE,          /* 413 */
+	SP_UNPROCESSABLE,      /* 422 */
+	SP_TOO_MANY,           /* 429 */
+	SP_INTERNAL,           /* 500 */
+	SP_UNAVAILABLE,        /* 503 */
+};
+
+struct sp_err {
+	enum sp_code code;
+	char field[128]; /* the request field at fault, or "" */
+	char msg[512];
+};
+
+/* Fills e (if not NULL) and returns -1, so callers can `return sp_err_set(...)`. */
+int sp_err_set(struct sp_err *e, enum sp_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Like sp_err_set, naming the request field at fault. */
+int sp_err_field(struct sp_err *e, enum sp_code code, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void sp_err_clear(struct sp_err *e);
+int sp_code_http(enum sp_code code);
+const char *sp_code_name(enum sp_code code);
+
+#endif

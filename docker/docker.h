@@ -1,0 +1,143 @@
+/*
+ * Docker Engine API client over libcurl. One client per worker, created after
+ * fork, keeps its connection alive across requests. Knows the Engine API and
+ * nothing of sandbox rules. Every id, name and path it puts into a URL is
+ * validated and percent-escaped here, and every request is checked against
+ * an allow-list of method + path templates before it is sent (RELIABILITY
+ * H6). Errors come back in a struct sp_err:
+ *   unreachable / timed out -> SP_UNAVAILABLE ("Docker is unreachable: ...")
+ *   404 -> SP_NOT_FOUND, 409 -> SP_CONFLICT, 304 on stop/start -> success,
+ *   anything else -> SP_INTERNAL with Docker's message.
+ */
+#ifndef SANDPIT_DOCKER_H
+#define SANDPIT_DOCKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "../common/buf.h"
+#include "../common/err.h"
+
+struct docker_client;
+
+struct docker_version {
+	char api_version[16];   /* negotiated, e.g. "1.41" */
+	char engine[64];        /* Engine version */
+	char runc[64];          /* runc Version, "" if not reported */
+	char runc_commit[128];  /* runc GitCommit (distro build id) */
+};
+
+/* Creates a client for host ("unix:///var/run/docker.sock"; tcp/ssh come
+ * later). timeout_s bounds every request except pulls and exec streams.
+ * Allocates; free with docker_client_free. Does no I/O. */
+struct docker_client *docker_client_create(const char *host, int timeout_s, struct sp_err *e);
+void docker_client_free(struct docker_client *c);
+
+/* GET /version; sets the API version used in later paths (the daemon's,
+ * capped at 1.43). Refuses an API below 1.41 and, unless allow_old_runc, a
+ * runc older than 1.1.12 that is not a known patched distro build
+ * (CVE-2024-21626), with a message saying what to do. */
+int docker_negotiate(struct docker_client *c, int allow_old_runc, struct docker_version *v,
+		     struct sp_err *e);
+
+/* Images. inspect: *out is a new json object (caller puts it). pull: POST
+ * /images/create, reads the progress stream to the end, fails with the
+ * stream's error message; bounded by timeout_s. */
+int docker_image_inspect(struct docker_client *c, const char *image, json_object **out,
+			 struct sp_err *e);
+int docker_image_pull(struct docker_client *c, const char *image, int timeout_s, struct sp_err *e);
+
+/* Containers. create: body is the ContainerConfig (+HostConfig,
+ * NetworkingConfig) object, not consumed; name may be NULL; id_out gets the
+ * full id (65 bytes). stop: POST stop?t=grace (a stopped or missing
+ * container is success). inspect/list: *out is a new json object. list
+ * filters by one label "key=value" and includes stopped containers when all. */
+int docker_container_create(struct docker_client *c, const char *name, json_object *body,
+			    char id_out[65], struct sp_err *e);
+int docker_container_start(struct docker_client *c, const char *id, struct sp_err *e);
+int docker_container_stop(struct docker_client *c, const char *id, int grace_s, struct sp_err *e);
+int docker_container_kill(struct docker_client *c, const char *id, const char *signal,
+			  struct sp_err *e);
+int docker_container_remove(struct docker_client *c, const char *id, int force, struct sp_err *e);
+int docker_container_inspect(struct docker_client *c, const char *id, json_object **out,
+			     struct sp_err *e);
+int docker_container_list(struct docker_client *c, const char *label, int all, json_object **out,
+			  struct sp_err *e);
+
+/* Archives. put: PUT /containers/{id}/archive?path=dir with a tar body
+ * (noOverwriteDirNonDir=true). get: GET archive of path into out, failing
+ * with SP_TOO_LARGE once out's cap is crossed (the transfer is aborted, not
+ * buffered whole). stat: HEAD archive; fills st from
+ * X-Docker-Container-Path-Stat; a missing path is SP_NOT_FOUND. */
+struct docker_stat {
+	char name[256];
+	int64_t size;
+	uint32_t mode; /* Go os.FileMode bits as Docker reports them */
+	char link_target[4096];
+};
+int docker_archive_put(struct docker_client *c, const char *id, const char *dir, const void *tar,
+		       size_t len, struct sp_err *e);
+int docker_archive_get(struct docker_client *c, const char *id, const char *path, struct buf *out,
+		       struct sp_err *e);
+int docker_archive_stat(struct docker_client *c, const char *id, const char *path,
+			struct docker_stat *st, struct sp_err *e);
+
+/* Builds an uncompressed tar (libarchive) in out. Entries are written in
+ * order; a directory entry has data NULL. */
+struct docker_tar_entry {
+	const char *path;  /* relative, no leading '/' */
+	int is_dir;
+	unsigned mode;     /* permission bits only */
+	unsigned uid, gid;
+	const void *data;
+	size_t len;
+	int64_t mtime;     /* seconds */
+};
+int docker_tar_build(const struct docker_tar_entry *ents, size_t n, struct buf *out, struct sp_err *e);
+
+/* Networks. ensure: makes sure a bridge network `name` exists with
+ * com.docker.network.bridge.enable_icc=false (and Internal when internal);
+ * an existing one without those options is removed and recreated when no
+ * container is attached, else kept with a warning. */
+int docker_network_ensure(struct docker_client *c, const char *name, int internal,
+			  const char *label, struct sp_err *e);
+int docker_network_inspect(struct docker_client *c, const char *name, json_object **out,
+			   struct sp_err *e);
+
+/* Exec. create: body is ExecConfig (AttachStdout/Err, Env, Cmd, WorkingDir,
+ * User is never taken from a caller). start: runs attached, demultiplexes
+ * the stream and calls on_data(stream 1|2, bytes, len) as output arrives;
+ * on_data returns 0 to go on, -1 to abort. The call ends when the stream
+ * ends, when on_data aborts, or after timeout_ms (then *timed_out = 1).
+ * inspect: exit code (-1 while running) and running flag. */
+typedef int (*docker_output_fn)(void *arg, int stream, const char *data, size_t len);
+int docker_exec_create(struct docker_client *c, const char *id, json_object *body,
+		       char exec_id[65], struct sp_err *e);
+int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+		      docker_output_fn on_data, void *arg, int *timed_out, struct sp_err *e);
+int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_code,
+			int *running, struct sp_err *e);
+
+/* The stream demultiplexer for Docker's 8-byte-header framing, fed bytes
+ * in pieces of any size. Returns -1 on a malformed header (stream type
+ * other than 0,1,2), else 0; stops early if on_data returns -1. */
+struct docker_demux {
+	unsigned char hdr[8];
+	size_t hdr_have;
+	int stream;
+	uint32_t left; /* payload bytes left in the current frame */
+};
+void docker_demux_init(struct docker_demux *d);
+int docker_demux_feed(struct docker_demux *d, const char *p, size_t n, docker_output_fn on_data,
+		      void *arg);
+
+/* Escaping helpers, exposed for tests. escape: percent-encodes everything
+ * outside [A-Za-z0-9._~-] into out; -1 if it does not fit. valid_id: a
+ * container/exec id or name: [A-Za-z0-9][A-Za-z0-9_.-]{0,127}. */
+int docker_escape(const char *s, char *out, size_t cap);
+int docker_valid_id(const char *s);
+/* Checks method + path (the part before '?') against the allow-list. */
+int docker_path_allowed(const char *method, const char *path);
+
+#endif
