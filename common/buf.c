@@ -24,6 +24,13 @@ void buf_free(struct buf *b)
 	b->cap = 0;
 }
 
+void buf_wipe(struct buf *b)
+{
+	if (b->data)
+		explicit_bzero(b->data, b->cap);
+	buf_free(b);
+}
+
 void buf_reset(struct buf *b)
 {
 	b->len = 0;

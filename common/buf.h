@@ -21,6 +21,8 @@ struct buf {
 void buf_init(struct buf *b, size_t max);
 /* Frees the buffer's memory and makes it empty; it may be reused. */
 void buf_free(struct buf *b);
+/* Overwrites the contents with zeros, then frees like buf_free. For secrets. */
+void buf_wipe(struct buf *b);
 /* Empties the buffer, keeping its memory. */
 void buf_reset(struct buf *b);
 /* Appends n bytes; allocates as needed. Returns -1 (buffer unchanged) when

@@ -1,0 +1,319 @@
+/*
+ * Loads sandpitd.conf: "key = value" lines, '#' starts a comment, blank
+ * lines ignored. Every key is known; an unknown key or a bad value fails the
+ * whole load with a message naming the line, so a reload never applies half
+ * a file. The data key is read from data_key_file and is the one secret this
+ * struct holds; config_wipe clears it.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sodium.h>
+
+#include "util.h"
+
+static const struct {
+	const char *name, *image, *env;
+} builtin_templates[] = {
+	{ "base", "ubuntu:24.04", "" },
+	{ "alpine", "alpine:3.20", "" },
+	{ "python", "python:3.13-slim", "" },
+	{ "node", "node:22-slim", "" },
+	{ "bun", "oven/bun:1", "" },
+	{ "deno", "denoland/deno:debian", "DENO_DIR=~/.deno\n" },
+	{ "go", "golang:1.24", "" },
+	{ "rust", "rust:1-slim", "CARGO_HOME=~/.cargo\n" },
+	{ "ruby", "ruby:3.3-slim", "GEM_HOME=~/.gem\nBUNDLE_APP_CONFIG=~/.bundle\n" },
+	{ "java", "eclipse-temurin:21-jdk", "" },
+	{ "php", "php:8.3-cli", "" },
+};
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	str_copy(cfg->listen, sizeof(cfg->listen), "/run/sandpit/sandpitd.sock");
+	cfg->listen_mode = 0660;
+	cfg->workers_min = 2;
+	cfg->workers_max = 32;
+	cfg->max_requests = 1000;
+	cfg->idle_timeout_s = 10;
+	cfg->drain_timeout_s = 660;
+	cfg->crash_limit = 10;
+	cfg->crash_window_s = 10;
+	str_copy(cfg->log_level, sizeof(cfg->log_level), "info");
+	str_copy(cfg->redis_url, sizeof(cfg->redis_url), "unix:///run/sandpit/redis.sock");
+	str_copy(cfg->redis_prefix, sizeof(cfg->redis_prefix), "sp");
+	str_copy(cfg->docker_host, sizeof(cfg->docker_host), "unix:///var/run/docker.sock");
+	cfg->docker_timeout_s = 30;
+	cfg->pull_timeout_s = 300;
+	str_copy(cfg->data_key_file, sizeof(cfg->data_key_file), "/etc/sandpit/data.key");
+	str_copy(cfg->network_prefix, sizeof(cfg->network_prefix), "sandpit");
+	str_copy(cfg->label_prefix, sizeof(cfg->label_prefix), "sandpit");
+	cfg->retention_s = 7 * 24 * 3600;
+	cfg->create_timeout_s = 600;
+	for (size_t i = 0; i < sizeof(builtin_templates) / sizeof(builtin_templates[0]); i++) {
+		struct template_conf *t = &cfg->templates[cfg->ntemplates++];
+		str_copy(t->name, sizeof(t->name), builtin_templates[i].name);
+		str_copy(t->image, sizeof(t->image), builtin_templates[i].image);
+		str_copy(t->env, sizeof(t->env), builtin_templates[i].env);
+	}
+}
+
+const struct template_conf *config_template(const struct config *cfg, const char *name)
+{
+	for (int i = 0; i < cfg->ntemplates; i++)
+		if (strcmp(cfg->templates[i].name, name) == 0)
+			return &cfg->templates[i];
+	return NULL;
+}
+
+enum kind { K_STR, K_INT, K_BOOL, K_MODE };
+
+static const struct key {
+	const char *name;
+	enum kind kind;
+	size_t off, size;
+	long long min, max;
+} keys[] = {
+#define S(f) #f, K_STR, offsetof(struct config, f), sizeof(((struct config *)0)->f), 0, 0
+#define I(f, lo, hi) #f, K_INT, offsetof(struct config, f), sizeof(int), lo, hi
+	{ S(listen) },
+	{ "listen_mode", K_MODE, offsetof(struct config, listen_mode), sizeof(int), 0, 0777 },
+	{ I(workers_min, 1, 1024) },
+	{ I(workers_max, 1, 1024) },
+	{ I(max_requests, 1, 100000000) },
+	{ I(idle_timeout_s, 1, 86400) },
+	{ I(drain_timeout_s, 1, 86400) },
+	{ I(crash_limit, 1, 100000) },
+	{ I(crash_window_s, 1, 86400) },
+	{ S(log_level) },
+	{ "log_json", K_BOOL, offsetof(struct config, log_json), sizeof(int), 0, 1 },
+	{ S(redis_url) },
+	{ S(redis_prefix) },
+	{ S(docker_host) },
+	{ I(docker_timeout_s, 1, 3600) },
+	{ I(pull_timeout_s, 1, 86400) },
+	{ "allow_old_runc", K_BOOL, offsetof(struct config, allow_old_runc), sizeof(int), 0, 1 },
+	{ S(data_key_file) },
+	{ S(network_prefix) },
+	{ S(label_prefix) },
+	{ I(retention_s, 0, 365 * 86400) },
+	{ I(create_timeout_s, 10, 86400) },
+#undef S
+#undef I
+};
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int valid_name_chars(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_')
+			return 0;
+	return 1;
+}
+
+static int set_template(struct config *cfg, const char *name, const char *image)
+{
+	struct template_conf *t = (struct template_conf *)config_template(cfg, name);
+
+	if (!t) {
+		if (cfg->ntemplates >= CONFIG_MAX_TEMPLATES)
+			return -1;
+		t = &cfg->templates[cfg->ntemplates++];
+		str_copy(t->name, sizeof(t->name), name);
+		t->env[0] = '\0';
+	}
+	return str_copy(t->image, sizeof(t->image), image);
+}
+
+static int set_key(struct config *cfg, const char *k, const char *v, char *err, size_t errlen)
+{
+	long long n;
+
+	if (strncmp(k, "template.", 9) == 0) {
+		if (!valid_name_chars(k + 9) || strlen(k + 9) >= sizeof(cfg->templates[0].name)) {
+			snprintf(err, errlen, "bad template name '%s'", k + 9);
+			return -1;
+		}
+		if (!*v || set_template(cfg, k + 9, v) < 0) {
+			snprintf(err, errlen, "bad image for %s", k);
+			return -1;
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const struct key *key = &keys[i];
+		char *field = (char *)cfg + key->off;
+		if (strcmp(k, key->name) != 0)
+			continue;
+		switch (key->kind) {
+		case K_STR:
+			if (str_copy(field, key->size, v) < 0) {
+				snprintf(err, errlen, "%s is too long (max %zu bytes)", k, key->size - 1);
+				return -1;
+			}
+			return 0;
+		case K_BOOL:
+			if (strcmp(v, "yes") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+				*(int *)field = 1;
+			else if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+				*(int *)field = 0;
+			else {
+				snprintf(err, errlen, "%s must be yes or no", k);
+				return -1;
+			}
+			return 0;
+		case K_MODE: {
+			char *end;
+			long m;
+			errno = 0;
+			m = strtol(v, &end, 8);
+			if (errno || *end || end == v || m < 0 || m > 0777) {
+				snprintf(err, errlen, "%s must be an octal mode like 0660", k);
+				return -1;
+			}
+			*(int *)field = (int)m;
+			return 0;
+		}
+		case K_INT:
+			if (parse_ll(v, key->min, key->max, &n) < 0) {
+				snprintf(err, errlen, "%s must be an integer in %lld..%lld", k, key->min,
+					 key->max);
+				return -1;
+			}
+			*(int *)field = (int)n;
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "unknown key '%s'", k);
+	return -1;
+}
+
+static int load_data_key(struct config *cfg, char *err, size_t errlen)
+{
+	char hex[130];
+	size_t got, binlen;
+	struct stat st;
+	FILE *f;
+	int rc = -1;
+
+	f = fopen(cfg->data_key_file, "r");
+	if (!f) {
+		snprintf(err, errlen, "data_key_file %s: %s", cfg->data_key_file, strerror(errno));
+		return -1;
+	}
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077)) {
+		snprintf(err, errlen, "data_key_file %s must not be readable by group or others (chmod 600)",
+			 cfg->data_key_file);
+		goto out;
+	}
+	got = fread(hex, 1, sizeof(hex) - 1, f);
+	hex[got] = '\0';
+	if (sodium_hex2bin(cfg->data_key, sizeof(cfg->data_key), trim(hex), strlen(trim(hex)), NULL,
+			   &binlen, NULL) != 0 ||
+	    binlen != sizeof(cfg->data_key)) {
+		snprintf(err, errlen, "data_key_file %s must hold 32 bytes as 64 hex digits",
+			 cfg->data_key_file);
+		goto out;
+	}
+	rc = 0;
+out:
+	sodium_memzero(hex, sizeof(hex));
+	fclose(f);
+	return rc;
+}
+
+int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
+{
+	char line[8192], msg[512];
+	int lineno = 0, rc = -1;
+	FILE *f;
+
+	config_defaults(cfg);
+	if (str_copy(cfg->path, sizeof(cfg->path), path) < 0) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *s, *eq, *hash;
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, errlen, "%s:%d: line too long", path, lineno);
+			goto out;
+		}
+		hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		s = trim(line);
+		if (!*s)
+			continue;
+		eq = strchr(s, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
+			goto out;
+		}
+		*eq = '\0';
+		if (set_key(cfg, trim(s), trim(eq + 1), msg, sizeof(msg)) < 0) {
+			snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
+			goto out;
+		}
+	}
+	if (cfg->workers_min > cfg->workers_max) {
+		snprintf(err, errlen, "%s: workers_min (%d) is above workers_max (%d)", path,
+			 cfg->workers_min, cfg->workers_max);
+		goto out;
+	}
+	{
+		if (strcmp(cfg->log_level, "error") && strcmp(cfg->log_level, "warn") &&
+		    strcmp(cfg->log_level, "info") && strcmp(cfg->log_level, "debug")) {
+			snprintf(err, errlen, "%s: log_level must be error, warn, info or debug", path);
+			goto out;
+		}
+	}
+	if (strncmp(cfg->docker_host, "unix://", 7) != 0) {
+		snprintf(err, errlen, "%s: docker_host must be unix:///path (got %s)", path,
+			 cfg->docker_host);
+		goto out;
+	}
+	if (strncmp(cfg->redis_url, "unix://", 7) != 0 && strncmp(cfg->redis_url, "redis://", 8) != 0) {
+		snprintf(err, errlen, "%s: redis_url must be redis://host:port[/db] or unix:///path",
+			 path);
+		goto out;
+	}
+	if (load_data_key(cfg, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, msg);
+		goto out;
+	}
+	rc = 0;
+out:
+	fclose(f);
+	return rc;
+}
+
+void config_wipe(struct config *cfg)
+{
+	sodium_memzero(cfg->data_key, sizeof(cfg->data_key));
+}

@@ -1,0 +1,139 @@
+/*
+ * FastCGI request helpers. See request.h. The app trusts only the SANDPIT_*
+ * params that nginx sets; client headers (HTTP_*) are never identity.
+ */
+#include "request.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+
+const char *req_param(const struct req *r, const char *name)
+{
+	const char *v = FCGX_GetParam(name, r->fx->envp);
+	return v ? v : "";
+}
+
+void req_init(struct req *r, FCGX_Request *fx)
+{
+	const char *uri;
+	size_t n;
+
+	memset(r, 0, sizeof(*r));
+	r->fx = fx;
+	r->method = req_param(r, "REQUEST_METHOD");
+	uri = req_param(r, "DOCUMENT_URI");
+	if (!*uri)
+		uri = req_param(r, "SCRIPT_NAME");
+	n = strcspn(uri, "?");
+	if (n >= sizeof(r->path))
+		n = sizeof(r->path) - 1;
+	memcpy(r->path, uri, n);
+	r->path[n] = '\0';
+	r->query = req_param(r, "QUERY_STRING");
+	r->org = req_param(r, "SANDPIT_ORG");
+	r->key_id = req_param(r, "SANDPIT_KEY_ID");
+	r->role = req_param(r, "SANDPIT_ROLE");
+	r->perms = req_param(r, "SANDPIT_PERMS");
+	r->request_id = req_param(r, "SANDPIT_REQUEST_ID");
+	buf_init(&r->body, 0);
+}
+
+void req_cleanup(struct req *r)
+{
+	buf_free(&r->body);
+}
+
+int req_read_body(struct req *r, size_t max, struct sp_err *e)
+{
+	const char *cl = req_param(r, "CONTENT_LENGTH");
+	long long len = 0;
+	char chunk[65536];
+	int n;
+
+	buf_init(&r->body, max);
+	if (*cl && parse_ll(cl, 0, (long long)1 << 40, &len) < 0)
+		return sp_err_set(e, SP_BAD_REQUEST, "Bad Content-Length");
+	if ((unsigned long long)len > max)
+		return sp_err_set(e, SP_TOO_LARGE, "Request body exceeds the %zu byte limit", max);
+	while ((n = FCGX_GetStr(chunk, sizeof(chunk), r->fx->in)) > 0) {
+		if (buf_append(&r->body, chunk, (size_t)n) < 0)
+			return sp_err_set(e, SP_TOO_LARGE, "Request body exceeds the %zu byte limit",
+					  max);
+	}
+	if (r->body.len == 0 && buf_append(&r->body, "", 0) < 0)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	return 0;
+}
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 204: return "No Content";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 412: return "Precondition Failed";
+	case 413: return "Payload Too Large";
+	case 422: return "Unprocessable Content";
+	case 429: return "Too Many Requests";
+	case 503: return "Service Unavailable";
+	default: return "Internal Server Error";
+	}
+}
+
+void req_send_json(struct req *r, int status, const char *headers, json_object *obj)
+{
+	size_t len = 0;
+	const char *body = obj ? json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN |
+									    JSON_C_TO_STRING_NOSLASHESCAPE,
+								 &len)
+			       : "";
+
+	r->status = status;
+	FCGX_FPrintF(r->fx->out,
+		     "Status: %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+		     "Cache-Control: no-store\r\n%s\r\n",
+		     status, reason(status), obj ? len + 1 : 0, headers ? headers : "");
+	if (obj) {
+		FCGX_PutStr(body, (int)len, r->fx->out);
+		FCGX_PutChar('\n', r->fx->out);
+	}
+}
+
+void req_send_error(struct req *r, const struct sp_err *e, json_object *issues)
+{
+	json_object *o = json_object_new_object();
+	int status = sp_code_http(e->code);
+
+	json_object_object_add(o, "message", json_object_new_string(e->msg[0] ? e->msg : "Error"));
+	json_object_object_add(o, "code", json_object_new_string(sp_code_name(e->code)));
+	if (issues)
+		json_object_object_add(o, "issues", json_object_get(issues));
+	else if (e->field[0]) {
+		json_object *arr = json_object_new_array(), *it = json_object_new_object(),
+			    *p = json_object_new_array();
+		json_object_array_add(p, json_object_new_string(e->field));
+		json_object_object_add(it, "path", p);
+		json_object_object_add(it, "message", json_object_new_string(e->msg));
+		json_object_array_add(arr, it);
+		json_object_object_add(o, "issues", arr);
+	}
+	if (status >= 500)
+		log_warn("answer %d: %s", status, e->msg);
+	req_send_json(r, status, NULL, o);
+	json_object_put(o);
+}
+
+int req_client_gone(const struct req *r)
+{
+	return FCGX_GetError(r->fx->out) != 0;
+}

@@ -1,0 +1,449 @@
+/*
+ * Route lookup and table-driven input validation. See route.h. Every value
+ * a request carries passes through route_validate before a handler sees it;
+ * bad input becomes a 400 that names the field, never a 500.
+ */
+#include "route.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/util.h"
+
+#define JSON_MAX_DEPTH 16
+#define BODY_MAX (15u * 1024 * 1024)
+
+const struct route *route_find(const struct route *table, const char *method, const char *path,
+			       int *method_ok)
+{
+	const struct route *found = NULL;
+
+	*method_ok = 0;
+	for (const struct route *rt = table; rt->path; rt++) {
+		if (strcmp(rt->path, path) != 0)
+			continue;
+		found = rt;
+		if (strcmp(rt->method, method) == 0 ||
+		    (strcmp(method, "HEAD") == 0 && strcmp(rt->method, "GET") == 0)) {
+			*method_ok = 1;
+			return rt;
+		}
+	}
+	return found;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Percent-decodes s[0..n) ('+' is a space) into out (cap >= n + 1). */
+static int url_decode(const char *s, size_t n, char *out, size_t *olen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '%') {
+			int hi, lo;
+			if (i + 2 >= n)
+				return -1;
+			hi = hexval((unsigned char)s[i + 1]);
+			lo = hexval((unsigned char)s[i + 2]);
+			if (hi < 0 || lo < 0)
+				return -1;
+			out[o++] = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			out[o++] = s[i] == '+' ? ' ' : s[i];
+		}
+	}
+	out[o] = '\0';
+	*olen = o;
+	return 0;
+}
+
+static int parse_query(const char *q, json_object **in, struct sp_err *e)
+{
+	json_object *o = json_object_new_object();
+	char *key = NULL, *val = NULL;
+	size_t qlen = strlen(q);
+
+	key = malloc(qlen + 1);
+	val = malloc(qlen + 1);
+	if (!key || !val) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto fail;
+	}
+	while (*q) {
+		size_t seg = strcspn(q, "&"), klen, vlen;
+		const char *eq = memchr(q, '=', seg);
+		size_t kraw = eq ? (size_t)(eq - q) : seg;
+		if (seg == 0) {
+			q++;
+			continue;
+		}
+		if (url_decode(q, kraw, key, &klen) < 0 ||
+		    url_decode(eq ? eq + 1 : "", eq ? seg - kraw - 1 : 0, val, &vlen) < 0) {
+			sp_err_set(e, SP_BAD_REQUEST, "Malformed query string");
+			goto fail;
+		}
+		if (strlen(key) != klen) {
+			sp_err_set(e, SP_BAD_REQUEST, "Malformed query string");
+			goto fail;
+		}
+		if (json_object_object_get_ex(o, key, NULL)) {
+			sp_err_field(e, SP_BAD_REQUEST, key, "%s: given more than once", key);
+			goto fail;
+		}
+		json_object_object_add(o, key, json_object_new_string_len(val, (int)vlen));
+		q += seg;
+		if (*q == '&')
+			q++;
+	}
+	free(key);
+	free(val);
+	*in = o;
+	return 0;
+fail:
+	free(key);
+	free(val);
+	json_object_put(o);
+	return -1;
+}
+
+int route_parse_input(const struct route *rt, struct req *r, json_object **in, struct sp_err *e)
+{
+	struct json_tokener *tok;
+	json_object *o;
+
+	if (strcmp(rt->method, "GET") == 0)
+		return parse_query(r->query, in, e);
+	if (req_read_body(r, BODY_MAX, e) < 0)
+		return -1;
+	if (r->body.len == 0) {
+		*in = json_object_new_object();
+		return 0;
+	}
+	tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+	if (!tok)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, r->body.data, (int)r->body.len);
+	if (!o || json_tokener_get_error(tok) != json_tokener_success ||
+	    json_tokener_get_parse_end(tok) != r->body.len) {
+		enum json_tokener_error je = json_tokener_get_error(tok);
+		json_object_put(o);
+		json_tokener_free(tok);
+		if (je == json_tokener_error_depth)
+			return sp_err_set(e, SP_BAD_REQUEST, "Malformed JSON body: nested too deeply");
+		return sp_err_set(e, SP_BAD_REQUEST, "Malformed JSON body: %s",
+				  je == json_tokener_success ? "trailing data"
+							     : json_tokener_error_desc(je));
+	}
+	json_tokener_free(tok);
+	if (!json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return sp_err_set(e, SP_BAD_REQUEST, "The JSON body must be an object");
+	}
+	*in = o;
+	return 0;
+}
+
+static void add_issue(json_object *issues, const char *field, const char *code, const char *msg)
+{
+	json_object *it = json_object_new_object(), *p = json_object_new_array();
+
+	json_object_array_add(p, json_object_new_string(field));
+	json_object_object_add(it, "code", json_object_new_string(code));
+	json_object_object_add(it, "path", p);
+	json_object_object_add(it, "message", json_object_new_string(msg));
+	json_object_array_add(issues, it);
+}
+
+static int env_key_ok(const char *k)
+{
+	if (!(isalpha((unsigned char)*k) || *k == '_'))
+		return 0;
+	for (k++; *k; k++)
+		if (!(isalnum((unsigned char)*k) || *k == '_'))
+			return 0;
+	return 1;
+}
+
+/* Coerces a query-string text to the field's type; replaces it in `in`. */
+static json_object *coerce(const struct field_spec *f, json_object *v)
+{
+	const char *s = json_object_get_string(v);
+	long long n;
+	double d;
+
+	switch (f->type) {
+	case FT_INT:
+		if (parse_ll(s, -(1LL << 53), 1LL << 53, &n) == 0)
+			return json_object_new_int64(n);
+		if (parse_double(s, &d) == 0)
+			return json_object_new_double(d);
+		break;
+	case FT_NUMBER:
+		if (parse_double(s, &d) == 0 && isfinite(d))
+			return json_object_new_double(d);
+		break;
+	case FT_BOOL:
+		if (strcmp(s, "true") == 0)
+			return json_object_new_boolean(1);
+		if (strcmp(s, "false") == 0)
+			return json_object_new_boolean(0);
+		break;
+	default:
+		break;
+	}
+	return NULL;
+}
+
+/* Checks one present value; returns NULL when fine, else writes a message. */
+static const char *check_field(const struct field_spec *f, json_object *v, char *msg, size_t cap,
+			       const char **code)
+{
+	const char *s;
+	size_t len;
+
+	*code = "invalid_type";
+	switch (f->type) {
+	case FT_STRING:
+	case FT_ID:
+	case FT_ABSPATH:
+	case FT_ENUM:
+		if (!json_object_is_type(v, json_type_string)) {
+			snprintf(msg, cap, "%s: expected a string", f->name);
+			return msg;
+		}
+		s = json_object_get_string(v);
+		len = (size_t)json_object_get_string_len(v);
+		if (f->type == FT_ENUM) {
+			for (const char *const *c = f->choices; *c; c++)
+				if (strlen(*c) == len && memcmp(*c, s, len) == 0)
+					return NULL;
+			*code = "invalid_enum_value";
+			int k = snprintf(msg, cap, "%s: expected one of", f->name);
+			for (const char *const *c = f->choices; *c && k > 0 && (size_t)k < cap; c++)
+				k += snprintf(msg + k, cap - (size_t)k, "%s '%s'",
+					      c == f->choices ? "" : ",", *c);
+			return msg;
+		}
+		if (memchr(s, '\0', len)) {
+			*code = "invalid_string";
+			snprintf(msg, cap, "%s: must not contain NUL bytes", f->name);
+			return msg;
+		}
+		if (f->type == FT_ABSPATH) {
+			if (len == 0 || s[0] != '/') {
+				*code = "invalid_string";
+				snprintf(msg, cap, "%s: Path must be absolute", f->name);
+				return msg;
+			}
+			if (len > 4096) {
+				*code = "too_big";
+				snprintf(msg, cap, "%s: must be at most 4096 bytes", f->name);
+				return msg;
+			}
+			return NULL;
+		}
+		if ((long long)len < f->min) {
+			*code = "too_small";
+			snprintf(msg, cap, "%s: must be at least %lld characters", f->name, f->min);
+			return msg;
+		}
+		if (f->max && (long long)len > f->max) {
+			*code = "too_big";
+			snprintf(msg, cap, "%s: must be at most %lld characters", f->name, f->max);
+			return msg;
+		}
+		if (f->type == FT_ID) {
+			for (size_t i = 0; i < len; i++)
+				if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-') {
+					*code = "invalid_string";
+					snprintf(msg, cap, "%s: may hold only letters, digits, '_' and '-'",
+						 f->name);
+					return msg;
+				}
+		}
+		return NULL;
+	case FT_INT: {
+		int64_t n;
+		if (json_object_is_type(v, json_type_double)) {
+			double d = json_object_get_double(v);
+			if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0) {
+				snprintf(msg, cap, "%s: expected an integer", f->name);
+				return msg;
+			}
+			n = (int64_t)d;
+		} else if (json_object_is_type(v, json_type_int)) {
+			n = json_object_get_int64(v);
+		} else {
+			snprintf(msg, cap, "%s: expected an integer", f->name);
+			return msg;
+		}
+		if (n < f->min || n > f->max) {
+			*code = n < f->min ? "too_small" : "too_big";
+			snprintf(msg, cap, "%s: must be between %lld and %lld", f->name, f->min, f->max);
+			return msg;
+		}
+		return NULL;
+	}
+	case FT_NUMBER: {
+		double d;
+		if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) {
+			snprintf(msg, cap, "%s: expected a number", f->name);
+			return msg;
+		}
+		d = json_object_get_double(v);
+		if (!isfinite(d) || d < f->dmin || d > f->dmax) {
+			*code = d < f->dmin ? "too_small" : "too_big";
+			snprintf(msg, cap, "%s: must be between %g and %g", f->name, f->dmin, f->dmax);
+			return msg;
+		}
+		return NULL;
+	}
+	case FT_BOOL:
+		if (!json_object_is_type(v, json_type_boolean)) {
+			snprintf(msg, cap, "%s: expected a boolean", f->name);
+			return msg;
+		}
+		return NULL;
+	case FT_ENVMAP: {
+		int count = 0;
+		if (!json_object_is_type(v, json_type_object)) {
+			snprintf(msg, cap, "%s: expected an object of strings", f->name);
+			return msg;
+		}
+		json_object_object_foreach(v, k, val)
+		{
+			if (!env_key_ok(k)) {
+				*code = "invalid_string";
+				snprintf(msg, cap, "%s: key '%.64s' must match ^[A-Za-z_][A-Za-z0-9_]*$",
+					 f->name, k);
+				return msg;
+			}
+			if (!json_object_is_type(val, json_type_string)) {
+				snprintf(msg, cap, "%s.%.64s: expected a string", f->name, k);
+				return msg;
+			}
+			if (memchr(json_object_get_string(val), '\0',
+				   (size_t)json_object_get_string_len(val))) {
+				*code = "invalid_string";
+				snprintf(msg, cap, "%s.%.64s: must not contain NUL bytes", f->name, k);
+				return msg;
+			}
+			if (++count > 256) {
+				*code = "too_big";
+				snprintf(msg, cap, "%s: at most 256 variables", f->name);
+				return msg;
+			}
+		}
+		return NULL;
+	}
+	}
+	return NULL;
+}
+
+int route_validate(const struct route *rt, json_object *in, int from_query, struct sp_err *e,
+		   json_object **issues)
+{
+	json_object *iss = json_object_new_array();
+	char msg[512], first[512] = "", first_field[128] = "";
+	const char *code;
+
+	/* unknown fields */
+	json_object_object_foreach(in, key, val)
+	{
+		const struct field_spec *f = NULL;
+		(void)val;
+		for (const struct field_spec *g = rt->fields; g && g->name; g++)
+			if (strcmp(g->name, key) == 0)
+				f = g;
+		if (!f) {
+			snprintf(msg, sizeof(msg), "Unrecognized key: '%.100s'", key);
+			add_issue(iss, key, "unrecognized_keys", msg);
+			if (!first[0]) {
+				str_copy(first, sizeof(first), msg);
+				str_copy(first_field, sizeof(first_field), key);
+			}
+		}
+	}
+	for (const struct field_spec *f = rt->fields; f && f->name; f++) {
+		json_object *v = NULL;
+		const char *bad;
+		int present = json_object_object_get_ex(in, f->name, &v);
+		if (present && v == NULL) {
+			if (!(f->flags & FF_NULLABLE)) {
+				snprintf(msg, sizeof(msg), "%s: must not be null", f->name);
+				add_issue(iss, f->name, "invalid_type", msg);
+				goto record;
+			}
+			json_object_object_del(in, f->name);
+			present = 0;
+		}
+		if (!present) {
+			if (f->flags & FF_REQUIRED) {
+				snprintf(msg, sizeof(msg), "%s: Required", f->name);
+				add_issue(iss, f->name, "invalid_type", msg);
+				goto record;
+			}
+			continue;
+		}
+		if (from_query && f->type != FT_STRING && f->type != FT_ID && f->type != FT_ABSPATH &&
+		    f->type != FT_ENUM) {
+			json_object *c = coerce(f, v);
+			if (!c) {
+				snprintf(msg, sizeof(msg), "%s: expected %s", f->name,
+					 f->type == FT_BOOL ? "true or false" : "a number");
+				add_issue(iss, f->name, "invalid_type", msg);
+				goto record;
+			}
+			json_object_object_add(in, f->name, c);
+			v = c;
+		}
+		bad = check_field(f, v, msg, sizeof(msg), &code);
+		if (!bad)
+			continue;
+		add_issue(iss, f->name, code, msg);
+record:
+		if (!first[0]) {
+			str_copy(first, sizeof(first), msg);
+			str_copy(first_field, sizeof(first_field), f->name);
+		}
+	}
+	if (json_object_array_length(iss) == 0) {
+		json_object_put(iss);
+		*issues = NULL;
+		return 0;
+	}
+	*issues = iss;
+	return sp_err_field(e, SP_BAD_REQUEST, first_field, "%s", first);
+}
+
+int route_has_perm(const char *perms, const char *perm)
+{
+	size_t n;
+
+	if (!perm || !*perm)
+		return 1;
+	n = strlen(perm);
+	for (const char *p = perms; p && *p;) {
+		size_t seg = strcspn(p, ",");
+		if (seg == n && memcmp(p, perm, n) == 0)
+			return 1;
+		p += seg;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}

@@ -1,0 +1,147 @@
+/*
+ * sandpitd: the FastCGI application server. The master (pm.c) binds the
+ * socket and runs the workers; each worker opens its own Redis and Docker
+ * connections after fork and serves requests through the route table.
+ * `sandpitd -t` checks a configuration and says what is wrong.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <fcgiapp.h>
+
+#include "../common/config.h"
+#include "../common/crypto.h"
+#include "../common/log.h"
+#include "../docker/docker.h"
+#include "../handlers/handlers.h"
+#include "pm.h"
+#include "request.h"
+
+static void apply_logging(const struct config *cfg)
+{
+	enum log_level lv = LOG_INFO;
+
+	log_level_parse(cfg->log_level, &lv);
+	log_setup("sandpitd", lv, cfg->log_json);
+}
+
+static int load_config(const char *path, struct config *cfg, char *err, size_t errlen)
+{
+	return config_load(path, cfg, err, errlen);
+}
+
+static void worker_main(const struct config *cfg, int listen_fd)
+{
+	struct sandbox_ctx ctx;
+	FCGX_Request fx;
+	struct sp_err e;
+
+	apply_logging(cfg);
+	if (sandbox_ctx_init(&ctx, cfg, &e) < 0) {
+		log_error("worker start: %s", e.msg);
+		return;
+	}
+	FCGX_Init();
+	if (FCGX_InitRequest(&fx, listen_fd, FCGI_FAIL_ACCEPT_ON_INTR) != 0) {
+		log_error("FCGX_InitRequest failed");
+		sandbox_ctx_cleanup(&ctx);
+		return;
+	}
+	while (!pm_worker_should_stop()) {
+		struct req r;
+		if (FCGX_Accept_r(&fx) < 0)
+			break;
+		pm_worker_busy(1);
+		req_init(&r, &fx);
+		handlers_serve(&ctx, &r);
+		req_cleanup(&r);
+		FCGX_Finish_r(&fx);
+		pm_worker_busy(0);
+	}
+	FCGX_Free(&fx, 1);
+	sandbox_ctx_cleanup(&ctx);
+}
+
+/* Refuses to start on a Docker that is too old or runs a vulnerable runc;
+ * an unreachable Docker is only a warning (requests get 503 until it is up). */
+static int check_docker(const struct config *cfg)
+{
+	struct docker_client *dk;
+	struct docker_version v;
+	struct sp_err e;
+	int rc = 0;
+
+	dk = docker_client_create(cfg->docker_host, 5, &e);
+	if (!dk) {
+		log_error("docker client: %s", e.msg);
+		return -1;
+	}
+	if (docker_negotiate(dk, cfg->allow_old_runc, &v, &e) < 0) {
+		if (e.code == SP_UNAVAILABLE) {
+			log_warn("%s; sandbox operations answer 503 until it is reachable", e.msg);
+		} else {
+			log_error("%s", e.msg);
+			rc = -1;
+		}
+	} else {
+		log_info("docker %s, API %s, runc %s", v.engine, v.api_version,
+			 v.runc[0] ? v.runc : "unknown");
+	}
+	docker_client_free(dk);
+	return rc;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: sandpitd [-c CONFIG] [-t]\n"
+			"  -c CONFIG  configuration file (default $SANDPIT_CONFIG or "
+			"/etc/sandpit/sandpitd.conf)\n"
+			"  -t         check the configuration and exit\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = getenv("SANDPIT_CONFIG");
+	static struct config cfg;
+	char err[1024];
+	int test = 0, opt, rc;
+
+	if (!path || !*path)
+		path = "/etc/sandpit/sandpitd.conf";
+	while ((opt = getopt(argc, argv, "c:th")) != -1) {
+		switch (opt) {
+		case 'c':
+			path = optarg;
+			break;
+		case 't':
+			test = 1;
+			break;
+		default:
+			usage();
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (crypto_init() < 0) {
+		fprintf(stderr, "sandpitd: libsodium failed to initialise\n");
+		return 1;
+	}
+	if (config_load(path, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sandpitd: configuration error: %s\n", err);
+		return 1;
+	}
+	if (test) {
+		printf("sandpitd: configuration %s OK\n", path);
+		config_wipe(&cfg);
+		return 0;
+	}
+	apply_logging(&cfg);
+	if (check_docker(&cfg) < 0) {
+		config_wipe(&cfg);
+		return 1;
+	}
+	rc = pm_run(&cfg, load_config, worker_main);
+	config_wipe(&cfg);
+	return rc;
+}

@@ -1,0 +1,66 @@
+/*
+ * The route table: every operation sandpit serves, with its input fields,
+ * bounds, defaults and permission. Routing, validation and (later) the
+ * OpenAPI document and the MCP tools are all read from here. Bounds come
+ * from dokploy-reference.md.
+ */
+#include "handlers.h"
+
+#include <stddef.h>
+
+static const char *const network_modes[] = { "isolated", "internet", NULL };
+
+#define SANDBOX_ID { "sandboxId", FT_ID, FF_REQUIRED, 1, 64, 0, 0, NULL, NULL, "The sandbox id" }
+#define END { NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }
+
+static const struct field_spec create_fields[] = {
+	{ "template", FT_ID, 0, 1, 31, 0, 0, NULL, NULL,
+	  "A built-in template (see sandbox.templates); either template or image is required" },
+	{ "image", FT_STRING, 0, 1, 255, 0, 0, NULL, NULL, "A custom image with sh, sleep and date" },
+	{ "name", FT_STRING, 0, 1, 64, 0, 0, NULL, NULL, "A name for people" },
+	{ "serverId", FT_ID, FF_NULLABLE, 1, 64, 0, 0, NULL, NULL,
+	  "The server to run on; omitted or null = the local server" },
+	{ "cpu", FT_NUMBER, 0, 0, 0, 0.1, 64, NULL, "1", "CPUs" },
+	{ "memoryMb", FT_INT, 0, 64, 262144, 0, 0, NULL, "512", "Memory in MiB (no swap)" },
+	{ "pidsLimit", FT_INT, 0, 16, 65536, 0, 0, NULL, "256", "Maximum processes" },
+	{ "timeoutMs", FT_INT, 0, 10000, 86400000, 0, 0, NULL, "300000",
+	  "Inactivity timeout in ms" },
+	{ "maxLifetimeMs", FT_INT, 0, 10000, 86400000, 0, 0, NULL, "86400000",
+	  "Hard lifetime in ms (deadlineAt)" },
+	{ "networkMode", FT_ENUM, 0, 0, 0, 0, 0, network_modes, "\"isolated\"",
+	  "isolated: no egress; internet: egress allowed" },
+	{ "envVars", FT_STRING, 0, 0, 65536, 0, 0, NULL, NULL,
+	  "KEY=value lines (a .env body); stored encrypted, never returned" },
+	{ "workdir", FT_ABSPATH, 0, 0, 0, 0, 0, NULL, "\"/home/user\"", "Working directory" },
+	END,
+};
+
+static const struct field_spec id_fields[] = { SANDBOX_ID, END };
+
+static const struct field_spec set_timeout_fields[] = {
+	SANDBOX_ID,
+	{ "timeoutMs", FT_INT, FF_REQUIRED, 10000, 86400000, 0, 0, NULL, NULL,
+	  "New inactivity timeout in ms, counted from now" },
+	END,
+};
+
+static const struct field_spec no_fields[] = { END };
+
+const struct route handler_routes[] = {
+	{ "POST", "/api/sandbox.create", h_sandbox_create, create_fields, "sandbox:create",
+	  ROUTE_MUTATION, "sandbox-create", "Create a sandbox" },
+	{ "GET", "/api/sandbox.one", h_sandbox_one, id_fields, "sandbox:read", ROUTE_QUERY,
+	  "sandbox-one", "Get one sandbox" },
+	{ "GET", "/api/sandbox.list", h_sandbox_list, no_fields, "sandbox:read", ROUTE_QUERY,
+	  "sandbox-list", "List the organization's sandboxes" },
+	{ "GET", "/api/sandbox.templates", h_sandbox_templates, no_fields, "sandbox:read",
+	  ROUTE_QUERY, "sandbox-templates", "List the built-in templates" },
+	{ "POST", "/api/sandbox.setTimeout", h_sandbox_set_timeout, set_timeout_fields,
+	  "sandbox:create", ROUTE_MUTATION, "sandbox-setTimeout", "Change the inactivity timeout" },
+	{ "POST", "/api/sandbox.kill", h_sandbox_kill, id_fields, "sandbox:create", ROUTE_MUTATION,
+	  "sandbox-kill", "Kill a sandbox (the record is kept)" },
+	{ "POST", "/api/sandbox.remove", h_sandbox_remove, id_fields, "sandbox:delete",
+	  ROUTE_MUTATION, "sandbox-remove", "Kill if needed and delete the record" },
+	{ "GET", "/healthz", h_health, no_fields, NULL, ROUTE_PUBLIC, "health", "Liveness" },
+	{ NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL },
+};

@@ -1,0 +1,90 @@
+/*
+ * The Dokploy sandbox procedures: create, one, list, templates, setTimeout,
+ * kill, remove. Input is already validated against the route table; this
+ * file maps it onto the sandbox core and never touches Docker or Redis.
+ */
+#include "handlers.h"
+
+#include <string.h>
+
+int h_sandbox_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	struct sandbox_create_req rq = { 0 };
+	struct sandbox sb;
+
+	rq.template_name = hin_str(in, "template", NULL);
+	rq.image = hin_str(in, "image", NULL);
+	rq.name = hin_str(in, "name", NULL);
+	rq.server_id = hin_str(in, "serverId", NULL);
+	rq.cpu = hin_dbl(in, "cpu", -1);
+	rq.memory_mb = hin_i64(in, "memoryMb", -1);
+	rq.pids_limit = hin_i64(in, "pidsLimit", -1);
+	rq.timeout_ms = hin_i64(in, "timeoutMs", -1);
+	rq.max_lifetime_ms = hin_i64(in, "maxLifetimeMs", -1);
+	rq.network_mode = hin_str(in, "networkMode", NULL);
+	rq.env_vars = hin_str(in, "envVars", &rq.env_vars_len);
+	rq.workdir = hin_str(in, "workdir", NULL);
+	if (sandbox_create(h->sb, h->r->org, &rq, &sb, e) < 0)
+		return -1;
+	*out = sandbox_to_json(&sb);
+	return 0;
+}
+
+int h_sandbox_one(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	struct sandbox sb;
+
+	if (sandbox_get(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), &sb, e) < 0)
+		return -1;
+	*out = sandbox_to_json(&sb);
+	return 0;
+}
+
+int h_sandbox_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	(void)in;
+	return sandbox_list(h->sb, h->r->org, out, e);
+}
+
+int h_sandbox_templates(struct handler_ctx *h, json_object *in, json_object **out,
+			struct sp_err *e)
+{
+	(void)in;
+	(void)e;
+	*out = sandbox_templates_json(h->cfg);
+	return 0;
+}
+
+int h_sandbox_set_timeout(struct handler_ctx *h, json_object *in, json_object **out,
+			  struct sp_err *e)
+{
+	struct sandbox sb;
+
+	if (sandbox_set_timeout(h->sb, h->r->org, hin_str(in, "sandboxId", NULL),
+				hin_i64(in, "timeoutMs", 0), &sb, e) < 0)
+		return -1;
+	*out = sandbox_to_json(&sb);
+	return 0;
+}
+
+int h_sandbox_kill(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	struct sandbox sb;
+
+	if (sandbox_kill(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), &sb, e) < 0)
+		return -1;
+	*out = sandbox_to_json(&sb);
+	return 0;
+}
+
+int h_sandbox_remove(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *id = hin_str(in, "sandboxId", NULL);
+
+	if (sandbox_remove(h->sb, h->r->org, id, e) < 0)
+		return -1;
+	*out = json_object_new_object();
+	json_object_object_add(*out, "sandboxId", json_object_new_string(id));
+	json_object_object_add(*out, "removed", json_object_new_boolean(1));
+	return 0;
+}

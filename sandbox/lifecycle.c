@@ -1,0 +1,895 @@
+/*
+ * Sandbox lifecycle: create, read with status catch-up, list, set timeout,
+ * kill, remove. The container enforces its own lifetime (see main_script):
+ * nothing here has to run for a sandbox to die on time. A record is written
+ * "creating" before any container exists, so a crash mid-create leaves a
+ * row that reads "error" later and a labeled container that can be found.
+ * Never returns envVars; never puts a caller value into a Docker URL
+ * unescaped (docker/ escapes) or into ExecCreate's User or Privileged.
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/buf.h"
+#include "../common/crypto.h"
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../docker/docker.h"
+
+#define STATE_DIR ".sandpit"
+#define TEMPLATE_UID 1000
+#define TEMPLATE_HOME "/home/user"
+
+/*
+ * The container's main process. $1 is deadlineAt in epoch seconds. The
+ * watcher (builtins plus sleep 5 and date) reads the expiry that sandpit
+ * writes to /.sandpit/expires and stops the main process once it passes; if
+ * it cannot fork it exits and only the deadline applies. The main process
+ * itself is `sleep` until the deadline, so the container stops then even
+ * with nothing of sandpit running.
+ */
+static const char main_script[] =
+	"for c in sleep date; do command -v $c >/dev/null 2>&1 || "
+	"{ echo \"sandpit: image lacks $c\" >&2; exit 127; }; done\n"
+	"d=$1\n"
+	"(while sleep 5; do "
+	"e=$d; read e </" STATE_DIR "/expires 2>/dev/null; "
+	"case $e in ''|*[!0-9]*) e=$d;; esac; "
+	"n=$(date +%s) || exit 0; "
+	"[ \"$n\" -ge \"$e\" ] && kill $$ && exit 0; "
+	"done) &\n"
+	"n=$(date +%s)\n"
+	"[ \"$d\" -gt \"$n\" ] || exit 0\n"
+	"exec sleep $((d - n))\n";
+
+int sandbox_ctx_init(struct sandbox_ctx *ctx, const struct config *cfg, struct sp_err *e)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->cfg = cfg;
+	ctx->st = store_open(cfg->redis_url, cfg->redis_prefix, e);
+	if (!ctx->st)
+		return -1;
+	ctx->dk = docker_client_create(cfg->docker_host, cfg->docker_timeout_s, e);
+	if (!ctx->dk) {
+		store_close(ctx->st);
+		ctx->st = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+void sandbox_ctx_cleanup(struct sandbox_ctx *ctx)
+{
+	store_close(ctx->st);
+	docker_client_free(ctx->dk);
+	ctx->st = NULL;
+	ctx->dk = NULL;
+}
+
+static int ensure_docker(struct sandbox_ctx *ctx, struct sp_err *e)
+{
+	struct docker_version v;
+
+	if (ctx->docker_ready)
+		return 0;
+	if (docker_negotiate(ctx->dk, ctx->cfg->allow_old_runc, &v, e) < 0)
+		return -1;
+	ctx->docker_ready = 1;
+	return 0;
+}
+
+static void network_name(const struct config *cfg, const char *mode, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s-%s", cfg->network_prefix, mode);
+}
+
+static int ensure_networks(struct sandbox_ctx *ctx, struct sp_err *e)
+{
+	char name[128], label[128];
+
+	if (ctx->networks_ready)
+		return 0;
+	snprintf(label, sizeof(label), "%s.network", ctx->cfg->label_prefix);
+	network_name(ctx->cfg, "isolated", name, sizeof(name));
+	if (docker_network_ensure(ctx->dk, name, 1, label, e) < 0)
+		return -1;
+	network_name(ctx->cfg, "internet", name, sizeof(name));
+	if (docker_network_ensure(ctx->dk, name, 0, label, e) < 0)
+		return -1;
+	ctx->networks_ready = 1;
+	return 0;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int64_t ttl_for(const struct config *cfg, const struct sandbox *sb)
+{
+	int64_t left = (sb->deadline_at - now_ms()) / 1000;
+
+	if (sb->status != SB_RUNNING && sb->status != SB_CREATING)
+		left = 0;
+	if (left < 0)
+		left = 0;
+	return left + cfg->retention_s + 1;
+}
+
+/* Writes the whole record (with the sealed env when given). */
+static int save(struct sandbox_ctx *ctx, const struct sandbox *sb, const char *sealed_env,
+		struct sp_err *e)
+{
+	char nums[SB_RECORD_FIELDS][32];
+	const char *kv[2 * SB_RECORD_FIELDS + 2];
+	int n = sandbox_to_kv(sb, nums, kv);
+
+	if (sealed_env) {
+		kv[n++] = "envVars";
+		kv[n++] = sealed_env;
+	}
+	return store_sandbox_put(ctx->st, sb->org, sb->id, kv, n, ttl_for(ctx->cfg, sb),
+				 sb->created_at, e);
+}
+
+/* Rewrites the record's fields if its status is still `expect`. Returns 0
+ * when applied, 1 when someone else changed the status first. */
+static int save_if(struct sandbox_ctx *ctx, const struct sandbox *sb, enum sandbox_status expect,
+		   struct sp_err *e)
+{
+	char nums[SB_RECORD_FIELDS][32];
+	const char *kv[2 * SB_RECORD_FIELDS];
+	int n = sandbox_to_kv(sb, nums, kv);
+
+	return store_sandbox_update(ctx->st, sb->org, sb->id, sandbox_status_name(expect), kv, n,
+				    ttl_for(ctx->cfg, sb), e);
+}
+
+/* Moves a record from `from` to killed/error and saves it if nobody else
+ * changed it meanwhile; on a lost race re-reads the winner's version. */
+static void transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox_status to,
+		       int64_t at, const char *why)
+{
+	enum sandbox_status from = sb->status;
+	struct sp_err e;
+	struct store_rec r = { 0 };
+
+	sb->status = to;
+	if (to == SB_KILLED)
+		sb->killed_at = at;
+	if (why)
+		str_copy(sb->error_message, sizeof(sb->error_message), why);
+	if (save_if(ctx, sb, from, &e) == 1 &&
+	    store_sandbox_get(ctx->st, sb->org, sb->id, &r, &e) == 0) {
+		sandbox_from_rec(&r, sb);
+		store_rec_free(&r);
+	}
+}
+
+void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb)
+{
+	if (sb->status == SB_RUNNING)
+		transition(ctx, sb, SB_KILLED, now_ms(), NULL);
+}
+
+/* Status catch-up by time alone (no Docker call). Returns 1 if it changed. */
+static int catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb)
+{
+	int64_t now = now_ms();
+
+	if (sb->status == SB_CREATING &&
+	    now - sb->created_at > (int64_t)ctx->cfg->create_timeout_s * 1000) {
+		char why[128];
+		snprintf(why, sizeof(why), "Creation did not finish within %d s",
+			 ctx->cfg->create_timeout_s);
+		transition(ctx, sb, SB_ERROR, 0, why);
+		return 1;
+	}
+	if (sb->status == SB_RUNNING) {
+		int64_t end = min64(sb->expires_at, sb->deadline_at);
+		if (now >= end) {
+			transition(ctx, sb, SB_KILLED, end, NULL);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Asks Docker whether the container still runs; marks the row killed if
+ * not. Docker being unreachable leaves the row as it is. */
+static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
+{
+	json_object *info = NULL, *state, *running;
+	struct sp_err e;
+
+	if (sb->status != SB_RUNNING)
+		return;
+	if (docker_container_inspect(ctx->dk, sb->container_id, &info, &e) < 0) {
+		if (e.code == SP_NOT_FOUND)
+			sandbox_mark_gone(ctx, sb);
+		return;
+	}
+	if (json_object_object_get_ex(info, "State", &state) &&
+	    json_object_object_get_ex(state, "Running", &running) &&
+	    !json_object_get_boolean(running))
+		sandbox_mark_gone(ctx, sb);
+	json_object_put(info);
+}
+
+static int load(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *sb,
+		struct sp_err *e)
+{
+	struct store_rec r = { 0 };
+	int rc;
+
+	if (store_sandbox_get(ctx->st, org, id, &r, e) < 0)
+		return -1;
+	rc = sandbox_from_rec(&r, sb);
+	store_rec_free(&r);
+	if (rc < 0)
+		return sp_err_set(e, SP_INTERNAL, "Sandbox record is damaged");
+	return 0;
+}
+
+int sandbox_get(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
+		struct sp_err *e)
+{
+	if (load(ctx, org, id, out, e) < 0)
+		return -1;
+	if (!catch_up_time(ctx, out))
+		catch_up_container(ctx, out);
+	return 0;
+}
+
+int sandbox_get_running(struct sandbox_ctx *ctx, const char *org, const char *id,
+			struct sandbox *out, struct sp_err *e)
+{
+	if (load(ctx, org, id, out, e) < 0)
+		return -1;
+	catch_up_time(ctx, out);
+	if (out->status != SB_RUNNING)
+		return sp_err_set(e, SP_PRECONDITION, "Sandbox is %s", sandbox_status_name(out->status));
+	return 0;
+}
+
+/* Maps a Docker "no such container" on a running sandbox to killed. */
+static int container_gone(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	sandbox_mark_gone(ctx, sb);
+	return sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
+}
+
+int sandbox_list(struct sandbox_ctx *ctx, const char *org, json_object **out, struct sp_err *e)
+{
+	enum { MAX_LIST = 1000 };
+	struct store_rec *recs = calloc(MAX_LIST, sizeof(*recs));
+	json_object *arr = NULL, *live = NULL;
+	char label[192];
+	int n, rc = -1, have_live = 0;
+
+	if (!recs)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	n = store_sandbox_list(ctx->st, org, recs, MAX_LIST, e);
+	if (n < 0)
+		goto out;
+	snprintf(label, sizeof(label), "%s.organizationId=%s", ctx->cfg->label_prefix, org);
+	{
+		struct sp_err de;
+		if (ensure_docker(ctx, &de) == 0 &&
+		    docker_container_list(ctx->dk, label, 0, &live, &de) == 0)
+			have_live = 1;
+	}
+	arr = json_object_new_array();
+	for (int i = 0; i < n; i++) {
+		struct sandbox sb;
+		if (sandbox_from_rec(&recs[i], &sb) < 0)
+			continue;
+		if (!catch_up_time(ctx, &sb) && sb.status == SB_RUNNING && have_live) {
+			int found = 0;
+			for (size_t j = 0; j < json_object_array_length(live) && !found; j++) {
+				json_object *c = json_object_array_get_idx(live, j), *cid;
+				if (json_object_object_get_ex(c, "Id", &cid) &&
+				    strcmp(json_object_get_string(cid), sb.container_id) == 0)
+					found = 1;
+			}
+			if (!found)
+				sandbox_mark_gone(ctx, &sb);
+		}
+		json_object_array_add(arr, sandbox_to_json(&sb));
+	}
+	*out = arr;
+	rc = 0;
+out:
+	for (int i = 0; i < MAX_LIST && i < (n > 0 ? n : 0); i++)
+		store_rec_free(&recs[i]);
+	free(recs);
+	json_object_put(live);
+	return rc;
+}
+
+/* Parses a .env body into Docker's "K=V" list. Lines may be blank, start
+ * with '#', or with "export "; values may be quoted with ' or ". */
+static int parse_env_vars(const char *s, size_t len, json_object *env, struct sp_err *e)
+{
+	size_t i = 0;
+	int lineno = 0;
+
+	while (i < len) {
+		size_t end = i, ks, ke, vs, ve;
+		struct buf kv;
+		lineno++;
+		while (end < len && s[end] != '\n')
+			end++;
+		ks = i;
+		ve = end;
+		if (ve > ks && s[ve - 1] == '\r')
+			ve--;
+		while (ks < ve && isspace((unsigned char)s[ks]))
+			ks++;
+		i = end + 1;
+		if (ks == ve || s[ks] == '#')
+			continue;
+		if (ve - ks > 7 && memcmp(s + ks, "export ", 7) == 0)
+			ks += 7;
+		ke = ks;
+		while (ke < ve && s[ke] != '=')
+			ke++;
+		if (ke == ve)
+			return sp_err_field(e, SP_BAD_REQUEST, "envVars",
+					    "envVars: line %d is not KEY=value", lineno);
+		vs = ke + 1;
+		while (ke > ks && isspace((unsigned char)s[ke - 1]))
+			ke--;
+		if (ke == ks || !(isalpha((unsigned char)s[ks]) || s[ks] == '_'))
+			return sp_err_field(e, SP_BAD_REQUEST, "envVars",
+					    "envVars: line %d has an invalid name", lineno);
+		for (size_t k = ks; k < ke; k++)
+			if (!isalnum((unsigned char)s[k]) && s[k] != '_')
+				return sp_err_field(e, SP_BAD_REQUEST, "envVars",
+						    "envVars: line %d has an invalid name", lineno);
+		if (ve - vs >= 2 && (s[vs] == '"' || s[vs] == '\'') && s[ve - 1] == s[vs]) {
+			vs++;
+			ve--;
+		}
+		if (memchr(s + vs, '\0', ve - vs))
+			return sp_err_field(e, SP_BAD_REQUEST, "envVars",
+					    "envVars: line %d holds a NUL byte", lineno);
+		buf_init(&kv, 70000);
+		if (buf_append(&kv, s + ks, ke - ks) < 0 || buf_append(&kv, "=", 1) < 0 ||
+		    buf_append(&kv, s + vs, ve - vs) < 0) {
+			buf_free(&kv);
+			return sp_err_set(e, SP_INTERNAL, "out of memory");
+		}
+		json_object_array_add(env, json_object_new_string_len(kv.data, (int)kv.len));
+		buf_wipe(&kv);
+	}
+	return 0;
+}
+
+/* Adds the template's extra env ("K=V\n" lines, "~" = the home). */
+static void template_env(const struct template_conf *t, json_object *env)
+{
+	const char *p = t->env;
+
+	json_object_array_add(env, json_object_new_string("HOME=" TEMPLATE_HOME));
+	while (*p) {
+		size_t n = strcspn(p, "\n");
+		char line[600];
+		const char *tilde = memchr(p, '~', n);
+		if (tilde)
+			snprintf(line, sizeof(line), "%.*s%s%.*s", (int)(tilde - p), p, TEMPLATE_HOME,
+				 (int)(n - (size_t)(tilde - p) - 1), tilde + 1);
+		else
+			snprintf(line, sizeof(line), "%.*s", (int)n, p);
+		if (n)
+			json_object_array_add(env, json_object_new_string(line));
+		p += n;
+		if (*p)
+			p++;
+	}
+}
+
+static json_object *str_array(const char *const *v)
+{
+	json_object *a = json_object_new_array();
+
+	for (; *v; v++)
+		json_object_array_add(a, json_object_new_string(*v));
+	return a;
+}
+
+static json_object *container_body(const struct sandbox_ctx *ctx, const struct sandbox *sb,
+				   json_object *env)
+{
+	const struct config *cfg = ctx->cfg;
+	json_object *o = json_object_new_object(), *hc = json_object_new_object(),
+		    *labels = json_object_new_object(), *cmd, *lc, *lcc, *nc, *ep;
+	char deadline[32], lname[160], net[128];
+	static const char *const capdrop[] = { "ALL", NULL };
+	static const char *const secopt[] = { "no-new-privileges", NULL };
+
+	snprintf(deadline, sizeof(deadline), "%lld", (long long)((sb->deadline_at + 999) / 1000));
+	json_object_object_add(o, "Image", json_object_new_string(sb->image));
+	json_object_object_add(o, "Entrypoint", json_object_new_array());
+	cmd = json_object_new_array();
+	json_object_array_add(cmd, json_object_new_string("sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(main_script));
+	json_object_array_add(cmd, json_object_new_string("sandpit"));
+	json_object_array_add(cmd, json_object_new_string(deadline));
+	json_object_object_add(o, "Cmd", cmd);
+	if (sb->template_name[0])
+		json_object_object_add(o, "User", json_object_new_string(sb->user));
+	json_object_object_add(o, "WorkingDir", json_object_new_string(sb->workdir));
+	json_object_object_add(o, "Env", json_object_get(env));
+	json_object_object_add(o, "Hostname", json_object_new_string("sandbox"));
+	snprintf(lname, sizeof(lname), "%s.sandbox", cfg->label_prefix);
+	json_object_object_add(labels, lname, json_object_new_string("true"));
+	snprintf(lname, sizeof(lname), "%s.sandboxId", cfg->label_prefix);
+	json_object_object_add(labels, lname, json_object_new_string(sb->id));
+	snprintf(lname, sizeof(lname), "%s.organizationId", cfg->label_prefix);
+	json_object_object_add(labels, lname, json_object_new_string(sb->org));
+	json_object_object_add(o, "Labels", labels);
+
+	json_object_object_add(hc, "CapDrop", str_array(capdrop));
+	json_object_object_add(hc, "SecurityOpt", str_array(secopt));
+	json_object_object_add(hc, "Init", json_object_new_boolean(1));
+	json_object_object_add(hc, "NanoCpus", json_object_new_int64((int64_t)(sb->cpu * 1e9 + 0.5)));
+	json_object_object_add(hc, "Memory", json_object_new_int64(sb->memory_mb * 1024 * 1024));
+	json_object_object_add(hc, "MemorySwap", json_object_new_int64(sb->memory_mb * 1024 * 1024));
+	json_object_object_add(hc, "PidsLimit", json_object_new_int64(sb->pids_limit));
+	json_object_object_add(hc, "AutoRemove", json_object_new_boolean(1));
+	json_object_object_add(hc, "Privileged", json_object_new_boolean(0));
+	ep = json_object_new_object();
+	json_object_object_add(ep, "Name", json_object_new_string("no"));
+	json_object_object_add(hc, "RestartPolicy", ep);
+	lc = json_object_new_object();
+	lcc = json_object_new_object();
+	json_object_object_add(lc, "Type", json_object_new_string("json-file"));
+	json_object_object_add(lcc, "max-size", json_object_new_string("10m"));
+	json_object_object_add(lcc, "max-file", json_object_new_string("1"));
+	json_object_object_add(lc, "Config", lcc);
+	json_object_object_add(hc, "LogConfig", lc);
+	network_name(cfg, sb->network_mode, net, sizeof(net));
+	json_object_object_add(hc, "NetworkMode", json_object_new_string(net));
+	json_object_object_add(o, "HostConfig", hc);
+	nc = json_object_new_object();
+	ep = json_object_new_object();
+	json_object_object_add(ep, net, json_object_new_object());
+	json_object_object_add(nc, "EndpointsConfig", ep);
+	json_object_object_add(o, "NetworkingConfig", nc);
+	return o;
+}
+
+/* Which of sh, sleep, date the image lacks, remembered per image id so the
+ * look-up costs nothing after the first sandbox of an image. */
+static struct {
+	char image_id[80];
+	char missing[32];
+} tool_cache[32];
+static unsigned tool_cache_next;
+
+static const char *image_path(json_object *img)
+{
+	json_object *cfg, *env;
+	static char path[1024];
+
+	str_copy(path, sizeof(path), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	if (json_object_object_get_ex(img, "Config", &cfg) &&
+	    json_object_object_get_ex(cfg, "Env", &env) && json_object_is_type(env, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(env); i++) {
+			const char *kv = json_object_get_string(json_object_array_get_idx(env, i));
+			if (kv && strncmp(kv, "PATH=", 5) == 0)
+				str_copy(path, sizeof(path), kv + 5);
+		}
+	return path;
+}
+
+/* Checks sh, sleep and date through archive stats on the created (not yet
+ * started) container. Writes the names missing ("" when none) into out. */
+static int find_missing_tools(struct sandbox_ctx *ctx, const char *cid, const char *image_id,
+			      const char *path, char *out, size_t cap, struct sp_err *e)
+{
+	static const char *const tools[] = { "sh", "sleep", "date" };
+	unsigned i;
+
+	for (i = 0; i < sizeof(tool_cache) / sizeof(tool_cache[0]); i++)
+		if (strcmp(tool_cache[i].image_id, image_id) == 0) {
+			str_copy(out, cap, tool_cache[i].missing);
+			return 0;
+		}
+	out[0] = '\0';
+	for (i = 0; i < 3; i++) {
+		const char *p = path;
+		int found = 0;
+		while (*p && !found) {
+			size_t n = strcspn(p, ":");
+			char full[1200];
+			struct docker_stat st;
+			struct sp_err se;
+			snprintf(full, sizeof(full), "%.*s/%s", (int)n, p, tools[i]);
+			if (n && full[0] == '/' && docker_archive_stat(ctx->dk, cid, full, &st, &se) == 0)
+				found = 1;
+			else if (n && full[0] == '/' && se.code != SP_NOT_FOUND)
+				return sp_err_set(e, se.code, "%s", se.msg);
+			p += n;
+			if (*p)
+				p++;
+		}
+		if (!found) {
+			size_t k = strlen(out);
+			snprintf(out + k, cap - k, "%s%s", k ? ", " : "", tools[i]);
+		}
+	}
+	i = tool_cache_next++ % (sizeof(tool_cache) / sizeof(tool_cache[0]));
+	str_copy(tool_cache[i].image_id, sizeof(tool_cache[i].image_id), image_id);
+	str_copy(tool_cache[i].missing, sizeof(tool_cache[i].missing), out);
+	return 0;
+}
+
+/* The uid/gid that owns the workdir: the template user, a numeric image
+ * user, or root with a world-writable sticky workdir for a named user. */
+static void workdir_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsigned *mode)
+{
+	long long u = 0, g = 0;
+	char tmp[64];
+	char *colon;
+
+	*uid = *gid = 0;
+	*mode = 0755;
+	if (sb->template_name[0]) {
+		*uid = *gid = TEMPLATE_UID;
+		return;
+	}
+	str_copy(tmp, sizeof(tmp), sb->user);
+	colon = strchr(tmp, ':');
+	if (colon)
+		*colon = '\0';
+	if (!tmp[0] || strcmp(tmp, "root") == 0)
+		return;
+	if (parse_ll(tmp, 0, 0x7fffffff, &u) == 0) {
+		*uid = (unsigned)u;
+		*gid = (unsigned)u;
+		if (colon && parse_ll(colon + 1, 0, 0x7fffffff, &g) == 0)
+			*gid = (unsigned)g;
+		return;
+	}
+	*mode = 01777;
+}
+
+static int write_expires(struct sandbox_ctx *ctx, const char *cid, int64_t expires_ms,
+			 struct sp_err *e)
+{
+	char val[32];
+	struct buf tar;
+	struct docker_tar_entry ent = { "expires", 0, 0644, 0, 0, val, 0, 0 };
+	int rc;
+
+	snprintf(val, sizeof(val), "%lld\n", (long long)((expires_ms + 999) / 1000));
+	ent.len = strlen(val);
+	ent.mtime = now_ms() / 1000;
+	buf_init(&tar, 64 * 1024);
+	rc = docker_tar_build(&ent, 1, &tar, e);
+	if (rc == 0)
+		rc = docker_archive_put(ctx->dk, cid, "/" STATE_DIR, tar.data, tar.len, e);
+	buf_free(&tar);
+	return rc;
+}
+
+/* Creates the workdir (and home) owned by the sandbox user and the state
+ * folder with the first expiry, before the container starts. */
+static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e)
+{
+	struct docker_tar_entry ents[4];
+	char expires[32];
+	struct buf tar;
+	unsigned uid, gid, mode;
+	size_t n = 0;
+	int64_t t = now_ms() / 1000;
+	int rc;
+
+	workdir_owner(sb, &uid, &gid, &mode);
+	snprintf(expires, sizeof(expires), "%lld\n", (long long)((sb->expires_at + 999) / 1000));
+	ents[n++] = (struct docker_tar_entry){ STATE_DIR, 1, 0755, 0, 0, NULL, 0, t };
+	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/expires", 0, 0644, 0, 0, expires,
+					       strlen(expires), t };
+	if (sb->template_name[0] && strcmp(sb->workdir, TEMPLATE_HOME) != 0)
+		ents[n++] = (struct docker_tar_entry){ TEMPLATE_HOME + 1, 1, 0755, uid, gid, NULL, 0, t };
+	if (strcmp(sb->workdir, "/") != 0)
+		ents[n++] = (struct docker_tar_entry){ sb->workdir + 1, 1, mode, uid, gid, NULL, 0, t };
+	buf_init(&tar, 64 * 1024);
+	rc = docker_tar_build(ents, n, &tar, e);
+	if (rc == 0)
+		rc = docker_archive_put(ctx->dk, sb->container_id, "/", tar.data, tar.len, e);
+	buf_free(&tar);
+	return rc;
+}
+
+/* Ends a failed creation: removes the container if there is one and keeps
+ * the row as "error" with the reason. Returns -1 with e unchanged. */
+static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	struct sp_err ignore;
+
+	if (sb->container_id[0])
+		docker_container_remove(ctx->dk, sb->container_id, 1, &ignore);
+	sb->status = SB_ERROR;
+	str_copy(sb->error_message, sizeof(sb->error_message), e->msg);
+	save_if(ctx, sb, SB_CREATING, &ignore);
+	log_info("sandbox %s: creation failed: %s", sb->id, e->msg);
+	return -1;
+}
+
+static int prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_object **img,
+			 struct sp_err *e)
+{
+	if (docker_image_inspect(ctx->dk, sb->image, img, e) == 0)
+		return 0;
+	if (e->code != SP_NOT_FOUND)
+		return -1;
+	log_info("sandbox %s: pulling %s", sb->id, sb->image);
+	if (docker_image_pull(ctx->dk, sb->image, ctx->cfg->pull_timeout_s, e) < 0) {
+		char msg[sizeof(e->msg)];
+		str_copy(msg, sizeof(msg), e->msg);
+		if (e->code == SP_UNAVAILABLE)
+			return -1;
+		return sp_err_field(e, SP_BAD_REQUEST, "image", "Image %s is not available: %s",
+				    sb->image, msg);
+	}
+	return docker_image_inspect(ctx->dk, sb->image, img, e);
+}
+
+int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbox_create_req *rq,
+		   struct sandbox *out, struct sp_err *e)
+{
+	const struct template_conf *t = NULL;
+	struct sandbox *sb = out;
+	json_object *env = NULL, *img = NULL, *body = NULL, *v;
+	struct buf sealed;
+	char missing[32];
+	int64_t now = now_ms();
+	int rc = -1;
+
+	buf_init(&sealed, 256 * 1024);
+	memset(sb, 0, sizeof(*sb));
+	if (!rq->template_name && !rq->image)
+		return sp_err_field(e, SP_BAD_REQUEST, "template", "Either template or image is required");
+	if (rq->template_name && rq->image)
+		return sp_err_field(e, SP_BAD_REQUEST, "image",
+				    "Give either template or image, not both");
+	if (rq->template_name) {
+		t = config_template(ctx->cfg, rq->template_name);
+		if (!t)
+			return sp_err_field(e, SP_BAD_REQUEST, "template",
+					    "template: unknown template '%s' (see sandbox.templates)",
+					    rq->template_name);
+		str_copy(sb->template_name, sizeof(sb->template_name), t->name);
+		str_copy(sb->image, sizeof(sb->image), t->image);
+		str_copy(sb->user, sizeof(sb->user), "1000:1000");
+	} else {
+		str_copy(sb->image, sizeof(sb->image), rq->image);
+	}
+	if (rq->server_id && *rq->server_id && strcmp(rq->server_id, "local") != 0)
+		return sp_err_field(e, SP_NOT_FOUND, "serverId", "Server %s not found", rq->server_id);
+	crypto_random_id(sb->id, SANDBOX_ID_LEN);
+	str_copy(sb->org, sizeof(sb->org), org);
+	str_copy(sb->name, sizeof(sb->name), rq->name ? rq->name : "");
+	sb->status = SB_CREATING;
+	sb->cpu = rq->cpu > 0 ? rq->cpu : SB_DEFAULT_CPU;
+	sb->memory_mb = rq->memory_mb > 0 ? rq->memory_mb : SB_DEFAULT_MEMORY_MB;
+	sb->pids_limit = rq->pids_limit > 0 ? rq->pids_limit : SB_DEFAULT_PIDS;
+	sb->timeout_ms = rq->timeout_ms > 0 ? rq->timeout_ms : SB_DEFAULT_TIMEOUT_MS;
+	sb->max_lifetime_ms = rq->max_lifetime_ms > 0 ? rq->max_lifetime_ms : SB_MAX_LIFETIME_MS;
+	str_copy(sb->network_mode, sizeof(sb->network_mode),
+		 rq->network_mode ? rq->network_mode : "isolated");
+	str_copy(sb->workdir, sizeof(sb->workdir), rq->workdir ? rq->workdir : TEMPLATE_HOME);
+	str_copy(sb->runtime, sizeof(sb->runtime), "runc");
+	sb->created_at = now;
+	sb->last_activity_at = now;
+	sb->deadline_at = now + sb->max_lifetime_ms;
+	sb->expires_at = min64(now + sb->timeout_ms, sb->deadline_at);
+
+	env = json_object_new_array();
+	if (t)
+		template_env(t, env);
+	if (rq->env_vars && parse_env_vars(rq->env_vars, rq->env_vars_len, env, e) < 0)
+		goto out;
+	if (rq->env_vars && rq->env_vars_len &&
+	    crypto_seal(ctx->cfg->data_key, sb->id, rq->env_vars, rq->env_vars_len, &sealed) < 0) {
+		sp_err_set(e, SP_INTERNAL, "Could not seal envVars");
+		goto out;
+	}
+	if (ensure_docker(ctx, e) < 0)
+		goto out;
+	if (save(ctx, sb, sealed.len ? sealed.data : NULL, e) < 0)
+		goto out;
+	if (ensure_networks(ctx, e) < 0 || prepare_image(ctx, sb, &img, e) < 0) {
+		create_failed(ctx, sb, e);
+		goto out;
+	}
+	if (!t) {
+		json_object *icfg, *user;
+		if (json_object_object_get_ex(img, "Config", &icfg) &&
+		    json_object_object_get_ex(icfg, "User", &user) && json_object_get_string(user))
+			str_copy(sb->user, sizeof(sb->user), json_object_get_string(user));
+		if (!sb->user[0])
+			str_copy(sb->user, sizeof(sb->user), "root");
+	}
+	body = container_body(ctx, sb, env);
+	{
+		char cname[64];
+		snprintf(cname, sizeof(cname), "sandpit-%s", sb->id);
+		if (docker_container_create(ctx->dk, cname, body, sb->container_id, e) < 0) {
+			create_failed(ctx, sb, e);
+			goto out;
+		}
+	}
+	if (!json_object_object_get_ex(img, "Id", &v) ||
+	    find_missing_tools(ctx, sb->container_id, json_object_get_string(v), image_path(img),
+			       missing, sizeof(missing), e) < 0) {
+		if (e->code == SP_OK)
+			sp_err_set(e, SP_INTERNAL, "Image has no id");
+		create_failed(ctx, sb, e);
+		goto out;
+	}
+	if (missing[0]) {
+		sp_err_field(e, SP_BAD_REQUEST, rq->image ? "image" : "template",
+			     "Image %s lacks %s: sandbox images must include sh, sleep and date",
+			     sb->image, missing);
+		create_failed(ctx, sb, e);
+		goto out;
+	}
+	if (seed_files(ctx, sb, e) < 0 || docker_container_start(ctx->dk, sb->container_id, e) < 0) {
+		create_failed(ctx, sb, e);
+		goto out;
+	}
+	sb->status = SB_RUNNING;
+	if (save_if(ctx, sb, SB_CREATING, e) != 0) {
+		/* someone removed or changed the row meanwhile: do not leave the container */
+		struct sp_err ignore;
+		docker_container_stop(ctx->dk, sb->container_id, 0, &ignore);
+		if (e->code == SP_OK)
+			sp_err_set(e, SP_CONFLICT, "Sandbox was removed while it was being created");
+		goto out;
+	}
+	log_info("sandbox %s created (org %s, image %s)", sb->id, org, sb->image);
+	rc = 0;
+out:
+	buf_wipe(&sealed);
+	json_object_put(env);
+	json_object_put(img);
+	json_object_put(body);
+	return rc;
+}
+
+int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id,
+			int64_t timeout_ms, struct sandbox *out, struct sp_err *e)
+{
+	int64_t now = now_ms();
+
+	if (sandbox_get_running(ctx, org, id, out, e) < 0)
+		return -1;
+	if (ensure_docker(ctx, e) < 0)
+		return -1;
+	out->timeout_ms = timeout_ms;
+	out->expires_at = min64(now + timeout_ms, out->deadline_at);
+	if (write_expires(ctx, out->container_id, out->expires_at, e) < 0) {
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
+			return container_gone(ctx, out, e);
+		return -1;
+	}
+	{
+		char t[32], x[32];
+		const char *kv[] = { "timeoutMs", t, "expiresAt", x };
+		int r;
+		snprintf(t, sizeof(t), "%lld", (long long)out->timeout_ms);
+		snprintf(x, sizeof(x), "%lld", (long long)out->expires_at);
+		r = store_sandbox_update(ctx->st, org, id, "running", kv, 4, 0, e);
+		if (r < 0)
+			return -1;
+		if (r == 1)
+			return sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
+	}
+	return 0;
+}
+
+int sandbox_touch(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms, struct sp_err *e)
+{
+	int64_t now = now_ms();
+	int64_t expires = min64(now + sb->timeout_ms + extra_ms, sb->deadline_at);
+	char a[32], x[32];
+	const char *kv[] = { "lastActivityAt", a, "expiresAt", x };
+
+	if (write_expires(ctx, sb->container_id, expires, e) < 0) {
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
+			return container_gone(ctx, sb, e);
+		return -1;
+	}
+	sb->last_activity_at = now;
+	sb->expires_at = expires;
+	snprintf(a, sizeof(a), "%lld", (long long)now);
+	snprintf(x, sizeof(x), "%lld", (long long)expires);
+	return store_sandbox_update(ctx->st, sb->org, sb->id, "running", kv, 4, 0, e) < 0 ? -1 : 0;
+}
+
+/* Stops the container: SIGTERM, 2 s grace, SIGKILL; AutoRemove deletes it. */
+static int stop_container(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	if (ensure_docker(ctx, e) < 0)
+		return -1;
+	if (docker_container_stop(ctx->dk, sb->container_id, SB_KILL_GRACE_S, e) < 0 &&
+	    e->code != SP_NOT_FOUND)
+		return -1;
+	sp_err_clear(e);
+	return 0;
+}
+
+int sandbox_kill(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
+		 struct sp_err *e)
+{
+	if (sandbox_get_running(ctx, org, id, out, e) < 0)
+		return -1;
+	if (stop_container(ctx, out, e) < 0)
+		return -1;
+	transition(ctx, out, SB_KILLED, now_ms(), NULL);
+	log_info("sandbox %s killed", out->id);
+	return 0;
+}
+
+int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, struct sp_err *e)
+{
+	struct sandbox sb;
+
+	if (load(ctx, org, id, &sb, e) < 0)
+		return -1;
+	if ((sb.status == SB_RUNNING || sb.status == SB_CREATING) && sb.container_id[0] &&
+	    stop_container(ctx, &sb, e) < 0)
+		return -1;
+	if (store_sandbox_del(ctx->st, org, id, e) < 0)
+		return -1;
+	log_info("sandbox %s removed", id);
+	return 0;
+}
+
+json_object *sandbox_templates_json(const struct config *cfg)
+{
+	json_object *arr = json_object_new_array();
+
+	for (int i = 0; i < cfg->ntemplates; i++) {
+		const struct template_conf *t = &cfg->templates[i];
+		json_object *o = json_object_new_object(), *env = json_object_new_object();
+		const char *p = t->env;
+		json_object_object_add(o, "name", json_object_new_string(t->name));
+		json_object_object_add(o, "image", json_object_new_string(t->image));
+		json_object_object_add(o, "user", json_object_new_string("1000:1000"));
+		json_object_object_add(o, "workdir", json_object_new_string(TEMPLATE_HOME));
+		while (*p) {
+			size_t n = strcspn(p, "\n"), eq = strcspn(p, "=");
+			if (eq < n) {
+				char k[128], val[512];
+				const char *tilde;
+				snprintf(k, sizeof(k), "%.*s", (int)eq, p);
+				snprintf(val, sizeof(val), "%.*s", (int)(n - eq - 1), p + eq + 1);
+				tilde = strchr(val, '~');
+				if (tilde) {
+					char full[640];
+					snprintf(full, sizeof(full), "%.*s%s%s", (int)(tilde - val), val,
+						 TEMPLATE_HOME, tilde + 1);
+					json_object_object_add(env, k, json_object_new_string(full));
+				} else {
+					json_object_object_add(env, k, json_object_new_string(val));
+				}
+			}
+			p += n;
+			if (*p)
+				p++;
+		}
+		json_object_object_add(o, "env", env);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}

@@ -1,0 +1,159 @@
+/*
+ * A sandbox as a Redis record and as the API's JSON. The two directions
+ * live side by side so a field cannot be added to one and forgotten in the
+ * other. The sealed envVars never leave this file's callers as JSON.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/util.h"
+
+static const char *const status_names[] = { "creating", "running", "killed", "error" };
+
+const char *sandbox_status_name(enum sandbox_status s)
+{
+	return status_names[s];
+}
+
+static int status_parse(const char *s, enum sandbox_status *out)
+{
+	for (int i = 0; i < 4; i++)
+		if (s && strcmp(s, status_names[i]) == 0) {
+			*out = (enum sandbox_status)i;
+			return 0;
+		}
+	return -1;
+}
+
+static int64_t rec_i64(const struct store_rec *r, const char *name)
+{
+	const char *v = store_rec_get(r, name);
+	long long n = 0;
+
+	if (v && parse_ll(v, -(1LL << 62), 1LL << 62, &n) == 0)
+		return n;
+	return 0;
+}
+
+static void rec_str(const struct store_rec *r, const char *name, char *out, size_t cap)
+{
+	const char *v = store_rec_get(r, name);
+	str_copy(out, cap, v ? v : "");
+}
+
+int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
+{
+	double cpu = 0;
+
+	memset(sb, 0, sizeof(*sb));
+	rec_str(r, "sandboxId", sb->id, sizeof(sb->id));
+	rec_str(r, "name", sb->name, sizeof(sb->name));
+	rec_str(r, "organizationId", sb->org, sizeof(sb->org));
+	rec_str(r, "serverId", sb->server_id, sizeof(sb->server_id));
+	rec_str(r, "image", sb->image, sizeof(sb->image));
+	rec_str(r, "template", sb->template_name, sizeof(sb->template_name));
+	rec_str(r, "containerId", sb->container_id, sizeof(sb->container_id));
+	if (status_parse(store_rec_get(r, "status"), &sb->status) < 0)
+		return -1;
+	if (store_rec_get(r, "cpu"))
+		parse_double(store_rec_get(r, "cpu"), &cpu);
+	sb->cpu = cpu;
+	sb->memory_mb = rec_i64(r, "memoryMb");
+	sb->pids_limit = rec_i64(r, "pidsLimit");
+	sb->timeout_ms = rec_i64(r, "timeoutMs");
+	sb->max_lifetime_ms = rec_i64(r, "maxLifetimeMs");
+	rec_str(r, "networkMode", sb->network_mode, sizeof(sb->network_mode));
+	rec_str(r, "workdir", sb->workdir, sizeof(sb->workdir));
+	rec_str(r, "user", sb->user, sizeof(sb->user));
+	rec_str(r, "runtime", sb->runtime, sizeof(sb->runtime));
+	sb->created_at = rec_i64(r, "createdAt");
+	sb->expires_at = rec_i64(r, "expiresAt");
+	sb->deadline_at = rec_i64(r, "deadlineAt");
+	sb->last_activity_at = rec_i64(r, "lastActivityAt");
+	sb->killed_at = rec_i64(r, "killedAt");
+	rec_str(r, "errorMessage", sb->error_message, sizeof(sb->error_message));
+	return 0;
+}
+
+/* Number fields are formatted into nums; kv points into sb and nums. */
+int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
+{
+	int n = 0, k = 0;
+
+#define KV(name, val) (kv[n++] = (name), kv[n++] = (val))
+#define NUM(name, fmt, val) \
+	(snprintf(nums[k], 32, fmt, val), KV(name, nums[k]), k++)
+	KV("sandboxId", sb->id);
+	KV("name", sb->name);
+	KV("organizationId", sb->org);
+	KV("serverId", sb->server_id);
+	KV("image", sb->image);
+	KV("template", sb->template_name);
+	KV("containerId", sb->container_id);
+	KV("status", sandbox_status_name(sb->status));
+	NUM("cpu", "%.17g", sb->cpu);
+	NUM("memoryMb", "%lld", (long long)sb->memory_mb);
+	NUM("pidsLimit", "%lld", (long long)sb->pids_limit);
+	NUM("timeoutMs", "%lld", (long long)sb->timeout_ms);
+	NUM("maxLifetimeMs", "%lld", (long long)sb->max_lifetime_ms);
+	KV("networkMode", sb->network_mode);
+	KV("workdir", sb->workdir);
+	KV("user", sb->user);
+	KV("runtime", sb->runtime);
+	NUM("createdAt", "%lld", (long long)sb->created_at);
+	NUM("expiresAt", "%lld", (long long)sb->expires_at);
+	NUM("deadlineAt", "%lld", (long long)sb->deadline_at);
+	NUM("lastActivityAt", "%lld", (long long)sb->last_activity_at);
+	NUM("killedAt", "%lld", (long long)sb->killed_at);
+	KV("errorMessage", sb->error_message);
+#undef KV
+#undef NUM
+	return n;
+}
+
+static json_object *str_or_null(const char *s)
+{
+	return s && *s ? json_object_new_string(s) : NULL;
+}
+
+static json_object *time_or_null(int64_t ms)
+{
+	char iso[40];
+
+	if (ms <= 0)
+		return NULL;
+	iso8601_ms(ms, iso, sizeof(iso));
+	return json_object_new_string(iso);
+}
+
+json_object *sandbox_to_json(const struct sandbox *sb)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "sandboxId", json_object_new_string(sb->id));
+	json_object_object_add(o, "name", str_or_null(sb->name));
+	json_object_object_add(o, "organizationId", json_object_new_string(sb->org));
+	json_object_object_add(o, "serverId", str_or_null(sb->server_id));
+	json_object_object_add(o, "image", json_object_new_string(sb->image));
+	json_object_object_add(o, "template", str_or_null(sb->template_name));
+	json_object_object_add(o, "containerId", str_or_null(sb->container_id));
+	json_object_object_add(o, "status", json_object_new_string(sandbox_status_name(sb->status)));
+	json_object_object_add(o, "cpu", json_object_new_double(sb->cpu));
+	json_object_object_add(o, "memoryMb", json_object_new_int64(sb->memory_mb));
+	json_object_object_add(o, "pidsLimit", json_object_new_int64(sb->pids_limit));
+	json_object_object_add(o, "timeoutMs", json_object_new_int64(sb->timeout_ms));
+	json_object_object_add(o, "maxLifetimeMs", json_object_new_int64(sb->max_lifetime_ms));
+	json_object_object_add(o, "networkMode", json_object_new_string(sb->network_mode));
+	json_object_object_add(o, "workdir", json_object_new_string(sb->workdir));
+	json_object_object_add(o, "user", str_or_null(sb->user));
+	json_object_object_add(o, "runtime", json_object_new_string(sb->runtime));
+	json_object_object_add(o, "createdAt", time_or_null(sb->created_at));
+	json_object_object_add(o, "expiresAt", time_or_null(sb->expires_at));
+	json_object_object_add(o, "deadlineAt", time_or_null(sb->deadline_at));
+	json_object_object_add(o, "lastActivityAt", time_or_null(sb->last_activity_at));
+	json_object_object_add(o, "killedAt", time_or_null(sb->killed_at));
+	json_object_object_add(o, "errorMessage", str_or_null(sb->error_message));
+	return o;
+}

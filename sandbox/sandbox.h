@@ -1,0 +1,118 @@
+/*
+ * The sandbox core: lifecycle (create, read with status catch-up, list,
+ * set timeout, kill, remove), templates and the container security model.
+ * Speaks to Docker through docker/ and to Redis through store/; knows
+ * nothing of HTTP. Every function is scoped to one organization: another
+ * org's sandbox reads as not found. Errors are struct sp_err with the API's
+ * texts ("Sandbox not found", "Sandbox is killed", ...).
+ */
+#ifndef SANDPIT_SANDBOX_H
+#define SANDPIT_SANDBOX_H
+
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "../common/config.h"
+#include "../common/err.h"
+
+struct store;
+struct docker_client;
+
+/* What a worker holds: its configuration and its own connections. */
+struct sandbox_ctx {
+	const struct config *cfg;
+	struct store *st;
+	struct docker_client *dk;
+	int docker_ready;   /* version negotiated */
+	int networks_ready; /* sandbox networks ensured */
+};
+
+enum sandbox_status { SB_CREATING, SB_RUNNING, SB_KILLED, SB_ERROR };
+
+#define SANDBOX_ID_LEN 20
+
+struct sandbox {
+	char id[SANDBOX_ID_LEN + 1];
+	char name[65];
+	char org[65];
+	char server_id[65];     /* "" = the local server */
+	char image[256];
+	char template_name[32]; /* "" for a custom image */
+	char container_id[65];
+	enum sandbox_status status;
+	double cpu;
+	int64_t memory_mb;
+	int64_t pids_limit;
+	int64_t timeout_ms;
+	int64_t max_lifetime_ms;
+	char network_mode[16];
+	char workdir[4097];
+	char user[64];
+	char runtime[16];
+	int64_t created_at, expires_at, deadline_at, last_activity_at, killed_at; /* ms, 0 = none */
+	char error_message[512];
+};
+
+/* A create request as validated at the edge; strings NULL when not given,
+ * numbers < 0 when not given. */
+struct sandbox_create_req {
+	const char *template_name;
+	const char *image;
+	const char *name;
+	const char *server_id;
+	double cpu;
+	int64_t memory_mb, pids_limit, timeout_ms, max_lifetime_ms;
+	const char *network_mode;
+	const char *env_vars;
+	size_t env_vars_len;
+	const char *workdir;
+};
+
+/* Defaults and bounds (dokploy-reference.md). */
+#define SB_DEFAULT_CPU 1.0
+#define SB_DEFAULT_MEMORY_MB 512
+#define SB_DEFAULT_PIDS 256
+#define SB_DEFAULT_TIMEOUT_MS 300000
+#define SB_MAX_LIFETIME_MS 86400000
+#define SB_MIN_TIMEOUT_MS 10000
+#define SB_KILL_GRACE_S 2
+
+const char *sandbox_status_name(enum sandbox_status s);
+
+/* Prepares ctx for a worker: opens the store and the Docker client.
+ * Allocates; release with sandbox_ctx_cleanup. */
+int sandbox_ctx_init(struct sandbox_ctx *ctx, const struct config *cfg, struct sp_err *e);
+void sandbox_ctx_cleanup(struct sandbox_ctx *ctx);
+
+int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbox_create_req *rq,
+		   struct sandbox *out, struct sp_err *e);
+/* Reads a record and brings its status up to date (past expiresAt or
+ * deadlineAt, container gone, creation stuck). */
+int sandbox_get(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
+		struct sp_err *e);
+/* Like sandbox_get, but fails with 412 "Sandbox is <status>" unless the
+ * sandbox is running; for operations that act on the container. */
+int sandbox_get_running(struct sandbox_ctx *ctx, const char *org, const char *id,
+			struct sandbox *out, struct sp_err *e);
+/* Lists the org's sandboxes, newest first, each caught up; *out is a new
+ * JSON array of records. */
+int sandbox_list(struct sandbox_ctx *ctx, const char *org, json_object **out, struct sp_err *e);
+int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id,
+			int64_t timeout_ms, struct sandbox *out, struct sp_err *e);
+int sandbox_kill(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
+		 struct sp_err *e);
+int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, struct sp_err *e);
+/* Marks activity: moves expiresAt (never past deadlineAt) in the record and
+ * in the container's watcher. extra_ms keeps the sandbox alive that much
+ * longer (a running command counts as activity). */
+int sandbox_touch(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms, struct sp_err *e);
+/* Marks a sandbox killed after its container was found gone. */
+void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);
+
+/* The record as the API returns it (never envVars). New object. */
+json_object *sandbox_to_json(const struct sandbox *sb);
+/* The template list as the API returns it. New array. */
+json_object *sandbox_templates_json(const struct config *cfg);
+
+#endif

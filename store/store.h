@@ -1,0 +1,70 @@
+/*
+ * Redis store: one connection per worker (created after fork), rebuilt when
+ * it breaks; LOADING answers are retried. Knows Redis and the key layout,
+ * nothing of HTTP or Docker. Every key of an organization carries the org in
+ * a hash tag ({org}) so Redis Cluster can keep them in one slot. Records are
+ * hashes of string fields; multi-key changes are MULTI/EXEC or Lua.
+ *
+ *   <p>:{<org>}:sb:<id>   hash  a sandbox record (TTL = deadline + retention)
+ *   <p>:{<org>}:sbs       zset  the org's sandbox ids, scored by createdAt
+ *   <p>:key:<hash>        hash  an API key: org, role, keyId, createdAt
+ *   <p>:keyid:<keyId>     string the key hash, for revocation by id
+ *   <p>:orgs              set   organization names
+ */
+#ifndef SANDPIT_STORE_H
+#define SANDPIT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+
+struct store;
+
+/* A record: parallel arrays of field names and values, owned by the record. */
+#define STORE_MAX_FIELDS 48
+struct store_rec {
+	int n;
+	char *name[STORE_MAX_FIELDS];
+	char *value[STORE_MAX_FIELDS];
+	size_t vlen[STORE_MAX_FIELDS];
+};
+void store_rec_free(struct store_rec *r);
+/* Value of a field, or NULL. */
+const char *store_rec_get(const struct store_rec *r, const char *name);
+
+/* Parses url (redis://host:port[/db] or unix:///path), does no I/O yet.
+ * Allocates; free with store_close. */
+struct store *store_open(const char *url, const char *prefix, struct sp_err *e);
+void store_close(struct store *st);
+/* PING, connecting if needed. */
+int store_ping(struct store *st, struct sp_err *e);
+
+/* Sandbox records. put writes the whole record, its TTL and its index
+ * entry at once. update changes the given fields (and the TTL when ttl_s >
+ * 0) only if the record exists and, when expect_status is not NULL, only if
+ * its status field equals it: returns 0 when applied, 1 when the condition
+ * did not hold, -1 on error. get: SP_NOT_FOUND when absent. del removes the
+ * record and its index entry. */
+int store_sandbox_put(struct store *st, const char *org, const char *id, const char *const *kv,
+		      int nkv, int64_t ttl_s, int64_t score, struct sp_err *e);
+int store_sandbox_update(struct store *st, const char *org, const char *id,
+			 const char *expect_status, const char *const *kv, int nkv, int64_t ttl_s,
+			 struct sp_err *e);
+int store_sandbox_get(struct store *st, const char *org, const char *id, struct store_rec *out,
+		      struct sp_err *e);
+int store_sandbox_del(struct store *st, const char *org, const char *id, struct sp_err *e);
+/* Lists up to max records of org, newest first; recs is an array of max
+ * records the caller frees with store_rec_free. Index members whose record
+ * has expired are dropped. Returns the count, or -1. */
+int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs, int max,
+		       struct sp_err *e);
+
+/* API keys, by keyed hash. get: SP_UNAUTHORIZED when unknown. */
+int store_key_put(struct store *st, const char *hash, const char *org, const char *role,
+		  const char *key_id, struct sp_err *e);
+int store_key_get(struct store *st, const char *hash, struct store_rec *out, struct sp_err *e);
+int store_key_revoke(struct store *st, const char *key_id, struct sp_err *e);
+int store_org_add(struct store *st, const char *org, struct sp_err *e);
+
+#endif
