@@ -121,11 +121,13 @@ int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_
 
 /* The stream demultiplexer for Docker's 8-byte-header framing, fed bytes
  * in pieces of any size. Returns -1 on a malformed header (stream type
- * other than 0,1,2), else 0; stops early if on_data returns -1. */
+ * other than 0,1,2, or non-zero padding; the demuxer then stays broken),
+ * 1 when it stopped early because on_data returned -1, else 0. Stream 0
+ * (stdin) frames are delivered as stream 1, as Docker documents. */
 struct docker_demux {
 	unsigned char hdr[8];
 	size_t hdr_have;
-	int stream;
+	int stream;    /* of the current frame; -1 once broken */
 	uint32_t left; /* payload bytes left in the current frame */
 };
 void docker_demux_init(struct docker_demux *d);

@@ -1,0 +1,223 @@
+/*
+ * Archive endpoints (put, get, stat) and the tar builder behind put. A get
+ * lands in the caller's capped buffer and is aborted the moment the cap is
+ * crossed, never buffered whole. Paths are absolute, free of control bytes,
+ * and escaped into the query. The tar builder never writes setuid, setgid
+ * or sticky bits (RELIABILITY H4) and refuses entry names that climb out
+ * with "..".
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "docker_int.h"
+
+/* Mapping: invalid id SP_NOT_FOUND; bad path SP_BAD_REQUEST; a missing
+ * container or dir 404 SP_NOT_FOUND; Docker's 400 (dir is not a directory,
+ * a dir replaced by a file) and 403 (read-only) SP_INTERNAL with Docker's
+ * message. */
+int docker_archive_put(struct docker_client *c, const char *id, const char *dir, const void *tar,
+		       size_t len, struct sp_err *e)
+{
+	struct docker_req r;
+	int rc = -1;
+
+	docker_req_init(&r, "PUT");
+	if (docker_check_id(id, "container", e) < 0 || docker_check_path(dir, e) < 0 ||
+	    docker_req_path(&r, e, "/containers/%s/archive", id) < 0 ||
+	    docker_req_query(&r, "path", dir, e) < 0 ||
+	    docker_req_query(&r, "noOverwriteDirNonDir", "true", e) < 0)
+		goto done;
+	if (!tar || len == 0) {
+		sp_err_set(e, SP_INTERNAL, "archive put needs a tar body");
+		goto done;
+	}
+	r.body = tar;
+	r.body_len = len;
+	r.ctype = "application/x-tar";
+	rc = docker_call(c, &r, NULL, NULL, e);
+done:
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+/* Appends the tar of path to out. Mapping: SP_TOO_LARGE once out's cap is
+ * crossed (out keeps its old length); a missing container or path 404
+ * SP_NOT_FOUND; else as docker_call. */
+int docker_archive_get(struct docker_client *c, const char *id, const char *path, struct buf *out,
+		       struct sp_err *e)
+{
+	struct docker_req r;
+	size_t had = out->len;
+	int rc = -1;
+
+	docker_req_init(&r, "GET");
+	if (docker_check_id(id, "container", e) < 0 || docker_check_path(path, e) < 0 ||
+	    docker_req_path(&r, e, "/containers/%s/archive", id) < 0 ||
+	    docker_req_query(&r, "path", path, e) < 0)
+		goto done;
+	r.out = out;
+	rc = docker_call(c, &r, NULL, NULL, e);
+	if (rc < 0 && out->len > had) {
+		out->len = had;
+		out->data[had] = '\0';
+	}
+done:
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+/* Mapping: a missing container or path SP_NOT_FOUND (a HEAD answer carries
+ * no message, so the two cannot be told apart); a header that does not
+ * decode SP_INTERNAL. */
+int docker_archive_stat(struct docker_client *c, const char *id, const char *path,
+			struct docker_stat *st, struct sp_err *e)
+{
+	char hdr[8192];
+	unsigned char raw[6144];
+	size_t rawlen = 0;
+	json_object *o = NULL, *v;
+	const char *s;
+	struct docker_req r;
+	int rc = -1;
+
+	memset(st, 0, sizeof(*st));
+	hdr[0] = '\0';
+	docker_req_init(&r, "HEAD");
+	if (docker_check_id(id, "container", e) < 0 || docker_check_path(path, e) < 0 ||
+	    docker_req_path(&r, e, "/containers/%s/archive", id) < 0 ||
+	    docker_req_query(&r, "path", path, e) < 0)
+		goto done;
+	r.stat_hdr = hdr;
+	r.stat_cap = sizeof(hdr);
+	if (docker_perform(c, NULL, &r, e) < 0)
+		goto done;
+	if (r.status == 404) {
+		sp_err_set(e, SP_NOT_FOUND, "No such container or path: %s", path);
+		goto done;
+	}
+	if (r.status != 200) {
+		docker_status_err(&r, e);
+		goto done;
+	}
+	if (sodium_base642bin(raw, sizeof(raw), hdr, strlen(hdr), NULL, &rawlen, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0 ||
+	    docker_parse_json((const char *)raw, rawlen, &o, e) < 0) {
+		sp_err_set(e, SP_INTERNAL, "Docker's path stat header does not decode");
+		goto done;
+	}
+	s = docker_json_str(o, "name");
+	snprintf(st->name, sizeof(st->name), "%s", s ? s : "");
+	s = docker_json_str(o, "linkTarget");
+	snprintf(st->link_target, sizeof(st->link_target), "%s", s ? s : "");
+	if (json_object_object_get_ex(o, "size", &v))
+		st->size = json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "mode", &v))
+		st->mode = (uint32_t)json_object_get_int64(v);
+	rc = 0;
+done:
+	json_object_put(o);
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+/* libarchive write callback: appends to the capped buffer. */
+static la_ssize_t tar_write(struct archive *a, void *arg, const void *p, size_t n)
+{
+	struct buf *out = arg;
+
+	if (buf_append(out, p, n) < 0) {
+		archive_set_error(a, ENOSPC, "tar is larger than the cap");
+		return -1;
+	}
+	return (la_ssize_t)n;
+}
+
+/* A relative entry name with no empty, "." or ".." component. */
+static int entry_name_ok(const char *p)
+{
+	const char *s = p;
+
+	if (!p || !*p || *p == '/')
+		return 0;
+	for (;;) {
+		size_t n = strcspn(s, "/");
+		if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+			return 0;
+		if (n == 0 && s[0] == '/')
+			return 0;
+		if (!s[n])
+			return 1;
+		s += n + 1;
+	}
+}
+
+/* Maps a libarchive write failure; returns -1. */
+static int tar_fail(struct archive *a, const struct buf *out, struct sp_err *e)
+{
+	if (archive_errno(a) == ENOSPC)
+		return sp_err_set(e, SP_TOO_LARGE, "tar is larger than %zu bytes", out->max);
+	return sp_err_set(e, SP_INTERNAL, "tar: %s", archive_error_string(a));
+}
+
+/* Appends a ustar/pax tar of ents to out. Mapping: a bad entry
+ * SP_BAD_REQUEST (field "path"); out's cap crossed SP_TOO_LARGE (out keeps
+ * its old length); a libarchive failure SP_INTERNAL. */
+int docker_tar_build(const struct docker_tar_entry *ents, size_t n, struct buf *out,
+		     struct sp_err *e)
+{
+	struct archive *a = archive_write_new();
+	struct archive_entry *ae = archive_entry_new();
+	size_t had = out->len;
+	int rc = -1;
+
+	if (!a || !ae) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto done;
+	}
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
+	    archive_write_open(a, out, NULL, tar_write, NULL) != ARCHIVE_OK) {
+		sp_err_set(e, SP_INTERNAL, "tar: %s", archive_error_string(a));
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct docker_tar_entry *t = &ents[i];
+		if (!entry_name_ok(t->path) || (!t->is_dir && t->len && !t->data)) {
+			sp_err_field(e, SP_BAD_REQUEST, "path", "invalid tar entry");
+			goto done;
+		}
+		archive_entry_clear(ae);
+		archive_entry_set_pathname(ae, t->path);
+		archive_entry_set_filetype(ae, t->is_dir ? AE_IFDIR : AE_IFREG);
+		archive_entry_set_perm(ae, t->mode & 0777);
+		archive_entry_set_uid(ae, t->uid);
+		archive_entry_set_gid(ae, t->gid);
+		archive_entry_set_mtime(ae, (time_t)t->mtime, 0);
+		archive_entry_set_size(ae, t->is_dir ? 0 : (la_int64_t)t->len);
+		if (archive_write_header(a, ae) != ARCHIVE_OK ||
+		    (!t->is_dir && t->len &&
+		     archive_write_data(a, t->data, t->len) != (la_ssize_t)t->len)) {
+			tar_fail(a, out, e);
+			goto done;
+		}
+	}
+	if (archive_write_close(a) != ARCHIVE_OK) {
+		tar_fail(a, out, e);
+		goto done;
+	}
+	rc = 0;
+done:
+	if (ae)
+		archive_entry_free(ae);
+	if (a)
+		archive_write_free(a);
+	if (rc < 0 && out->len > had) {
+		out->len = had;
+		out->data[had] = '\0';
+	}
+	return rc;
+}

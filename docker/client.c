@@ -1,0 +1,831 @@
+/*
+ * The Docker client's transport: one libcurl easy handle per client, talking
+ * HTTP/1.1 over the daemon's unix socket and kept alive across requests;
+ * version negotiation; escaping; the allow-list every request passes before
+ * it is sent (RELIABILITY H6); and the mapping of transport failures and
+ * Docker's answers to struct sp_err. It must never send a request whose
+ * method + path is not in the allow-list, never put an unescaped caller
+ * value into a URL, and never buffer an answer past a fixed cap.
+ */
+#include "docker_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+
+/* The only requests this client may send. {id}: a docker_valid_id segment;
+ * {name}: one percent-escaped segment (an image reference). */
+static const struct {
+	const char *method;
+	const char *tmpl;
+} allowed[] = {
+	{ "GET", "/version" },
+	{ "GET", "/containers/json" },
+	{ "POST", "/containers/create" },
+	{ "GET", "/containers/{id}/json" },
+	{ "POST", "/containers/{id}/start" },
+	{ "POST", "/containers/{id}/stop" },
+	{ "POST", "/containers/{id}/kill" },
+	{ "DELETE", "/containers/{id}" },
+	{ "PUT", "/containers/{id}/archive" },
+	{ "HEAD", "/containers/{id}/archive" },
+	{ "GET", "/containers/{id}/archive" },
+	{ "POST", "/containers/{id}/exec" },
+	{ "POST", "/exec/{id}/start" },
+	{ "GET", "/exec/{id}/json" },
+	{ "POST", "/images/create" },
+	{ "GET", "/images/{name}/json" },
+	{ "GET", "/networks" },
+	{ "POST", "/networks/create" },
+	{ "GET", "/networks/{id}" },
+	{ "DELETE", "/networks/{id}" },
+};
+
+static int is_alnum(int ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+}
+
+static int is_unreserved(int ch)
+{
+	return is_alnum(ch) || ch == '.' || ch == '_' || ch == '~' || ch == '-';
+}
+
+static int hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+int docker_escape(const char *s, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	if (!s || !out || cap == 0)
+		return -1;
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (is_unreserved(ch)) {
+			if (o + 1 >= cap)
+				return -1;
+			out[o++] = (char)ch;
+		} else {
+			if (o + 3 >= cap)
+				return -1;
+			out[o++] = '%';
+			out[o++] = hex[ch >> 4];
+			out[o++] = hex[ch & 15];
+		}
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* Checks n bytes as an id/name: [A-Za-z0-9][A-Za-z0-9_.-]{0,127}. */
+static int valid_id_n(const char *s, size_t n)
+{
+	if (n == 0 || n > 128 || !is_alnum((unsigned char)s[0]))
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		int ch = (unsigned char)s[i];
+		if (!is_alnum(ch) && ch != '_' && ch != '.' && ch != '-')
+			return 0;
+	}
+	return 1;
+}
+
+int docker_valid_id(const char *s)
+{
+	return s && valid_id_n(s, strnlen(s, 130));
+}
+
+/* Checks one escaped path segment holding an image reference: only
+ * unreserved bytes and %XX; decoded, every '/'-part is non-empty, not "."
+ * or "..", and printable ASCII. */
+static int valid_name_seg(const char *s, size_t n)
+{
+	char dec[256];
+	size_t d = 0, start = 0;
+
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		int ch = (unsigned char)s[i];
+		if (ch == '%') {
+			if (i + 2 >= n)
+				return 0;
+			int hi = hexval((unsigned char)s[i + 1]),
+			    lo = hexval((unsigned char)s[i + 2]);
+			if (hi < 0 || lo < 0)
+				return 0;
+			ch = hi * 16 + lo;
+			i += 2;
+		} else if (!is_unreserved(ch)) {
+			return 0;
+		}
+		if (ch <= 0x20 || ch >= 0x7f || d + 1 >= sizeof(dec))
+			return 0;
+		dec[d++] = (char)ch;
+	}
+	dec[d] = '\0';
+	for (size_t i = 0; i <= d; i++) {
+		if (i < d && dec[i] != '/')
+			continue;
+		size_t len = i - start;
+		if (len == 0 || (len == 1 && dec[start] == '.') ||
+		    (len == 2 && dec[start] == '.' && dec[start + 1] == '.'))
+			return 0;
+		start = i + 1;
+	}
+	return 1;
+}
+
+static int seg_match(const char *t, size_t tn, const char *p, size_t pn)
+{
+	if (tn == 4 && memcmp(t, "{id}", 4) == 0)
+		return valid_id_n(p, pn);
+	if (tn == 6 && memcmp(t, "{name}", 6) == 0)
+		return valid_name_seg(p, pn);
+	return tn == pn && memcmp(t, p, tn) == 0;
+}
+
+/* Matches path[0..n) against a template, segment by segment. */
+static int tmpl_match(const char *tmpl, const char *path, size_t n)
+{
+	const char *t = tmpl, *tend = tmpl + strlen(tmpl);
+	const char *p = path, *pend = path + n;
+
+	while (t < tend && p < pend) {
+		if (*t != '/' || *p != '/')
+			return 0;
+		t++;
+		p++;
+		const char *ts = memchr(t, '/', (size_t)(tend - t));
+		const char *ps = memchr(p, '/', (size_t)(pend - p));
+		size_t tn = ts ? (size_t)(ts - t) : (size_t)(tend - t);
+		size_t pn = ps ? (size_t)(ps - p) : (size_t)(pend - p);
+		if (!seg_match(t, tn, p, pn))
+			return 0;
+		t += tn;
+		p += pn;
+	}
+	return t == tend && p == pend;
+}
+
+int docker_path_allowed(const char *method, const char *path)
+{
+	size_t n;
+
+	if (!method || !path || path[0] != '/')
+		return 0;
+	n = strcspn(path, "?");
+	/* an optional "/v<major>.<minor>" prefix */
+	if (n > 2 && path[1] == 'v' && path[2] >= '0' && path[2] <= '9') {
+		size_t i = 2, dots = 0;
+		while (i < n && ((path[i] >= '0' && path[i] <= '9') || path[i] == '.')) {
+			if (path[i] == '.')
+				dots++;
+			i++;
+		}
+		if (dots != 1 || path[i - 1] == '.' || i >= n || path[i] != '/')
+			return 0;
+		path += i;
+		n -= i;
+	}
+	for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) {
+		if (strcmp(method, allowed[k].method) == 0 && tmpl_match(allowed[k].tmpl, path, n))
+			return 1;
+	}
+	return 0;
+}
+
+/* A query built by docker_req_query holds only these bytes. */
+static int query_ok(const char *q, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int ch = (unsigned char)q[i];
+		if (!is_unreserved(ch) && ch != '%' && ch != '=' && ch != '&')
+			return 0;
+	}
+	return 1;
+}
+
+/* Copies s into out for a log line, printable ASCII only. */
+static void log_safe(const char *s, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	for (; s && *s && o + 1 < cap; s++) {
+		int ch = (unsigned char)*s;
+		out[o++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+	}
+	out[o] = '\0';
+}
+
+struct docker_client *docker_client_create(const char *host, int timeout_s, struct sp_err *e)
+{
+	static const char unix_prefix[] = "unix://";
+	struct docker_client *c = NULL;
+
+	if (!host || strncmp(host, unix_prefix, sizeof(unix_prefix) - 1) != 0) {
+		sp_err_set(e, SP_INTERNAL,
+			   "docker_host must be unix:///path (tcp and ssh come later)");
+		goto fail;
+	}
+	host += sizeof(unix_prefix) - 1;
+	if (host[0] != '/') {
+		sp_err_set(e, SP_INTERNAL, "docker_host must name an absolute socket path");
+		goto fail;
+	}
+	if (timeout_s <= 0) {
+		sp_err_set(e, SP_INTERNAL, "docker timeout must be positive");
+		goto fail;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto fail;
+	}
+	if (str_copy(c->sock, sizeof(c->sock), host) < 0) {
+		sp_err_set(e, SP_INTERNAL, "docker socket path is longer than %zu bytes",
+			   sizeof(c->sock) - 1);
+		goto fail;
+	}
+	c->timeout_s = timeout_s;
+	snprintf(c->api, sizeof(c->api), "%d.%d", DOCKER_API_MIN_MAJOR, DOCKER_API_MIN_MINOR);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		sp_err_set(e, SP_INTERNAL, "curl_global_init failed");
+		goto fail;
+	}
+	c->h = curl_easy_init();
+	if (!c->h) {
+		curl_global_cleanup();
+		sp_err_set(e, SP_INTERNAL, "curl_easy_init failed");
+		goto fail;
+	}
+	return c;
+fail:
+	free(c);
+	return NULL;
+}
+
+void docker_client_free(struct docker_client *c)
+{
+	if (!c)
+		return;
+	curl_easy_cleanup(c->h);
+	curl_global_cleanup();
+	free(c);
+}
+
+void docker_req_init(struct docker_req *r, const char *method)
+{
+	memset(r, 0, sizeof(*r));
+	r->method = method;
+	buf_init(&r->query, DOCKER_QUERY_MAX);
+	buf_init(&r->resp, DOCKER_JSON_MAX);
+	buf_init(&r->err, DOCKER_ERRBODY_MAX);
+	r->out = &r->resp;
+}
+
+int docker_req_path(struct docker_req *r, struct sp_err *e, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(r->path, sizeof(r->path), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(r->path))
+		return sp_err_set(e, SP_INTERNAL, "Docker request path is too long");
+	return 0;
+}
+
+void docker_req_cleanup(struct docker_req *r)
+{
+	buf_free(&r->query);
+	buf_free(&r->resp);
+	buf_free(&r->err);
+}
+
+int docker_req_query(struct docker_req *r, const char *key, const char *val, struct sp_err *e)
+{
+	size_t cap = strlen(val) * 3 + 1;
+	char *esc = malloc(cap);
+	int rc = -1;
+
+	if (!esc) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto done;
+	}
+	if (docker_escape(val, esc, cap) < 0 ||
+	    buf_printf(&r->query, "%s%s=%s", r->query.len ? "&" : "", key, esc) < 0) {
+		sp_err_set(e, SP_BAD_REQUEST, "query value for %s is too long", key);
+		goto done;
+	}
+	rc = 0;
+done:
+	free(esc);
+	return rc;
+}
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct docker_req *r = arg;
+	size_t n = size * nmemb;
+
+	curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &r->status);
+	if (r->status < 200 || r->status > 299) {
+		size_t room = r->err.max - r->err.len;
+		(void)buf_append(&r->err, p, n < room ? n : room);
+		return n;
+	}
+	if (r->sink) {
+		if (r->sink(r->sink_arg, p, n) != 0) {
+			r->aborted = 1;
+			return 0;
+		}
+		return n;
+	}
+	if (buf_append(r->out, p, n) < 0) {
+		r->too_big = 1;
+		return 0;
+	}
+	return n;
+}
+
+static size_t on_header(char *p, size_t size, size_t nmemb, void *arg)
+{
+	static const char stat_name[] = "x-docker-container-path-stat:";
+	struct docker_req *r = arg;
+	size_t n = size * nmemb, k = sizeof(stat_name) - 1;
+
+	if (n == 2 && p[0] == '\r' && p[1] == '\n')
+		r->headers_done = 1;
+	if (r->stat_hdr && n > k && strncasecmp(p, stat_name, k) == 0) {
+		size_t s = k, end = n;
+		while (s < end && (p[s] == ' ' || p[s] == '\t'))
+			s++;
+		while (end > s && (p[end - 1] == '\r' || p[end - 1] == '\n' || p[end - 1] == ' '))
+			end--;
+		if (end - s < r->stat_cap) {
+			memcpy(r->stat_hdr, p + s, end - s);
+			r->stat_hdr[end - s] = '\0';
+		}
+	}
+	return n;
+}
+
+/* Aborts a transfer whose answer headers did not come within header_ms. */
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct docker_req *r = arg;
+
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	if (!r->headers_done && mono_ms() > r->header_ms) {
+		r->header_timeout = 1;
+		return 1;
+	}
+	return 0;
+}
+
+int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struct sp_err *e)
+{
+	char errbuf[CURL_ERROR_SIZE], safe[160];
+	struct curl_slist *hdrs = NULL, *tmp;
+	struct buf url;
+	int64_t timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : (int64_t)c->timeout_s * 1000;
+	CURLcode rc;
+	int ret = -1;
+
+	buf_init(&url, DOCKER_PATH_MAX + DOCKER_QUERY_MAX + 64);
+	if (!h)
+		h = c->h;
+	r->h = h;
+	if (r->unversioned ? buf_printf(&url, "http://docker%s", r->path)
+			   : buf_printf(&url, "http://docker/v%s%s", c->api, r->path)) {
+		sp_err_set(e, SP_INTERNAL, "Docker request URL is too long");
+		goto done;
+	}
+	if (!docker_path_allowed(r->method, url.data + strlen("http://docker")) ||
+	    !query_ok(r->query.data ? r->query.data : "", r->query.len)) {
+		log_safe(url.data, safe, sizeof(safe));
+		log_error("docker: refused %s %s: not in the allow-list", r->method, safe);
+		sp_err_set(e, SP_INTERNAL,
+			   "refused to send a Docker request outside the allow-list");
+		goto done;
+	}
+	if (r->query.len && buf_printf(&url, "?%s", r->query.data) < 0) {
+		sp_err_set(e, SP_INTERNAL, "Docker request URL is too long");
+		goto done;
+	}
+	tmp = curl_slist_append(hdrs, "Expect:");
+	if (tmp)
+		hdrs = tmp;
+	if (tmp && r->body) {
+		char ct[128];
+		snprintf(ct, sizeof(ct), "Content-Type: %s",
+			 r->ctype ? r->ctype : "application/json");
+		tmp = curl_slist_append(hdrs, ct);
+		if (tmp)
+			hdrs = tmp;
+	}
+	if (!tmp) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto done;
+	}
+
+	/* reset keeps the live connection, drops every option of the last request */
+	curl_easy_reset(h);
+	errbuf[0] = '\0';
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_URL, url.data);
+	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->sock);
+	curl_easy_setopt(h, CURLOPT_PROXY, "");
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_s * 1000);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+	if (r->header_ms > 0) {
+		r->header_ms += mono_ms();
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, r);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
+	if (strcmp(r->method, "GET") == 0) {
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	} else if (strcmp(r->method, "HEAD") == 0) {
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	} else if (strcmp(r->method, "DELETE") == 0) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
+	} else {
+		/* POST and PUT carry a body, perhaps empty */
+		curl_easy_setopt(h, CURLOPT_POST, 1L);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body ? (const char *)r->body : "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)(r->body ? r->body_len : 0));
+		if (strcmp(r->method, "PUT") == 0)
+			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
+	}
+
+	rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+	if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && r->aborted)) {
+		ret = 0;
+	} else if (rc == CURLE_WRITE_ERROR && r->too_big) {
+		sp_err_set(e, SP_TOO_LARGE, "Docker's answer is larger than %zu bytes",
+			   r->out->max);
+	} else if (rc == CURLE_OPERATION_TIMEDOUT && r->timeout_is_result && r->headers_done) {
+		r->timed_out = 1;
+		ret = 0;
+	} else if (rc == CURLE_OPERATION_TIMEDOUT || r->header_timeout) {
+		int64_t ms = r->header_timeout ? (int64_t)c->timeout_s * 1000 : timeout_ms;
+		sp_err_set(e, SP_UNAVAILABLE, "Docker did not answer within %lld s",
+			   (long long)((ms + 999) / 1000));
+	} else if (rc == CURLE_OUT_OF_MEMORY) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+	} else {
+		sp_err_set(e, SP_UNAVAILABLE, "Docker is unreachable: %s",
+			   errbuf[0] ? errbuf : curl_easy_strerror(rc));
+	}
+	if (ret < 0 && e && e->code == SP_UNAVAILABLE)
+		log_warn("docker: %s %s: %s", r->method, r->path, e->msg);
+done:
+	/* the handle must not keep pointers into this frame */
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hdrs);
+	buf_free(&url);
+	return ret;
+}
+
+int docker_parse_json(const char *p, size_t len, json_object **out, struct sp_err *e)
+{
+	json_tokener *tok = json_tokener_new();
+	json_object *o = NULL;
+	int rc = -1;
+
+	*out = NULL;
+	if (!tok || len > INT32_MAX) {
+		sp_err_set(e, SP_INTERNAL, "cannot parse Docker's answer");
+		goto done;
+	}
+	o = json_tokener_parse_ex(tok, p, (int)len);
+	if (!o || json_tokener_get_error(tok) != json_tokener_success) {
+		sp_err_set(e, SP_INTERNAL, "Docker's answer is not JSON");
+		goto done;
+	}
+	for (size_t i = json_tokener_get_parse_end(tok); i < len; i++) {
+		if (p[i] != ' ' && p[i] != '\n' && p[i] != '\r' && p[i] != '\t') {
+			sp_err_set(e, SP_INTERNAL, "Docker's answer has trailing bytes");
+			goto done;
+		}
+	}
+	*out = o;
+	o = NULL;
+	rc = 0;
+done:
+	json_object_put(o);
+	if (tok)
+		json_tokener_free(tok);
+	return rc;
+}
+
+const char *docker_json_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+int docker_status_err(const struct docker_req *r, struct sp_err *e)
+{
+	json_object *o = NULL;
+	const char *m = NULL;
+	char raw[256];
+	enum sp_code code = r->status == 404   ? SP_NOT_FOUND
+			    : r->status == 409 ? SP_CONFLICT
+					       : SP_INTERNAL;
+
+	if (r->err.len && docker_parse_json(r->err.data, r->err.len, &o, NULL) == 0)
+		m = docker_json_str(o, "message");
+	if (!m && r->err.len) {
+		log_safe(r->err.data, raw, sizeof(raw));
+		m = raw;
+	}
+	if (m && *m)
+		sp_err_set(e, code, "%s", m);
+	else
+		sp_err_set(e, code, "Docker answered %s %s with HTTP %ld", r->method, r->path,
+			   r->status);
+	if (code == SP_INTERNAL)
+		log_warn("docker: %s %s -> %ld: %s", r->method, r->path, r->status,
+			 e ? e->msg : "");
+	json_object_put(o);
+	return -1;
+}
+
+int docker_call(struct docker_client *c, struct docker_req *r, json_object *body, json_object **out,
+		struct sp_err *e)
+{
+	const char *s = NULL;
+	size_t slen = 0;
+
+	if (out)
+		*out = NULL;
+	if (body) {
+		s = json_object_to_json_string_length(body, JSON_C_TO_STRING_PLAIN, &slen);
+		if (!s)
+			return sp_err_set(e, SP_INTERNAL, "out of memory");
+		r->body = s;
+		r->body_len = slen;
+		r->ctype = "application/json";
+	}
+	if (docker_perform(c, NULL, r, e) < 0)
+		return -1;
+	if ((r->status < 200 || r->status > 299) && r->status != r->ok_status[0] &&
+	    r->status != r->ok_status[1])
+		return docker_status_err(r, e);
+	if (out && r->status >= 200 && r->status <= 299 && r->out->len)
+		return docker_parse_json(r->out->data, r->out->len, out, e);
+	return 0;
+}
+
+/* A 64-hex id as Docker returns it. */
+static int full_id(const char *s)
+{
+	size_t n = 0;
+
+	for (; s && s[n]; n++) {
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return 0;
+	}
+	return n == 64;
+}
+
+int docker_create_call(struct docker_client *c, struct docker_req *r, json_object *body,
+		       char id_out[65], struct sp_err *e)
+{
+	json_object *ans = NULL;
+	const char *id;
+	int rc = -1;
+
+	if (docker_call(c, r, body, &ans, e) < 0)
+		goto done;
+	id = docker_json_str(ans, "Id");
+	if (!full_id(id)) {
+		sp_err_set(e, SP_INTERNAL, "Docker's create answer has no usable Id");
+		goto done;
+	}
+	memcpy(id_out, id, 65);
+	rc = 0;
+done:
+	json_object_put(ans);
+	return rc;
+}
+
+int docker_check_id(const char *id, const char *what, struct sp_err *e)
+{
+	if (docker_valid_id(id))
+		return 0;
+	return sp_err_set(e, SP_NOT_FOUND, "No such %s", what);
+}
+
+int docker_check_path(const char *path, struct sp_err *e)
+{
+	size_t n;
+
+	if (!path || path[0] != '/')
+		return sp_err_field(e, SP_BAD_REQUEST, "path", "path must be absolute");
+	n = strnlen(path, 4097);
+	if (n > 4096)
+		return sp_err_field(e, SP_BAD_REQUEST, "path", "path is longer than 4096 bytes");
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)path[i] < 0x20 || path[i] == 0x7f)
+			return sp_err_field(e, SP_BAD_REQUEST, "path",
+					    "path holds a control character");
+	}
+	return 0;
+}
+
+/* Parses "1.41" into major, minor. */
+static int parse_api(const char *s, int *major, int *minor)
+{
+	char tmp[16];
+	char *dot;
+	long long a, b;
+
+	if (!s || str_copy(tmp, sizeof(tmp), s) < 0)
+		return -1;
+	dot = strchr(tmp, '.');
+	if (!dot)
+		return -1;
+	*dot = '\0';
+	if (parse_ll(tmp, 0, 1000, &a) < 0 || parse_ll(dot + 1, 0, 1000, &b) < 0)
+		return -1;
+	*major = (int)a;
+	*minor = (int)b;
+	return 0;
+}
+
+/* Reads the leading "X.Y.Z" of a runc version into v[3]; -1 if absent. */
+static int parse_semver(const char *s, long v[3])
+{
+	for (int i = 0; i < 3; i++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		for (v[i] = 0; *s >= '0' && *s <= '9'; s++) {
+			if (v[i] > 100000)
+				return -1;
+			v[i] = v[i] * 10 + (*s - '0');
+		}
+		if (i < 2 && *s++ != '.')
+			return -1;
+	}
+	return 0;
+}
+
+/* Distro runc builds below 1.1.12 that carry the CVE-2024-21626 fix: the
+ * Version, and the GitCommit prefix followed by a revision number >= min. */
+static const struct {
+	const char *version;
+	const char *commit_prefix;
+	long min_rev;
+} patched_runc[] = {
+	/* Debian 12: 1.1.5+ds1-1+deb12u1 backports the fix */
+	{ "1.1.5+ds1", "1.1.5+ds1-1+deb12u", 1 },
+};
+
+int docker_runc_ok(const char *version, const char *commit)
+{
+	long sv[3];
+
+	if (!version)
+		return 0;
+	if (parse_semver(version, sv) == 0 &&
+	    (sv[0] > 1 || (sv[0] == 1 && (sv[1] > 1 || (sv[1] == 1 && sv[2] >= 12)))))
+		return 1;
+	for (size_t i = 0; commit && i < sizeof(patched_runc) / sizeof(patched_runc[0]); i++) {
+		size_t k = strlen(patched_runc[i].commit_prefix);
+		long long rev;
+		if (strcmp(version, patched_runc[i].version) != 0 ||
+		    strncmp(commit, patched_runc[i].commit_prefix, k) != 0)
+			continue;
+		if (parse_ll(commit + k, patched_runc[i].min_rev, 100000, &rev) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Finds runc in /version's Components and checks it (RELIABILITY H3). */
+static int check_runc(json_object *ver, int allow_old_runc, struct docker_version *v,
+		      struct sp_err *e)
+{
+	json_object *comps, *details;
+	const char *rv = NULL, *rc = "";
+
+	if (json_object_object_get_ex(ver, "Components", &comps) &&
+	    json_object_is_type(comps, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(comps); i++) {
+			json_object *comp = json_object_array_get_idx(comps, i);
+			const char *name = docker_json_str(comp, "Name");
+			if (!name || strcmp(name, "runc") != 0)
+				continue;
+			rv = docker_json_str(comp, "Version");
+			if (json_object_object_get_ex(comp, "Details", &details) &&
+			    docker_json_str(details, "GitCommit"))
+				rc = docker_json_str(details, "GitCommit");
+			break;
+		}
+	}
+	if (!rv) {
+		log_warn("docker: the daemon does not report its runc version; cannot check "
+			 "for CVE-2024-21626");
+		return 0;
+	}
+	snprintf(v->runc, sizeof(v->runc), "%s", rv);
+	snprintf(v->runc_commit, sizeof(v->runc_commit), "%s", rc);
+	if (docker_runc_ok(rv, rc))
+		return 0;
+	if (allow_old_runc) {
+		log_warn("docker: runc %s (%s) may be exposed to CVE-2024-21626; starting "
+			 "anyway because allow_old_runc is set",
+			 v->runc, v->runc_commit);
+		return 0;
+	}
+	return sp_err_set(e, SP_UNAVAILABLE,
+			  "runc %s (%s) is older than 1.1.12 and may be exposed to "
+			  "CVE-2024-21626 (container escape): upgrade runc, or set "
+			  "allow_old_runc = 1 in the configuration to start anyway",
+			  v->runc, v->runc_commit);
+}
+
+int docker_negotiate(struct docker_client *c, int allow_old_runc, struct docker_version *v,
+		     struct sp_err *e)
+{
+	struct docker_version scratch;
+	struct docker_req r;
+	json_object *ver = NULL;
+	const char *api, *engine;
+	int major, minor, rc = -1;
+
+	if (!v)
+		v = &scratch;
+	memset(v, 0, sizeof(*v));
+	docker_req_init(&r, "GET");
+	if (docker_req_path(&r, e, "/version") < 0)
+		goto done;
+	r.unversioned = 1;
+	if (docker_call(c, &r, NULL, &ver, e) < 0)
+		goto done;
+	api = docker_json_str(ver, "ApiVersion");
+	engine = docker_json_str(ver, "Version");
+	snprintf(v->engine, sizeof(v->engine), "%s", engine ? engine : "");
+	if (parse_api(api, &major, &minor) < 0) {
+		sp_err_set(e, SP_UNAVAILABLE, "Docker did not report a usable API version");
+		goto done;
+	}
+	if (major < DOCKER_API_MIN_MAJOR ||
+	    (major == DOCKER_API_MIN_MAJOR && minor < DOCKER_API_MIN_MINOR)) {
+		sp_err_set(
+			e, SP_UNAVAILABLE,
+			"Docker API %d.%d is too old: sandpit needs %d.%d or newer (Docker 20.10+)",
+			major, minor, DOCKER_API_MIN_MAJOR, DOCKER_API_MIN_MINOR);
+		goto done;
+	}
+	if (major > DOCKER_API_MIN_MAJOR || minor > DOCKER_API_MAX_MINOR) {
+		major = DOCKER_API_MIN_MAJOR;
+		minor = DOCKER_API_MAX_MINOR;
+	}
+	if (check_runc(ver, allow_old_runc, v, e) < 0)
+		goto done;
+	snprintf(c->api, sizeof(c->api), "%d.%d", major, minor);
+	snprintf(v->api_version, sizeof(v->api_version), "%s", c->api);
+	rc = 0;
+done:
+	json_object_put(ver);
+	docker_req_cleanup(&r);
+	return rc;
+}

@@ -1,0 +1,114 @@
+/*
+ * Private to docker/: the client struct and the one request runner every
+ * file of the module sends through. Nothing outside docker/ includes this.
+ * A request is built in a struct docker_req (path, escaped query, body),
+ * checked against the allow-list, sent, and its answer lands in a capped
+ * buffer or a sink; a non-2xx answer body is kept apart for the message.
+ */
+#ifndef SANDPIT_DOCKER_INT_H
+#define SANDPIT_DOCKER_INT_H
+
+#include <curl/curl.h>
+
+#include "docker.h"
+
+#define DOCKER_API_MIN_MAJOR 1
+#define DOCKER_API_MIN_MINOR 41
+#define DOCKER_API_MAX_MINOR 43
+#define DOCKER_JSON_MAX ((size_t)8 << 20)     /* cap on a buffered JSON answer */
+#define DOCKER_ERRBODY_MAX ((size_t)64 << 10) /* cap on a kept error answer */
+#define DOCKER_QUERY_MAX ((size_t)32 << 10)
+#define DOCKER_PATH_MAX 1024
+
+struct docker_client {
+	CURL *h;	/* kept alive across requests (not for exec streams) */
+	char sock[108]; /* unix socket path */
+	int timeout_s;	/* default bound on a request */
+	char api[16];	/* "1.41" until docker_negotiate */
+};
+
+/* A sink takes answer bytes of a 2xx answer; returns 0 to go on, else the
+ * transfer is aborted and req.aborted is set. */
+typedef int (*docker_sink_fn)(void *arg, const char *p, size_t n);
+
+struct docker_req {
+	/* filled by the caller */
+	const char *method;	    /* GET POST PUT DELETE HEAD */
+	char path[DOCKER_PATH_MAX]; /* unversioned, e.g. "/containers/x/start" */
+	int unversioned;	    /* send path without the "/v1.41" prefix */
+	struct buf query;	    /* escaped, without '?' */
+	const char *ctype;	    /* body content type; JSON when NULL */
+	const void *body;
+	size_t body_len;
+	struct buf *out;     /* 2xx body goes here (default: &resp) */
+	docker_sink_fn sink; /* or here, when set */
+	void *sink_arg;
+	int64_t timeout_ms;    /* whole transfer; 0 = the client's timeout */
+	int64_t header_ms;     /* exec: answer headers must come within this */
+	int timeout_is_result; /* a timeout after the headers is not an error */
+	char *stat_hdr;	       /* captures X-Docker-Container-Path-Stat */
+	size_t stat_cap;
+	long ok_status[2]; /* non-2xx statuses docker_call treats as success */
+	/* filled by docker_perform */
+	CURL *h;
+	long status;
+	struct buf resp; /* capped at DOCKER_JSON_MAX */
+	struct buf err;	 /* non-2xx answer body, capped */
+	int too_big, aborted, timed_out, headers_done, header_timeout;
+};
+
+/* Prepares r for method. Allocates nothing until used; release with
+ * docker_req_cleanup, which is safe right after init. */
+void docker_req_init(struct docker_req *r, const char *method);
+void docker_req_cleanup(struct docker_req *r);
+/* Sets the unversioned path, printf-formatted; -1 (SP_INTERNAL) if it does
+ * not fit. Values in it must be validated ids or escaped already. */
+int docker_req_path(struct docker_req *r, struct sp_err *e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Appends key=escaped(val) to the query. */
+int docker_req_query(struct docker_req *r, const char *key, const char *val, struct sp_err *e);
+
+/* Sends r on h (the client's handle when NULL). Returns 0 when an HTTP answer
+ * came (any status; see r->status, r->aborted, r->timed_out), -1 with e set
+ * when the path is refused, Docker is unreachable or slow (SP_UNAVAILABLE),
+ * or the answer crossed out's cap (SP_TOO_LARGE). */
+int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struct sp_err *e);
+
+/* docker_perform plus status mapping: body (JSON, not consumed, may be NULL)
+ * is sent; a 2xx or r->ok_status answer is success, anything else is mapped
+ * by docker_status_err. When out is not NULL and the answer has a body, *out
+ * is a new json object the caller puts (NULL for an empty body). */
+int docker_call(struct docker_client *c, struct docker_req *r, json_object *body, json_object **out,
+		struct sp_err *e);
+
+/* Sends r with body and copies the answer's "Id" (64 hex) into id_out: the
+ * shared tail of container and exec create. */
+int docker_create_call(struct docker_client *c, struct docker_req *r, json_object *body,
+		       char id_out[65], struct sp_err *e);
+
+/* Maps a non-2xx answer: 404 SP_NOT_FOUND, 409 SP_CONFLICT, else SP_INTERNAL,
+ * with Docker's {"message"} (or the status) as the text. Returns -1. */
+int docker_status_err(const struct docker_req *r, struct sp_err *e);
+
+/* Parses len bytes of JSON; *out is new (caller puts it). -1, SP_INTERNAL. */
+int docker_parse_json(const char *p, size_t len, json_object **out, struct sp_err *e);
+
+/* A string member of o, or NULL. */
+const char *docker_json_str(json_object *o, const char *key);
+
+/* Checks a caller's container id: an invalid one reads as SP_NOT_FOUND
+ * "No such <what>" (what: "container", "exec instance", "network"). */
+int docker_check_id(const char *id, const char *what, struct sp_err *e);
+
+/* Checks an absolute path for the archive endpoints: SP_BAD_REQUEST. */
+int docker_check_path(const char *path, struct sp_err *e);
+
+/* Whether a runc Version/GitCommit pair is safe from CVE-2024-21626: 1.1.12
+ * or newer, or a known patched distro build. */
+int docker_runc_ok(const char *version, const char *commit);
+
+/* Splits an image reference into repository and tag (or digest) as the
+ * Docker CLI does; -1 if a part is empty or does not fit. */
+int docker_image_split(const char *ref, char *repo, size_t rcap, char *tag, size_t tcap);
+
+#endif

@@ -1,0 +1,145 @@
+/*
+ * Exec endpoints: create, start (attached, demultiplexed), inspect. A start
+ * runs on its own short-lived curl handle: Docker hijacks the connection
+ * for the stream and closes it at the end, and the stream may last minutes,
+ * so it must never touch the client's kept-alive handle or its timeout.
+ * Exec create refuses nothing on its own: the body (Cmd, Env, User,
+ * WorkingDir) is the caller's and sandbox rules live above this module.
+ */
+#include <string.h>
+
+#include "docker_int.h"
+
+/* A missing container is SP_NOT_FOUND; a stopped or paused one SP_CONFLICT. */
+int docker_exec_create(struct docker_client *c, const char *id, json_object *body, char exec_id[65],
+		       struct sp_err *e)
+{
+	struct docker_req r;
+	int rc = -1;
+
+	docker_req_init(&r, "POST");
+	if (docker_check_id(id, "container", e) < 0 ||
+	    docker_req_path(&r, e, "/containers/%s/exec", id) < 0)
+		goto done;
+	if (!body || !json_object_is_type(body, json_type_object)) {
+		sp_err_set(e, SP_INTERNAL, "exec create needs a JSON object body");
+		goto done;
+	}
+	rc = docker_create_call(c, &r, body, exec_id, e);
+done:
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+struct exec_state {
+	struct docker_demux dm;
+	docker_output_fn fn;
+	void *arg;
+	int malformed;
+};
+
+static int exec_sink(void *arg, const char *p, size_t n)
+{
+	struct exec_state *st = arg;
+	int rc = docker_demux_feed(&st->dm, p, n, st->fn, st->arg);
+
+	if (rc < 0)
+		st->malformed = 1;
+	return rc;
+}
+
+/* Returns 0 when the stream ended, on_data aborted, or timeout_ms passed
+ * (*timed_out = 1; the process may still run: the caller kills it).
+ * Mapping: invalid or missing exec SP_NOT_FOUND; the container not running
+ * 409 SP_CONFLICT; no answer headers within the client's timeout, or Docker
+ * unreachable, SP_UNAVAILABLE; a malformed stream SP_INTERNAL. */
+int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+		      docker_output_fn on_data, void *arg, int *timed_out, struct sp_err *e)
+{
+	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+	struct exec_state st;
+	struct docker_req r;
+	CURL *h = NULL;
+	int rc = -1;
+
+	if (timed_out)
+		*timed_out = 0;
+	docker_req_init(&r, "POST");
+	if (docker_check_id(exec_id, "exec instance", e) < 0 ||
+	    docker_req_path(&r, e, "/exec/%s/start", exec_id) < 0)
+		goto done;
+	if (timeout_ms <= 0 || !on_data) {
+		sp_err_set(e, SP_INTERNAL, "exec start needs a positive timeout and on_data");
+		goto done;
+	}
+	h = curl_easy_init();
+	if (!h) {
+		sp_err_set(e, SP_INTERNAL, "curl_easy_init failed");
+		goto done;
+	}
+	docker_demux_init(&st.dm);
+	st.fn = on_data;
+	st.arg = arg;
+	st.malformed = 0;
+	r.body = body;
+	r.body_len = sizeof(body) - 1;
+	r.ctype = "application/json";
+	r.sink = exec_sink;
+	r.sink_arg = &st;
+	r.timeout_ms = timeout_ms;
+	r.timeout_is_result = 1;
+	if ((int64_t)c->timeout_s * 1000 < timeout_ms)
+		r.header_ms = (int64_t)c->timeout_s * 1000;
+	if (docker_perform(c, h, &r, e) < 0)
+		goto done;
+	if (r.status < 200 || r.status > 299) {
+		docker_status_err(&r, e);
+		goto done;
+	}
+	if (st.malformed) {
+		sp_err_set(e, SP_INTERNAL, "Docker's exec stream is malformed");
+		goto done;
+	}
+	if (timed_out)
+		*timed_out = r.timed_out;
+	rc = 0;
+done:
+	if (h)
+		curl_easy_cleanup(h);
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+/* exit_code is -1 while running (or if Docker has none). Mapping: invalid
+ * or missing exec SP_NOT_FOUND. */
+int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_code, int *running,
+			struct sp_err *e)
+{
+	struct docker_req r;
+	json_object *o = NULL, *v;
+	int rc = -1, run = 0, code = -1;
+
+	docker_req_init(&r, "GET");
+	if (docker_check_id(exec_id, "exec instance", e) < 0 ||
+	    docker_req_path(&r, e, "/exec/%s/json", exec_id) < 0 ||
+	    docker_call(c, &r, NULL, &o, e) < 0)
+		goto done;
+	if (!o) {
+		sp_err_set(e, SP_INTERNAL, "Docker's exec inspect answer is empty");
+		goto done;
+	}
+	if (json_object_object_get_ex(o, "Running", &v))
+		run = json_object_get_boolean(v);
+	if (!run && json_object_object_get_ex(o, "ExitCode", &v) &&
+	    json_object_is_type(v, json_type_int))
+		code = json_object_get_int(v);
+	if (exit_code)
+		*exit_code = code;
+	if (running)
+		*running = run;
+	rc = 0;
+done:
+	json_object_put(o);
+	docker_req_cleanup(&r);
+	return rc;
+}

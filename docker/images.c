@@ -1,0 +1,177 @@
+/*
+ * Image endpoints: inspect and pull. An image reference is checked against
+ * the reference character set and percent-escaped whole into one path
+ * segment ("a/b:c" -> "a%2Fb%3Ac"; the daemon decodes it). A pull's progress
+ * stream is parsed object by object as it arrives, never buffered whole.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "docker_int.h"
+
+#define IMAGE_REF_MAX 255
+
+/* Checks an image reference: 1..255 bytes of [A-Za-z0-9._/:@-], starting
+ * with an alphanumeric, without "..", "//" or a trailing '/'. Sets
+ * SP_BAD_REQUEST (field "image"). */
+static int check_ref(const char *s, struct sp_err *e)
+{
+	size_t n = s ? strnlen(s, IMAGE_REF_MAX + 1) : 0;
+
+	if (n == 0 || n > IMAGE_REF_MAX)
+		goto bad;
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+	      (s[0] >= '0' && s[0] <= '9')))
+		goto bad;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '/' ||
+		      ch == ':' || ch == '@' || ch == '-'))
+			goto bad;
+	}
+	if (strstr(s, "..") || strstr(s, "//") || s[n - 1] == '/')
+		goto bad;
+	return 0;
+bad:
+	return sp_err_field(e, SP_BAD_REQUEST, "image", "invalid image reference");
+}
+
+/* Missing image: SP_NOT_FOUND; a bad reference: SP_BAD_REQUEST. */
+int docker_image_inspect(struct docker_client *c, const char *image, json_object **out,
+			 struct sp_err *e)
+{
+	char esc[IMAGE_REF_MAX * 3 + 1];
+	struct docker_req r;
+	int rc = -1;
+
+	*out = NULL;
+	docker_req_init(&r, "GET");
+	if (check_ref(image, e) < 0)
+		goto done;
+	if (docker_escape(image, esc, sizeof(esc)) < 0 ||
+	    docker_req_path(&r, e, "/images/%s/json", esc) < 0) {
+		sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+		goto done;
+	}
+	rc = docker_call(c, &r, NULL, out, e);
+	if (rc == 0 && !*out)
+		rc = sp_err_set(e, SP_INTERNAL, "Docker's image inspect answer is empty");
+done:
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+/* "name@sha256:..." -> digest (a tag before it is dropped); else a ':'
+ * after the last '/' starts the tag; else "latest". */
+int docker_image_split(const char *ref, char *repo, size_t rcap, char *tag, size_t tcap)
+{
+	const char *at = strchr(ref, '@'), *slash, *colon;
+	size_t rlen;
+
+	if (at) {
+		if (snprintf(tag, tcap, "%s", at + 1) >= (int)tcap || !tag[0])
+			return -1;
+		rlen = (size_t)(at - ref);
+	} else {
+		rlen = strlen(ref);
+	}
+	slash = memrchr(ref, '/', rlen);
+	colon = memrchr(slash ? slash : ref, ':', rlen - (size_t)((slash ? slash : ref) - ref));
+	if (colon) {
+		if (!at && (snprintf(tag, tcap, "%s", colon + 1) >= (int)tcap || !tag[0]))
+			return -1;
+		rlen = (size_t)(colon - ref);
+	} else if (!at) {
+		snprintf(tag, tcap, "latest");
+	}
+	if (rlen == 0 || rlen >= rcap)
+		return -1;
+	memcpy(repo, ref, rlen);
+	repo[rlen] = '\0';
+	return 0;
+}
+
+struct pull_state {
+	json_tokener *tok;
+	char error[400]; /* the first "error" the stream reported */
+	int malformed;
+};
+
+/* Feeds progress bytes to the tokener; keeps the first error message. */
+static int pull_sink(void *arg, const char *p, size_t n)
+{
+	struct pull_state *ps = arg;
+
+	while (n > 0 && !ps->malformed) {
+		int chunk = n > 65536 ? 65536 : (int)n;
+		json_object *o = json_tokener_parse_ex(ps->tok, p, chunk);
+		enum json_tokener_error err = json_tokener_get_error(ps->tok);
+		size_t used = json_tokener_get_parse_end(ps->tok);
+
+		if (o) {
+			const char *m = docker_json_str(o, "error");
+			if (m && !ps->error[0])
+				snprintf(ps->error, sizeof(ps->error), "%s",
+					 m[0] ? m : "pull failed");
+			json_object_put(o);
+			json_tokener_reset(ps->tok);
+		} else if (err != json_tokener_continue) {
+			ps->malformed = 1;
+			break;
+		}
+		if (used == 0 || used > (size_t)chunk)
+			used = (size_t)chunk;
+		p += used;
+		n -= used;
+	}
+	return 0;
+}
+
+/* Mapping: a bad reference SP_BAD_REQUEST; the daemon's 404 (repository
+ * unknown) SP_NOT_FOUND; any other failure, including an "error" object in
+ * the progress stream (registry unreachable, manifest unknown, disk full),
+ * SP_INTERNAL with the daemon's message; transport SP_UNAVAILABLE. */
+int docker_image_pull(struct docker_client *c, const char *image, int timeout_s, struct sp_err *e)
+{
+	char repo[IMAGE_REF_MAX + 1], tag[IMAGE_REF_MAX + 1];
+	struct pull_state ps = { 0 };
+	struct docker_req r;
+	int rc = -1;
+
+	docker_req_init(&r, "POST");
+	if (check_ref(image, e) < 0)
+		goto done;
+	if (docker_image_split(image, repo, sizeof(repo), tag, sizeof(tag)) < 0) {
+		sp_err_field(e, SP_BAD_REQUEST, "image", "invalid image reference");
+		goto done;
+	}
+	ps.tok = json_tokener_new();
+	if (!ps.tok) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto done;
+	}
+	if (docker_req_path(&r, e, "/images/create") < 0 ||
+	    docker_req_query(&r, "fromImage", repo, e) < 0 ||
+	    docker_req_query(&r, "tag", tag, e) < 0)
+		goto done;
+	r.sink = pull_sink;
+	r.sink_arg = &ps;
+	r.timeout_ms = (int64_t)(timeout_s > 0 ? timeout_s : c->timeout_s) * 1000;
+	if (docker_call(c, &r, NULL, NULL, e) < 0)
+		goto done;
+	if (ps.error[0]) {
+		sp_err_set(e, SP_INTERNAL, "%s", ps.error);
+		goto done;
+	}
+	if (ps.malformed) {
+		sp_err_set(e, SP_INTERNAL, "Docker's pull progress is not JSON");
+		goto done;
+	}
+	rc = 0;
+done:
+	if (ps.tok)
+		json_tokener_free(ps.tok);
+	docker_req_cleanup(&r);
+	return rc;
+}
