@@ -5,7 +5,7 @@ CC      ?= cc
 PKGS     = json-c libcurl hiredis libsodium libarchive
 CFLAGS  ?= -O2 -g
 WARN     = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
-           -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral -Werror
+           -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation -Werror
 ifdef SANITIZE
 CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)
@@ -39,7 +39,8 @@ deps:
 
 $(B)/%.o: %.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(B)/sandpitd: $(APP_OBJ) $(B)/fcgi/sandpitd.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)

@@ -193,7 +193,7 @@ int docker_tar_build(const struct docker_tar_entry *ents, size_t n, struct buf *
 		archive_entry_clear(ae);
 		archive_entry_set_pathname(ae, t->path);
 		archive_entry_set_filetype(ae, t->is_dir ? AE_IFDIR : AE_IFREG);
-		archive_entry_set_perm(ae, t->mode & 0777);
+		archive_entry_set_perm(ae, t->mode & 01777);
 		archive_entry_set_uid(ae, t->uid);
 		archive_entry_set_gid(ae, t->gid);
 		archive_entry_set_mtime(ae, (time_t)t->mtime, 0);

@@ -6,7 +6,8 @@
  * an allow-list of method + path templates before it is sent (RELIABILITY
  * H6). Errors come back in a struct sp_err:
  *   unreachable / timed out -> SP_UNAVAILABLE ("Docker is unreachable: ...")
- *   404 -> SP_NOT_FOUND, 409 -> SP_CONFLICT, 304 on stop/start -> success,
+ *   400 -> SP_BAD_REQUEST, 404 -> SP_NOT_FOUND, 409 -> SP_CONFLICT,
+ *   304 on stop/start -> success,
  *   anything else -> SP_INTERNAL with Docker's message.
  */
 #ifndef SANDPIT_DOCKER_H

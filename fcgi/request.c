@@ -98,11 +98,18 @@ void req_send_json(struct req *r, int status, const char *headers, json_object *
 								 &len)
 			       : "";
 
+	char head[2048];
+	int n;
+
 	r->status = status;
-	FCGX_FPrintF(r->fx->out,
+	/* libfcgi's FCGX_FPrintF knows no %zu: format the head here */
+	n = snprintf(head, sizeof(head),
 		     "Status: %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
 		     "Cache-Control: no-store\r\n%s\r\n",
 		     status, reason(status), obj ? len + 1 : 0, headers ? headers : "");
+	if (n < 0 || (size_t)n >= sizeof(head))
+		return;
+	FCGX_PutStr(head, n, r->fx->out);
 	if (obj) {
 		FCGX_PutStr(body, (int)len, r->fx->out);
 		FCGX_PutChar('\n', r->fx->out);

@@ -609,6 +609,27 @@ static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct 
 	return rc;
 }
 
+/* Names the request field behind Docker refusing a container (a limit the
+ * host cannot give, such as more CPUs than it has). */
+static void refused_field(struct sp_err *e)
+{
+	const char *field = NULL;
+
+	if (e->code != SP_BAD_REQUEST)
+		return;
+	if (strstr(e->msg, "CPU") || strstr(e->msg, "cpu"))
+		field = "cpu";
+	else if (strstr(e->msg, "emory"))
+		field = "memoryMb";
+	else if (strstr(e->msg, "ids"))
+		field = "pidsLimit";
+	if (field) {
+		char msg[sizeof(e->msg)];
+		str_copy(msg, sizeof(msg), e->msg);
+		sp_err_field(e, SP_BAD_REQUEST, field, "%s: %s", field, msg);
+	}
+}
+
 /* Ends a failed creation: removes the container if there is one and keeps
  * the row as "error" with the reason. Returns -1 with e unchanged. */
 static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
@@ -724,6 +745,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		char cname[64];
 		snprintf(cname, sizeof(cname), "sandpit-%s", sb->id);
 		if (docker_container_create(ctx->dk, cname, body, sb->container_id, e) < 0) {
+			refused_field(e);
 			create_failed(ctx, sb, e);
 			goto out;
 		}

@@ -446,7 +446,7 @@ static void test_tar_build(void **state)
 		}
 		assert_memory_equal(name, ents[i].path, wl);
 		assert_int_equal(archive_entry_filetype(ae), ents[i].is_dir ? AE_IFDIR : AE_IFREG);
-		assert_int_equal(archive_entry_perm(ae), ents[i].mode & 0777);
+		assert_int_equal(archive_entry_perm(ae), ents[i].mode & 01777);
 		assert_int_equal(archive_entry_uid(ae), ents[i].uid);
 		assert_int_equal(archive_entry_gid(ae), ents[i].gid);
 		assert_int_equal(archive_entry_mtime(ae), ents[i].mtime);
