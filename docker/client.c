@@ -387,7 +387,8 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-/* Aborts a transfer whose answer headers did not come within header_ms. */
+/* Aborts a transfer whose answer headers did not come within header_ms, or
+ * whose caller asks to stop. */
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct docker_req *r = arg;
@@ -396,8 +397,12 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 	(void)dn;
 	(void)ut;
 	(void)un;
-	if (!r->headers_done && mono_ms() > r->header_ms) {
+	if (r->header_ms > 0 && !r->headers_done && mono_ms() > r->header_ms) {
 		r->header_timeout = 1;
+		return 1;
+	}
+	if (r->stop_fn && r->stop_fn(r->stop_arg)) {
+		r->aborted = 1;
 		return 1;
 	}
 	return 0;
@@ -465,8 +470,9 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
-	if (r->header_ms > 0) {
-		r->header_ms += mono_ms();
+	if (r->header_ms > 0 || r->stop_fn) {
+		if (r->header_ms > 0)
+			r->header_ms += mono_ms();
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 		curl_easy_setopt(h, CURLOPT_XFERINFODATA, r);
 		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -489,7 +495,8 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 
 	rc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-	if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && r->aborted)) {
+	if (rc == CURLE_OK || ((rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK) &&
+				r->aborted)) {
 		ret = 0;
 	} else if (rc == CURLE_WRITE_ERROR && r->too_big) {
 		sp_err_set(e, SP_TOO_LARGE, "Docker's answer is larger than %zu bytes",

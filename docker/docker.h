@@ -109,14 +109,17 @@ int docker_network_inspect(struct docker_client *c, const char *name, json_objec
 /* Exec. create: body is ExecConfig (AttachStdout/Err, Env, Cmd, WorkingDir,
  * User is never taken from a caller). start: runs attached, demultiplexes
  * the stream and calls on_data(stream 1|2, bytes, len) as output arrives;
- * on_data returns 0 to go on, -1 to abort. The call ends when the stream
- * ends, when on_data aborts, or after timeout_ms (then *timed_out = 1).
- * inspect: exit code (-1 while running) and running flag. */
+ * on_data returns 0 to go on, -1 to abort. should_stop (may be NULL) is
+ * polled about once a second and aborts the stream when it returns 1. The
+ * call ends when the stream ends, when it is aborted, or after timeout_ms
+ * (then *timed_out = 1). inspect: exit code (-1 while running) and running
+ * flag. */
 typedef int (*docker_output_fn)(void *arg, int stream, const char *data, size_t len);
 int docker_exec_create(struct docker_client *c, const char *id, json_object *body,
 		       char exec_id[65], struct sp_err *e);
 int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
-		      docker_output_fn on_data, void *arg, int *timed_out, struct sp_err *e);
+		      docker_output_fn on_data, int (*should_stop)(void *arg), void *arg,
+		      int *timed_out, struct sp_err *e);
 int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_code,
 			int *running, struct sp_err *e);
 

@@ -46,6 +46,8 @@ struct docker_req {
 	int64_t timeout_ms;    /* whole transfer; 0 = the client's timeout */
 	int64_t header_ms;     /* exec: answer headers must come within this */
 	int timeout_is_result; /* a timeout after the headers is not an error */
+	int (*stop_fn)(void *); /* polled about once a second: 1 = abort */
+	void *stop_arg;
 	char *stat_hdr;	       /* captures X-Docker-Container-Path-Stat */
 	size_t stat_cap;
 	long ok_status[2]; /* non-2xx statuses docker_call treats as success */

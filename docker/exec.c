@@ -54,7 +54,8 @@ static int exec_sink(void *arg, const char *p, size_t n)
  * 409 SP_CONFLICT; no answer headers within the client's timeout, or Docker
  * unreachable, SP_UNAVAILABLE; a malformed stream SP_INTERNAL. */
 int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
-		      docker_output_fn on_data, void *arg, int *timed_out, struct sp_err *e)
+		      docker_output_fn on_data, int (*should_stop)(void *arg), void *arg,
+		      int *timed_out, struct sp_err *e)
 {
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
 	struct exec_state st;
@@ -88,6 +89,8 @@ int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t time
 	r.sink_arg = &st;
 	r.timeout_ms = timeout_ms;
 	r.timeout_is_result = 1;
+	r.stop_fn = should_stop;
+	r.stop_arg = arg;
 	if ((int64_t)c->timeout_s * 1000 < timeout_ms)
 		r.header_ms = (int64_t)c->timeout_s * 1000;
 	if (docker_perform(c, h, &r, e) < 0)

@@ -727,7 +727,7 @@ static void test_fake_exec_bad_frame(void **state)
 	pid = fake_daemon(answer, sizeof(answer) - 1, host, sizeof(host));
 	c = docker_client_create(host, 5, &e);
 	assert_non_null(c);
-	assert_int_equal(docker_exec_start(c, "abc", 5000, collect, s, &timed_out, &e), -1);
+	assert_int_equal(docker_exec_start(c, "abc", 5000, collect, NULL, s, &timed_out, &e), -1);
 	assert_int_equal(e.code, SP_INTERNAL);
 	assert_int_equal(timed_out, 0);
 	assert_int_equal(s->len[0], 2);

@@ -297,7 +297,7 @@ static int run(const char *const *argv, int64_t timeout_ms, struct out *o, int *
 	buf_init(&o->s[0], 8 << 20);
 	buf_init(&o->s[1], 8 << 20);
 	if (docker_exec_create(T.c, T.id, body, eid, e) < 0 ||
-	    docker_exec_start(T.c, eid, timeout_ms, collect, o, timed_out, e) < 0)
+	    docker_exec_start(T.c, eid, timeout_ms, collect, NULL, o, timed_out, e) < 0)
 		goto done;
 	for (int i = 0; i < 50 && running && !*timed_out; i++) {
 		if (docker_exec_inspect(T.c, eid, exit_code, &running, e) < 0)
@@ -564,7 +564,7 @@ static void test_unreachable(void **state)
 	/* an exec stream with a long timeout still gives up on missing headers */
 	t0 = mono_ms();
 	int timed_out = 0;
-	assert_int_equal(docker_exec_start(c, "abc", 60000, collect, NULL, &timed_out, &e), -1);
+	assert_int_equal(docker_exec_start(c, "abc", 60000, collect, NULL, NULL, &timed_out, &e), -1);
 	assert_int_equal(e.code, SP_UNAVAILABLE);
 	assert_int_equal(timed_out, 0);
 	assert_true(mono_ms() - t0 < 3500);
