@@ -4,7 +4,9 @@
  */
 #include "request.h"
 
+#include <poll.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #include "../common/log.h"
@@ -142,5 +144,16 @@ void req_send_error(struct req *r, const struct sp_err *e, json_object *issues)
 
 int req_client_gone(const struct req *r)
 {
-	return FCGX_GetError(r->fx->out) != 0;
+	struct pollfd p = { r->fx->ipcFd, POLLIN | POLLRDHUP, 0 };
+	char c;
+
+	if (FCGX_GetError(r->fx->out) != 0)
+		return 1;
+	if (r->fx->ipcFd < 0 || poll(&p, 1, 0) <= 0)
+		return 0;
+	if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
+		return 1;
+	/* readable with nothing to read is end of file; FastCGI records
+	 * nginx may still send (such as an abort) count as gone too */
+	return (p.revents & POLLIN) && recv(r->fx->ipcFd, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
 }

@@ -43,6 +43,14 @@ int h_sandbox_kill(struct handler_ctx *h, json_object *in, json_object **out, st
 int h_sandbox_remove(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int h_sandbox_set_timeout(struct handler_ctx *h, json_object *in, json_object **out,
 			  struct sp_err *e);
+/* handlers/exec.c, handlers/files.c */
+int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int h_sandbox_write_file(struct handler_ctx *h, json_object *in, json_object **out,
+			 struct sp_err *e);
+int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **out,
+			struct sp_err *e);
+int h_sandbox_list_files(struct handler_ctx *h, json_object *in, json_object **out,
+			 struct sp_err *e);
 /* handlers/health.c */
 int h_health(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 

@@ -46,6 +46,42 @@ static const struct field_spec set_timeout_fields[] = {
 
 static const struct field_spec no_fields[] = { END };
 
+static const char *const encodings[] = { "utf8", "base64", NULL };
+
+static const struct field_spec exec_fields[] = {
+	SANDBOX_ID,
+	{ "cmd", FT_STRING, FF_REQUIRED, 1, 65536, 0, 0, NULL, NULL, "Run through sh -c" },
+	{ "cwd", FT_ABSPATH, 0, 0, 0, 0, 0, NULL, NULL, "Working directory (default: the workdir)" },
+	{ "env", FT_ENVMAP, 0, 0, 0, 0, 0, NULL, NULL, "Extra environment variables" },
+	{ "timeoutMs", FT_INT, 0, 1000, 600000, 0, 0, NULL, "60000",
+	  "Kill the command's process tree after this; exitCode 124" },
+	END,
+};
+
+static const struct field_spec write_fields[] = {
+	SANDBOX_ID,
+	{ "path", FT_ABSPATH, FF_REQUIRED, 0, 0, 0, 0, NULL, NULL, "Absolute path of the file" },
+	{ "content", FT_STRING, FF_REQUIRED, 0, 14 * 1024 * 1024, 0, 0, NULL, NULL,
+	  "The content, at most 10 MiB once decoded" },
+	{ "encoding", FT_ENUM, 0, 0, 0, 0, 0, encodings, "\"utf8\"", "How content is encoded" },
+	{ "mode", FT_INT, 0, 0, 07777, 0, 0, NULL, "420",
+	  "File mode (setuid, setgid and sticky bits are dropped)" },
+	END,
+};
+
+static const struct field_spec read_fields[] = {
+	SANDBOX_ID,
+	{ "path", FT_ABSPATH, FF_REQUIRED, 0, 0, 0, 0, NULL, NULL, "Absolute path of the file" },
+	{ "encoding", FT_ENUM, 0, 0, 0, 0, 0, encodings, "\"utf8\"", "How content is returned" },
+	END,
+};
+
+static const struct field_spec list_fields[] = {
+	SANDBOX_ID,
+	{ "path", FT_ABSPATH, 0, 0, 0, 0, 0, NULL, NULL, "A directory (default: the workdir)" },
+	END,
+};
+
 const struct route handler_routes[] = {
 	{ "POST", "/api/sandbox.create", h_sandbox_create, create_fields, "sandbox:create",
 	  ROUTE_MUTATION, "sandbox-create", "Create a sandbox" },
@@ -61,6 +97,14 @@ const struct route handler_routes[] = {
 	  "sandbox-kill", "Kill a sandbox (the record is kept)" },
 	{ "POST", "/api/sandbox.remove", h_sandbox_remove, id_fields, "sandbox:delete",
 	  ROUTE_MUTATION, "sandbox-remove", "Kill if needed and delete the record" },
+	{ "POST", "/api/sandbox.exec", h_sandbox_exec, exec_fields, "sandbox:create",
+	  ROUTE_MUTATION, "sandbox-exec", "Run a command" },
+	{ "POST", "/api/sandbox.writeFile", h_sandbox_write_file, write_fields, "sandbox:create",
+	  ROUTE_MUTATION, "sandbox-writeFile", "Write a file" },
+	{ "GET", "/api/sandbox.readFile", h_sandbox_read_file, read_fields, "sandbox:read",
+	  ROUTE_QUERY, "sandbox-readFile", "Read a file" },
+	{ "GET", "/api/sandbox.listFiles", h_sandbox_list_files, list_fields, "sandbox:read",
+	  ROUTE_QUERY, "sandbox-listFiles", "List a directory" },
 	{ "GET", "/healthz", h_health, no_fields, NULL, ROUTE_PUBLIC, "health", "Liveness" },
 	{ NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL },
 };

@@ -13,4 +13,8 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb);
  * nums (SB_RECORD_FIELDS slots) for numbers. Returns the pair count * 2. */
 int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv);
 
+/* The uid/gid that owns files the API creates, and the mode of a folder
+ * that user must be able to use. */
+void sandbox_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsigned *dir_mode);
+
 #endif

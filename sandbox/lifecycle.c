@@ -533,7 +533,7 @@ static int find_missing_tools(struct sandbox_ctx *ctx, const char *cid, const ch
 
 /* The uid/gid that owns the workdir: the template user, a numeric image
  * user, or root with a world-writable sticky workdir for a named user. */
-static void workdir_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsigned *mode)
+void sandbox_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsigned *mode)
 {
 	long long u = 0, g = 0;
 	char tmp[64];
@@ -592,7 +592,7 @@ static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct 
 	int64_t t = now_ms() / 1000;
 	int rc;
 
-	workdir_owner(sb, &uid, &gid, &mode);
+	sandbox_owner(sb, &uid, &gid, &mode);
 	snprintf(expires, sizeof(expires), "%lld\n", (long long)((sb->expires_at + 999) / 1000));
 	ents[n++] = (struct docker_tar_entry){ STATE_DIR, 1, 0755, 0, 0, NULL, 0, t };
 	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/expires", 0, 0644, 0, 0, expires,

@@ -110,6 +110,62 @@ int sandbox_touch(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms,
 /* Marks a sandbox killed after its container was found gone. */
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);
 
+/* Commands. */
+#define SB_DEFAULT_EXEC_TIMEOUT_MS 60000
+#define SB_MAX_EXEC_TIMEOUT_MS 600000
+
+struct sandbox_exec_req {
+	const char *cmd;
+	size_t cmd_len;
+	const char *cwd;       /* NULL = the sandbox workdir */
+	json_object *env;      /* object of strings, validated; may be NULL */
+	int64_t timeout_ms;    /* 0 = the default */
+	const char *const *args; /* positional parameters $1.. (NULL-terminated) or NULL */
+	int no_activity;       /* do not count this as activity (readFile) */
+};
+
+/* Where output goes while a command runs. on_output(arg, 1|2, bytes, len)
+ * returns 0 to go on; should_stop(arg) (may be NULL) is polled about once a
+ * second and ends the command when it returns 1 (the caller went away). */
+struct sandbox_exec_io {
+	int (*on_output)(void *arg, int stream, const char *data, size_t len);
+	int (*should_stop)(void *arg);
+	void *arg;
+};
+
+struct sandbox_exec_result {
+	int exit_code; /* 124 on timeout */
+	int timed_out;
+	int stopped;   /* ended because should_stop said so */
+};
+
+/* Runs one command in a running sandbox (sb from sandbox_get_running). */
+int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct sandbox_exec_req *rq,
+		     const struct sandbox_exec_io *io, struct sandbox_exec_result *res,
+		     struct sp_err *e);
+/* Checks a path from a request: absolute, at most 4096 bytes. */
+int sandbox_path_check(const char *field, const char *path, struct sp_err *e);
+
+/* Files. Paths are absolute, at most 4096 bytes. write: mode's setuid,
+ * setgid and sticky bits are dropped; the file belongs to the sandbox
+ * user. read: content gets the bytes (replaced, capped at SB_FILE_MAX).
+ * list: *out is {path, entries:[{name,type,size,mode,modifiedAt}]},
+ * directories first; path NULL = the workdir. */
+#define SB_FILE_MAX 10485760
+#define SB_LIST_MAX (8 * 1024 * 1024)
+struct sandbox_file {
+	char path[4097];
+	int64_t size;
+};
+struct buf;
+int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
+		       const void *data, size_t len, unsigned mode, struct sandbox_file *out,
+		       struct sp_err *e);
+int sandbox_read_file(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
+		      struct buf *content, struct sp_err *e);
+int sandbox_list_files(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
+		       json_object **out, struct sp_err *e);
+
 /* The record as the API returns it (never envVars). New object. */
 json_object *sandbox_to_json(const struct sandbox *sb);
 /* The template list as the API returns it. New array. */

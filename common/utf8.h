@@ -1,0 +1,20 @@
+/*
+ * UTF-8 checks for bytes that go into JSON strings: command output and file
+ * content. Never cuts at a NUL; every invalid or truncated sequence becomes
+ * U+FFFD, so the result is always valid UTF-8.
+ */
+#ifndef SANDPIT_UTF8_H
+#define SANDPIT_UTF8_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
+size_t utf8_seq_len(const unsigned char *p, size_t n);
+/* True when all n bytes are valid UTF-8. */
+int utf8_valid(const char *p, size_t n);
+/* Appends p to out with each invalid sequence replaced by U+FFFD. */
+int utf8_sanitize(const char *p, size_t n, struct buf *out);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * sandbox.writeFile, readFile, listFiles. Content is utf8 or base64 in the
+ * JSON; the 10 MiB cap is decided from the encoded length before anything
+ * is decoded, and content is decoded once, straight into the file buffer.
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "../common/buf.h"
+#include "../common/utf8.h"
+
+static int decoded_size(const char *s, size_t n, int base64, size_t *out)
+{
+	size_t pad = 0, chars = 0;
+
+	if (!base64) {
+		*out = n;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != '\n' && s[i] != '\r' && s[i] != ' ')
+			chars++;
+	for (size_t i = n; i > 0 && pad < 2; i--) {
+		if (s[i - 1] == '=')
+			pad++;
+		else if (s[i - 1] != '\n' && s[i - 1] != '\r' && s[i - 1] != ' ')
+			break;
+	}
+	*out = chars / 4 * 3 + (chars % 4 ? chars % 4 - 1 : 0) - (chars % 4 ? 0 : pad);
+	return 0;
+}
+
+int h_sandbox_write_file(struct handler_ctx *h, json_object *in, json_object **out,
+			 struct sp_err *e)
+{
+	const char *enc = hin_str(in, "encoding", NULL), *content, *path = hin_str(in, "path", NULL);
+	int base64 = enc && strcmp(enc, "base64") == 0;
+	unsigned mode = (unsigned)hin_i64(in, "mode", 0644);
+	struct sandbox_file f;
+	size_t len, size;
+	unsigned char *bin = NULL;
+	int rc;
+
+	content = hin_str(in, "content", &len);
+	decoded_size(content, len, base64, &size);
+	if (size > SB_FILE_MAX)
+		return sp_err_set(e, SP_TOO_LARGE, "File exceeds the %d byte limit", SB_FILE_MAX);
+	if (base64) {
+		size_t got;
+		bin = malloc(size + 3);
+		if (!bin)
+			return sp_err_set(e, SP_INTERNAL, "out of memory");
+		if (sodium_base642bin(bin, size + 3, content, len, " \r\n", &got, NULL,
+				      sodium_base64_VARIANT_ORIGINAL) != 0) {
+			free(bin);
+			return sp_err_field(e, SP_BAD_REQUEST, "content",
+					    "content: not valid base64");
+		}
+		size = got;
+	}
+	rc = sandbox_write_file(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), path,
+				bin ? (const void *)bin : content, size, mode, &f, e);
+	free(bin);
+	if (rc < 0)
+		return -1;
+	*out = json_object_new_object();
+	json_object_object_add(*out, "path", json_object_new_string(f.path));
+	json_object_object_add(*out, "size", json_object_new_int64(f.size));
+	return 0;
+}
+
+int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **out,
+			struct sp_err *e)
+{
+	const char *enc = hin_str(in, "encoding", NULL), *path = hin_str(in, "path", NULL);
+	int base64 = enc && strcmp(enc, "base64") == 0;
+	struct buf content;
+	json_object *c;
+
+	buf_init(&content, 0);
+	if (sandbox_read_file(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), path, &content, e) <
+	    0)
+		return -1;
+	if (base64) {
+		size_t n = sodium_base64_ENCODED_LEN(content.len, sodium_base64_VARIANT_ORIGINAL);
+		char *b = malloc(n);
+		if (!b) {
+			buf_free(&content);
+			return sp_err_set(e, SP_INTERNAL, "out of memory");
+		}
+		sodium_bin2base64(b, n, (const unsigned char *)(content.data ? content.data : ""),
+				  content.len, sodium_base64_VARIANT_ORIGINAL);
+		c = json_object_new_string_len(b, (int)(n - 1));
+		free(b);
+	} else {
+		if (!utf8_valid(content.data ? content.data : "", content.len)) {
+			buf_free(&content);
+			return sp_err_field(e, SP_UNPROCESSABLE, "encoding",
+					    "File is not valid UTF-8; read it with encoding base64");
+		}
+		c = json_object_new_string_len(content.data ? content.data : "", (int)content.len);
+	}
+	*out = json_object_new_object();
+	json_object_object_add(*out, "path", json_object_new_string(path));
+	json_object_object_add(*out, "size", json_object_new_int64((int64_t)content.len));
+	json_object_object_add(*out, "encoding", json_object_new_string(base64 ? "base64" : "utf8"));
+	json_object_object_add(*out, "content", c);
+	buf_free(&content);
+	return 0;
+}
+
+int h_sandbox_list_files(struct handler_ctx *h, json_object *in, json_object **out,
+			 struct sp_err *e)
+{
+	return sandbox_list_files(h->sb, h->r->org, hin_str(in, "sandboxId", NULL),
+				  hin_str(in, "path", NULL), out, e);
+}

@@ -1,0 +1,240 @@
+/*
+ * Running commands in a sandbox: `sh -c CMD` through Docker exec, as the
+ * sandbox's user (never a caller-chosen user, never privileged), with the
+ * caller's env merged over the container's (template env, then envVars).
+ * Every command carries a marker variable; on timeout, or when the caller
+ * goes away, a second exec kills every process whose environment holds the
+ * marker (no procps needed), so setsid, double forks, nohup and trap ''
+ * TERM do not survive. If that kill cannot run (nothing can fork) or the
+ * command still runs two seconds later, the whole container is killed and
+ * the sandbox reads killed from then on. A running command counts as
+ * activity: expiresAt covers it.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/crypto.h"
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../docker/docker.h"
+
+#define MARKER_VAR "SANDPIT_EXEC"
+#define MARKER_LEN 20
+
+/* Kills every process (other than itself) whose environment holds $1,
+ * repeating until a pass finds none, so children forked meanwhile die too. */
+static const char killer_script[] =
+	"m=\"" MARKER_VAR "=$1\"; n=0\n"
+	"while [ $n -lt 50 ]; do f=0\n"
+	"for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = \"$$\" ] && continue\n"
+	"grep -q -F -e \"$m\" \"$d/environ\" 2>/dev/null && kill -9 \"$p\" 2>/dev/null && f=1\n"
+	"done\n"
+	"[ $f = 0 ] && exit 0; n=$((n+1))\n"
+	"done\n"
+	"exit 1\n";
+
+int sandbox_path_check(const char *field, const char *path, struct sp_err *e)
+{
+	size_t n = strlen(path);
+
+	if (n == 0 || path[0] != '/')
+		return sp_err_field(e, SP_BAD_REQUEST, field, "%s: Path must be absolute", field);
+	if (n > 4096)
+		return sp_err_field(e, SP_BAD_REQUEST, field, "%s: must be at most 4096 bytes", field);
+	return 0;
+}
+
+static int under_proc(const char *path)
+{
+	/* "/proc", "/proc/...", and spellings like "//proc" or "/./proc" */
+	while (*path == '/' || (path[0] == '.' && (path[1] == '/' || path[1] == '\0')))
+		path++;
+	return strncmp(path, "proc", 4) == 0 && (path[4] == '\0' || path[4] == '/');
+}
+
+static int discard(void *arg, int stream, const char *data, size_t len)
+{
+	(void)arg;
+	(void)stream;
+	(void)data;
+	(void)len;
+	return 0;
+}
+
+static void kill_container(struct sandbox_ctx *ctx, struct sandbox *sb, const char *why)
+{
+	struct sp_err e;
+
+	log_warn("sandbox %s: %s; killing the container", sb->id, why);
+	if (docker_container_kill(ctx->dk, sb->container_id, "KILL", &e) < 0 &&
+	    e.code != SP_NOT_FOUND && e.code != SP_CONFLICT)
+		log_error("sandbox %s: kill: %s", sb->id, e.msg);
+	sandbox_mark_gone(ctx, sb);
+}
+
+/* Runs the killer for marker; returns -1 if it could not run. */
+static int kill_marked(struct sandbox_ctx *ctx, struct sandbox *sb, const char *marker)
+{
+	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	char eid[65];
+	struct sp_err e;
+	int timed_out = 0, code = -1, running = 0, rc = -1;
+
+	json_object_array_add(cmd, json_object_new_string("sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(killer_script));
+	json_object_array_add(cmd, json_object_new_string("sandpit-kill"));
+	json_object_array_add(cmd, json_object_new_string(marker));
+	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
+	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, &e) < 0 ||
+	    docker_exec_start(ctx->dk, eid, 10000, discard, NULL, NULL, &timed_out, &e) < 0 ||
+	    timed_out || docker_exec_inspect(ctx->dk, eid, &code, &running, &e) < 0)
+		goto out;
+	rc = code == 0 ? 0 : -1;
+out:
+	json_object_put(body);
+	return rc;
+}
+
+/* Waits up to ms for the exec to end; returns 1 if it still runs. */
+static int still_running(struct sandbox_ctx *ctx, const char *eid, int64_t ms)
+{
+	int64_t until = mono_ms() + ms;
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+	for (;;) {
+		int code, running = 0;
+		struct sp_err e;
+		if (docker_exec_inspect(ctx->dk, eid, &code, &running, &e) < 0 || !running)
+			return 0;
+		if (mono_ms() >= until)
+			return 1;
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Wraps the caller's should_stop to remember that it fired. */
+struct stop_watch {
+	const struct sandbox_exec_io *io;
+	int fired;
+};
+
+static int watch_stop(void *arg)
+{
+	struct stop_watch *w = arg;
+
+	if (w->io->should_stop && w->io->should_stop(w->io->arg))
+		w->fired = 1;
+	return w->fired;
+}
+
+static int pass_output(void *arg, int stream, const char *data, size_t len)
+{
+	struct stop_watch *w = arg;
+
+	if (w->io->on_output(w->io->arg, stream, data, len) < 0) {
+		w->fired = 1;
+		return -1;
+	}
+	return 0;
+}
+
+int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct sandbox_exec_req *rq,
+		     const struct sandbox_exec_io *io, struct sandbox_exec_result *res,
+		     struct sp_err *e)
+{
+	json_object *body = NULL, *cmd, *env;
+	char marker[MARKER_LEN + 1], mvar[64], eid[65];
+	int64_t timeout = rq->timeout_ms > 0 ? rq->timeout_ms : SB_DEFAULT_EXEC_TIMEOUT_MS;
+	int timed_out = 0, code = -1, running = 0, rc = -1;
+	struct stop_watch watch = { io, 0 };
+
+	memset(res, 0, sizeof(*res));
+	if (rq->cwd && (sandbox_path_check("cwd", rq->cwd, e) < 0))
+		return -1;
+	if (rq->cwd && under_proc(rq->cwd))
+		return sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: may not be under /proc");
+	crypto_random_id(marker, MARKER_LEN);
+	snprintf(mvar, sizeof(mvar), MARKER_VAR "=%s", marker);
+
+	body = json_object_new_object();
+	cmd = json_object_new_array();
+	json_object_array_add(cmd, json_object_new_string("sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string_len(rq->cmd, (int)rq->cmd_len));
+	if (rq->args) {
+		json_object_array_add(cmd, json_object_new_string("sandpit"));
+		for (const char *const *a = rq->args; *a; a++)
+			json_object_array_add(cmd, json_object_new_string(*a));
+	}
+	json_object_object_add(body, "Cmd", cmd);
+	env = json_object_new_array();
+	if (rq->env) {
+		json_object_object_foreach(rq->env, k, v)
+		{
+			struct buf kv;
+			if (strcmp(k, MARKER_VAR) == 0)
+				continue;
+			buf_init(&kv, 1 << 20);
+			buf_printf(&kv, "%s=", k);
+			buf_append(&kv, json_object_get_string(v), (size_t)json_object_get_string_len(v));
+			json_object_array_add(env, json_object_new_string_len(kv.data, (int)kv.len));
+			buf_wipe(&kv);
+		}
+	}
+	json_object_array_add(env, json_object_new_string(mvar));
+	json_object_object_add(body, "Env", env);
+	json_object_object_add(body, "WorkingDir", json_object_new_string(rq->cwd ? rq->cwd : sb->workdir));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStdin", json_object_new_boolean(0));
+	json_object_object_add(body, "Tty", json_object_new_boolean(0));
+
+	/* a running command is activity until it ends (plus timeoutMs after) */
+	if (!rq->no_activity && sandbox_touch(ctx, sb, timeout, e) < 0)
+		goto out;
+	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0) {
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
+			sandbox_mark_gone(ctx, sb);
+			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
+		}
+		goto out;
+	}
+	if (docker_exec_start(ctx->dk, eid, timeout, pass_output, watch_stop, &watch, &timed_out,
+			      e) < 0) {
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
+			sandbox_mark_gone(ctx, sb);
+			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
+		}
+		goto out;
+	}
+	if (!timed_out && !watch.fired)
+		still_running(ctx, eid, 2000); /* the stream can end a moment before the exit */
+	if (docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
+		goto out;
+	if (running || timed_out || watch.fired) {
+		/* timed out, or the caller went away: end the whole process tree */
+		if (kill_marked(ctx, sb, marker) < 0 || still_running(ctx, eid, 2000))
+			kill_container(ctx, sb, timed_out ? "a timed-out command could not be killed"
+							  : "an abandoned command could not be killed");
+		res->timed_out = timed_out;
+		res->exit_code = timed_out ? 124 : 137;
+		res->stopped = watch.fired;
+	} else {
+		res->exit_code = code < 0 ? 1 : code;
+	}
+	if (sb->status == SB_RUNNING && !rq->no_activity) {
+		struct sp_err ignore;
+		sandbox_touch(ctx, sb, 0, &ignore);
+	}
+	rc = 0;
+out:
+	json_object_put(body);
+	return rc;
+}

@@ -1,0 +1,379 @@
+/*
+ * Files in a sandbox: write, read, list. Every file operation that touches
+ * a caller-named path runs as the sandbox's user inside the container, so a
+ * symlink planted by code in the sandbox (ln -s /etc x; write x/passwd)
+ * cannot make the API act on a file that user could not: the kernel checks
+ * the user's permissions on every component. Content is staged through the
+ * archive API into a folder only that user owns and moved into place with
+ * mv by the user. Never buffers more than the 10 MiB file cap (+1 byte to
+ * detect it); a FIFO or /dev/zero cannot hang a read (only regular files are
+ * read, through head -c with a bounded timeout).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/buf.h"
+#include "../common/crypto.h"
+#include "../common/log.h"
+#include "../common/utf8.h"
+#include "../common/util.h"
+#include "../docker/docker.h"
+
+#define FILE_OP_TIMEOUT_MS 30000
+#define STAGE_DIR ".sandpit/up"
+
+/* Output of a helper script, each stream capped. */
+struct collect {
+	struct buf out, err;
+	int too_big;
+};
+
+static int collect_output(void *arg, int stream, const char *data, size_t len)
+{
+	struct collect *c = arg;
+	struct buf *b = stream == 2 ? &c->err : &c->out;
+
+	if (buf_append(b, data, len) < 0) {
+		if (b == &c->out) {
+			c->too_big = 1;
+			return -1;
+		}
+		/* stderr past its cap is dropped */
+		buf_append(b, data, b->max - b->len);
+	}
+	return 0;
+}
+
+/* Runs a helper script as the sandbox user; *code is its exit status. */
+static int run_script(struct sandbox_ctx *ctx, struct sandbox *sb, const char *script,
+		      const char *const *args, int no_activity, struct collect *c, int *code,
+		      struct sp_err *e)
+{
+	struct sandbox_exec_req rq = { 0 };
+	struct sandbox_exec_io io = { collect_output, NULL, c };
+	struct sandbox_exec_result res;
+
+	rq.cmd = script;
+	rq.cmd_len = strlen(script);
+	rq.cwd = "/";
+	rq.timeout_ms = FILE_OP_TIMEOUT_MS;
+	rq.args = args;
+	rq.no_activity = no_activity;
+	if (sandbox_exec_run(ctx, sb, &rq, &io, &res, e) < 0)
+		return -1;
+	if (res.timed_out)
+		return sp_err_set(e, SP_TIMEOUT, "The file operation did not finish within %d s",
+				  FILE_OP_TIMEOUT_MS / 1000);
+	*code = res.exit_code;
+	return 0;
+}
+
+static void collect_init(struct collect *c, size_t out_max)
+{
+	buf_init(&c->out, out_max);
+	buf_init(&c->err, 64 * 1024);
+	c->too_big = 0;
+}
+
+static void collect_free(struct collect *c)
+{
+	buf_free(&c->out);
+	buf_free(&c->err);
+}
+
+/* The last line of a helper's stderr, for messages. */
+static const char *last_line(struct buf *b)
+{
+	char *p;
+
+	if (!b->data || !b->len)
+		return "";
+	while (b->len && (b->data[b->len - 1] == '\n' || b->data[b->len - 1] == '\r'))
+		b->data[--b->len] = '\0';
+	p = strrchr(b->data, '\n');
+	return p ? p + 1 : b->data;
+}
+
+/* Splits path into its directory and checks it names a file. */
+static int split_path(const char *path, char *dir, size_t cap, struct sp_err *e)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash + 1;
+	size_t n = (size_t)(slash - path);
+
+	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return sp_err_field(e, SP_BAD_REQUEST, "path", "Path must point to a file");
+	if (n == 0)
+		n = 1;
+	if (n >= cap)
+		return sp_err_field(e, SP_BAD_REQUEST, "path", "path: too long");
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return 0;
+}
+
+/* $1 staged file, $2 target, $3 target dir. Runs as the sandbox user. */
+static const char move_script[] =
+	"s=$1 t=$2 d=$3\n"
+	"mkdir -p -- \"$d\" 2>/dev/null || [ -d \"$d\" ] || { rm -f -- \"$s\"; exit 3; }\n"
+	"[ -d \"$t\" ] && [ ! -L \"$t\" ] && { rm -f -- \"$s\"; exit 4; }\n"
+	"mv -f -- \"$s\" \"$t\" || { rm -f -- \"$s\"; exit 5; }\n";
+
+int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
+		       const void *data, size_t len, unsigned mode, struct sandbox_file *out,
+		       struct sp_err *e)
+{
+	struct sandbox sb;
+	struct docker_tar_entry ents[3];
+	struct collect c;
+	struct buf tar;
+	char dir[4097], name[32], staged[64];
+	unsigned uid, gid, dmode;
+	int64_t t = now_ms() / 1000;
+	int code = 0, rc = -1;
+
+	if (sandbox_path_check("path", path, e) < 0 || split_path(path, dir, sizeof(dir), e) < 0)
+		return -1;
+	if (len > SB_FILE_MAX)
+		return sp_err_set(e, SP_TOO_LARGE, "File exceeds the %d byte limit", SB_FILE_MAX);
+	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
+		return -1;
+	sandbox_owner(&sb, &uid, &gid, &dmode);
+	crypto_random_id(name, 16);
+	snprintf(staged, sizeof(staged), "/" STAGE_DIR "/%s", name);
+	ents[0] = (struct docker_tar_entry){ ".sandpit", 1, 0755, 0, 0, NULL, 0, t };
+	ents[1] = (struct docker_tar_entry){ STAGE_DIR, 1, dmode == 0755 ? 0700 : 01777, uid, gid,
+					     NULL, 0, t };
+	ents[2] = (struct docker_tar_entry){ staged + 1, 0, mode & 0777, uid, gid, data, len, t };
+	buf_init(&tar, SB_FILE_MAX + 64 * 1024);
+	collect_init(&c, 64 * 1024);
+	if (docker_tar_build(ents, 3, &tar, e) < 0)
+		goto out;
+	if (docker_archive_put(ctx->dk, sb.container_id, "/", tar.data, tar.len, e) < 0) {
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
+			sandbox_mark_gone(ctx, &sb);
+			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
+		}
+		goto out;
+	}
+	{
+		const char *args[] = { staged, path, dir, NULL };
+		if (run_script(ctx, &sb, move_script, args, 0, &c, &code, e) < 0)
+			goto out;
+	}
+	switch (code) {
+	case 0:
+		break;
+	case 3:
+		sp_err_field(e, SP_BAD_REQUEST, "path", "Unable to create directory %s", dir);
+		goto out;
+	case 4:
+		sp_err_field(e, SP_BAD_REQUEST, "path", "Path must point to a file");
+		goto out;
+	default:
+		sp_err_field(e, SP_FORBIDDEN, "path", "Unable to write %s: %s", path,
+			     last_line(&c.err)[0] ? last_line(&c.err) : "permission denied");
+		goto out;
+	}
+	str_copy(out->path, sizeof(out->path), path);
+	out->size = (int64_t)len;
+	rc = 0;
+out:
+	buf_free(&tar);
+	collect_free(&c);
+	return rc;
+}
+
+/* $1 path. Exit 3 missing, 4 not a regular file, 5 unreadable. */
+static const char read_script[] = "p=$1\n"
+				  "[ -e \"$p\" ] || exit 3\n"
+				  "[ -f \"$p\" ] || exit 4\n"
+				  "[ -r \"$p\" ] || exit 5\n"
+				  "exec head -c 10485761 -- \"$p\"\n";
+
+int sandbox_read_file(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
+		      struct buf *content, struct sp_err *e)
+{
+	struct sandbox sb;
+	struct collect c;
+	const char *args[] = { path, NULL };
+	int code = 0, rc = -1;
+
+	if (sandbox_path_check("path", path, e) < 0)
+		return -1;
+	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
+		return -1;
+	collect_init(&c, SB_FILE_MAX);
+	if (run_script(ctx, &sb, read_script, args, 1, &c, &code, e) < 0)
+		goto out;
+	if (c.too_big) {
+		sp_err_set(e, SP_TOO_LARGE, "File exceeds the %d byte limit", SB_FILE_MAX);
+		goto out;
+	}
+	switch (code) {
+	case 0:
+		break;
+	case 3:
+		sp_err_field(e, SP_NOT_FOUND, "path", "File not found");
+		goto out;
+	case 4:
+		sp_err_field(e, SP_BAD_REQUEST, "path", "Path is not a regular file");
+		goto out;
+	default:
+		sp_err_field(e, SP_FORBIDDEN, "path", "Unable to read %s: %s", path,
+			     last_line(&c.err)[0] ? last_line(&c.err) : "permission denied");
+		goto out;
+	}
+	/* hand the bytes over without copying */
+	buf_free(content);
+	*content = c.out;
+	buf_init(&c.out, 0);
+	rc = 0;
+out:
+	collect_free(&c);
+	return rc;
+}
+
+/* $1 dir. Exit 3 missing, 4 not a directory. GNU find gives metadata;
+ * elsewhere (busybox) names and types only. Records end with NUL. */
+static const char list_script[] =
+	"p=$1\n"
+	"[ -e \"$p\" ] || exit 3\n"
+	"[ -d \"$p\" ] || exit 4\n"
+	"if find \"$p\" -maxdepth 0 -printf '' >/dev/null 2>&1; then\n"
+	"  printf 'F\\000'; exec find \"$p\" -mindepth 1 -maxdepth 1 -printf '%y\\t%s\\t%T@\\t%m\\t%f\\000'\n"
+	"fi\n"
+	"cd -- \"$p\" || exit 5\n"
+	"printf 'N\\000'\n"
+	"for f in * .*; do\n"
+	"  [ \"$f\" = . ] || [ \"$f\" = .. ] && continue\n"
+	"  if [ -L \"$f\" ]; then y=l; elif [ -d \"$f\" ]; then y=d; elif [ -f \"$f\" ]; then y=f;\n"
+	"  elif [ -e \"$f\" ]; then y=o; else continue; fi\n"
+	"  printf '%s\\t%s\\000' \"$y\" \"$f\"\n"
+	"done\n";
+
+static const char *type_name(char y)
+{
+	switch (y) {
+	case 'f': return "file";
+	case 'd': return "directory";
+	case 'l': return "symlink";
+	default: return "other";
+	}
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	json_object *x = *(json_object *const *)a, *y = *(json_object *const *)b, *tx, *ty, *nx, *ny;
+	int dx, dy;
+
+	json_object_object_get_ex(x, "type", &tx);
+	json_object_object_get_ex(y, "type", &ty);
+	json_object_object_get_ex(x, "name", &nx);
+	json_object_object_get_ex(y, "name", &ny);
+	dx = strcmp(json_object_get_string(tx), "directory") == 0;
+	dy = strcmp(json_object_get_string(ty), "directory") == 0;
+	if (dx != dy)
+		return dy - dx;
+	return strcmp(json_object_get_string(nx), json_object_get_string(ny));
+}
+
+/* Appends one entry parsed from a NUL-terminated record. */
+static void add_entry(json_object *arr, char *rec, int full)
+{
+	json_object *o = json_object_new_object();
+	char *f[5] = { 0 };
+	int nf = full ? 5 : 2;
+	struct buf name;
+
+	for (int i = 0; i < nf - 1; i++) {
+		char *tab = strchr(rec, '\t');
+		if (!tab) {
+			json_object_put(o);
+			return;
+		}
+		f[i] = rec;
+		*tab = '\0';
+		rec = tab + 1;
+	}
+	f[nf - 1] = rec;
+	buf_init(&name, 8192);
+	utf8_sanitize(f[nf - 1], strlen(f[nf - 1]), &name);
+	json_object_object_add(o, "name", json_object_new_string_len(name.data ? name.data : "",
+								     (int)name.len));
+	buf_free(&name);
+	json_object_object_add(o, "type", json_object_new_string(type_name(f[0][0])));
+	if (full) {
+		long long size = 0;
+		double mtime = 0;
+		char iso[40];
+		parse_ll(f[1], 0, 1LL << 62, &size);
+		parse_double(f[2], &mtime);
+		iso8601_ms((int64_t)(mtime * 1000), iso, sizeof(iso));
+		json_object_object_add(o, "size", json_object_new_int64(size));
+		json_object_object_add(o, "mode", json_object_new_string(f[3]));
+		json_object_object_add(o, "modifiedAt", json_object_new_string(iso));
+	} else {
+		json_object_object_add(o, "size", NULL);
+		json_object_object_add(o, "mode", NULL);
+		json_object_object_add(o, "modifiedAt", NULL);
+	}
+	json_object_array_add(arr, o);
+}
+
+int sandbox_list_files(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
+		       json_object **out, struct sp_err *e)
+{
+	struct sandbox sb;
+	struct collect c;
+	json_object *arr;
+	int code = 0, rc = -1, full;
+	size_t i;
+
+	if (path && sandbox_path_check("path", path, e) < 0)
+		return -1;
+	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
+		return -1;
+	if (!path)
+		path = sb.workdir;
+	collect_init(&c, SB_LIST_MAX);
+	{
+		const char *args[] = { path, NULL };
+		if (run_script(ctx, &sb, list_script, args, 0, &c, &code, e) < 0)
+			goto out;
+	}
+	if (code == 3) {
+		sp_err_field(e, SP_NOT_FOUND, "path", "Directory not found");
+		goto out;
+	}
+	if (code == 4) {
+		sp_err_field(e, SP_BAD_REQUEST, "path", "Path is not a directory");
+		goto out;
+	}
+	if (code != 0 || c.out.len < 2) {
+		sp_err_field(e, c.too_big ? SP_TOO_LARGE : SP_FORBIDDEN, "path",
+			     c.too_big ? "The directory listing exceeds %d bytes"
+				       : "Unable to list files",
+			     SB_LIST_MAX);
+		goto out;
+	}
+	full = c.out.data[0] == 'F';
+	arr = json_object_new_array();
+	for (i = 2; i < c.out.len;) {
+		size_t n = strlen(c.out.data + i);
+		if (n)
+			add_entry(arr, c.out.data + i, full);
+		i += n + 1;
+	}
+	json_object_array_sort(arr, entry_cmp);
+	*out = json_object_new_object();
+	json_object_object_add(*out, "path", json_object_new_string(path));
+	json_object_object_add(*out, "entries", arr);
+	rc = 0;
+out:
+	collect_free(&c);
+	return rc;
+}
