@@ -43,14 +43,17 @@ $(B)/%.o: %.c $(wildcard */*.h)
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(B)/sandpitd: $(APP_OBJ) $(B)/fcgi/sandpitd.o
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	@echo "  LINK    $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(B)/sandpit: $(CORE_OBJ) $(B)/cli/sandpit.o
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	@echo "  LINK    $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(B)/tests/%: tests/unit/%.c $(APP_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(APP_OBJ) $(LDFLAGS) $(LIBS) -lcmocka
+	@echo "  LINK    $@"
+	@$(CC) $(ALL_CFLAGS) -o $@ $< $(APP_OBJ) $(LDFLAGS) $(LIBS) -lcmocka
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

@@ -1,0 +1,201 @@
+/*
+ * Unit tests for the parsers and checks that read outside input: the
+ * route validator, UTF-8 repair, the configuration loader, and the
+ * crypto wrappers (sealing, key hashing).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/buf.h"
+#include "common/config.h"
+#include "common/crypto.h"
+#include "common/utf8.h"
+#include "fcgi/route.h"
+
+extern const struct route handler_routes[];
+
+static const struct route *find(const char *method, const char *path)
+{
+	int ok;
+	const struct route *rt = route_find(handler_routes, method, path, &ok);
+	assert_non_null(rt);
+	assert_true(ok);
+	return rt;
+}
+
+/* Validates a JSON text against a route; returns the failing field or "". */
+static const char *check(const char *path, const char *json, int from_query, char *field)
+{
+	const struct route *rt = find(from_query ? "GET" : "POST", path);
+	json_object *in = json_tokener_parse(json), *issues = NULL;
+	struct sp_err e;
+	int rc;
+
+	assert_non_null(in);
+	sp_err_clear(&e);
+	rc = route_validate(rt, in, from_query, &e, &issues);
+	field[0] = '\0';
+	if (rc < 0) {
+		assert_int_equal(e.code, SP_BAD_REQUEST);
+		assert_non_null(issues);
+		snprintf(field, 128, "%s", e.field);
+		assert_non_null(strstr(e.msg, e.field));
+	}
+	json_object_put(issues);
+	json_object_put(in);
+	return field;
+}
+
+static void test_create_bounds(void **state)
+{
+	char f[128];
+	(void)state;
+	assert_string_equal(check("/api/sandbox.create", "{\"template\":\"python\"}", 0, f), "");
+	assert_string_equal(check("/api/sandbox.create", "{\"cpu\":0.1,\"memoryMb\":64}", 0, f), "");
+	assert_string_equal(check("/api/sandbox.create", "{\"cpu\":0.09}", 0, f), "cpu");
+	assert_string_equal(check("/api/sandbox.create", "{\"cpu\":\"1\"}", 0, f), "cpu");
+	assert_string_equal(check("/api/sandbox.create", "{\"memoryMb\":262145}", 0, f), "memoryMb");
+	assert_string_equal(check("/api/sandbox.create", "{\"memoryMb\":1.5}", 0, f), "memoryMb");
+	assert_string_equal(check("/api/sandbox.create", "{\"memoryMb\":512.0}", 0, f), "");
+	assert_string_equal(check("/api/sandbox.create", "{\"pidsLimit\":15}", 0, f), "pidsLimit");
+	assert_string_equal(check("/api/sandbox.create", "{\"networkMode\":\"host\"}", 0, f),
+			    "networkMode");
+	assert_string_equal(check("/api/sandbox.create", "{\"workdir\":\"rel\"}", 0, f), "workdir");
+	assert_string_equal(check("/api/sandbox.create", "{\"workdir\":\"/a\\u0000b\"}", 0, f),
+			    "workdir");
+	assert_string_equal(check("/api/sandbox.create", "{\"bogus\":1}", 0, f), "bogus");
+	assert_string_equal(check("/api/sandbox.create", "{\"serverId\":null}", 0, f), "");
+	assert_string_equal(check("/api/sandbox.create", "{\"name\":null}", 0, f), "name");
+	assert_string_equal(check("/api/sandbox.create", "{\"template\":\"../x\"}", 0, f),
+			    "template");
+}
+
+static void test_exec_and_query(void **state)
+{
+	char f[128];
+	(void)state;
+	assert_string_equal(check("/api/sandbox.exec", "{\"sandboxId\":\"a\",\"cmd\":\"ls\"}", 0, f),
+			    "");
+	assert_string_equal(check("/api/sandbox.exec", "{\"sandboxId\":\"a\",\"cmd\":\"\"}", 0, f),
+			    "cmd");
+	assert_string_equal(check("/api/sandbox.exec", "{\"cmd\":\"ls\"}", 0, f), "sandboxId");
+	assert_string_equal(
+		check("/api/sandbox.exec", "{\"sandboxId\":\"a\",\"cmd\":\"x\",\"env\":{\"1A\":\"v\"}}",
+		      0, f),
+		"env");
+	assert_string_equal(
+		check("/api/sandbox.exec", "{\"sandboxId\":\"a\",\"cmd\":\"x\",\"env\":{\"A\":1}}", 0, f),
+		"env");
+	assert_string_equal(
+		check("/api/sandbox.exec", "{\"sandboxId\":\"a\",\"cmd\":\"x\",\"timeoutMs\":999}", 0, f),
+		"timeoutMs");
+	/* query strings: numbers come as text and are coerced */
+	assert_string_equal(check("/api/sandbox.one", "{\"sandboxId\":\"abc\"}", 1, f), "");
+	assert_string_equal(check("/api/sandbox.one", "{\"sandboxId\":\"a/b\"}", 1, f), "sandboxId");
+	assert_string_equal(check("/api/sandbox.readFile",
+				  "{\"sandboxId\":\"a\",\"path\":\"/x\",\"encoding\":\"hex\"}", 1, f),
+			    "encoding");
+}
+
+static void test_utf8(void **state)
+{
+	struct buf b;
+	(void)state;
+	assert_true(utf8_valid("h\xC3\xA9llo", 6));
+	assert_false(utf8_valid("\xC3", 1));
+	assert_false(utf8_valid("\xED\xA0\x80", 3)); /* a surrogate */
+	assert_false(utf8_valid("\xC0\xAF", 2));     /* overlong */
+	assert_true(utf8_valid("a\0b", 3));          /* NUL is valid UTF-8 */
+	buf_init(&b, 1024);
+	assert_int_equal(utf8_sanitize("a\xFF" "b\0c\xE2\x82", 7, &b), 0);
+	assert_int_equal(b.len, 1 + 3 + 1 + 1 + 1 + 3 + 3);
+	assert_memory_equal(b.data, "a\xEF\xBF\xBD" "b\0c\xEF\xBF\xBD\xEF\xBF\xBD", b.len);
+	assert_true(utf8_valid(b.data, b.len));
+	buf_free(&b);
+}
+
+static void test_config(void **state)
+{
+	char dir[] = "/tmp/sandpit-unit-XXXXXX", path[256], key[256], err[512];
+	static struct config cfg;
+	FILE *f;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(key, sizeof(key), "%s/key", dir);
+	snprintf(path, sizeof(path), "%s/conf", dir);
+	f = fopen(key, "w");
+	fputs("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", f);
+	fclose(f);
+	chmod(key, 0600);
+	f = fopen(path, "w");
+	fprintf(f, "# comment\nlisten = /tmp/x.sock\ndata_key_file = %s\nworkers_max = 7 # trailing\n"
+		   "template.python = local/python:1\ntemplate.extra = local/extra\n", key);
+	fclose(f);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.workers_max, 7);
+	assert_string_equal(config_template(&cfg, "python")->image, "local/python:1");
+	assert_string_equal(config_template(&cfg, "extra")->image, "local/extra");
+	assert_int_equal(cfg.data_key[0], 0x00);
+	assert_int_equal(cfg.data_key[31], 0xff);
+	f = fopen(path, "w");
+	fprintf(f, "data_key_file = %s\nworkers_min = 9\nworkers_max = 3\n", key);
+	fclose(f);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "workers_min"));
+	chmod(key, 0644);
+	f = fopen(path, "w");
+	fprintf(f, "data_key_file = %s\n", key);
+	fclose(f);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "chmod 600"));
+	unlink(key);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_crypto(void **state)
+{
+	unsigned char k[32] = { 1, 2, 3 };
+	char h1[65], h2[65], key[64];
+	struct buf sealed, plain;
+	(void)state;
+	assert_int_equal(crypto_init(), 0);
+	crypto_new_api_key(key, sizeof(key));
+	assert_int_equal(strncmp(key, "sp_", 3), 0);
+	assert_int_equal(strlen(key), 46);
+	crypto_key_hash(k, key, strlen(key), h1);
+	crypto_key_hash(k, key, strlen(key), h2);
+	assert_string_equal(h1, h2);
+	k[0] = 9;
+	crypto_key_hash(k, key, strlen(key), h2);
+	assert_string_not_equal(h1, h2);
+	buf_init(&sealed, 4096);
+	buf_init(&plain, 4096);
+	assert_int_equal(crypto_seal(k, "sb1", "SECRET=x", 8, &sealed), 0);
+	assert_null(strstr(sealed.data, "SECRET"));
+	assert_int_equal(crypto_open(k, "sb1", sealed.data, sealed.len, &plain), 0);
+	assert_memory_equal(plain.data, "SECRET=x", 8);
+	buf_reset(&plain);
+	assert_int_equal(crypto_open(k, "sb2", sealed.data, sealed.len, &plain), -1); /* bound to id */
+	buf_free(&sealed);
+	buf_free(&plain);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create_bounds), cmocka_unit_test(test_exec_and_query),
+		cmocka_unit_test(test_utf8),          cmocka_unit_test(test_config),
+		cmocka_unit_test(test_crypto),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
