@@ -1,0 +1,365 @@
+#!/usr/bin/env bash
+# One sandpit stack in one folder: redis-server (unless REDIS_URL is set),
+# sandpitd (FastCGI on a unix socket) and nginx (TLS on a loopback port).
+# Used by `make up` (DIR = state/) and by every API test (DIR = a temp dir).
+#
+#   deploy/stack.sh start DIR [--port N]   start; N free loopback port if absent
+#   deploy/stack.sh stop DIR               stop what start started; idempotent
+#
+# Quiet on success; on failure prints what failed with the log tail, and
+# stops whatever it had started.
+#
+# Environment:
+#   SANDPIT_BIN          folder with sandpitd and sandpit (default REPO/build)
+#   REDIS_URL            use this Redis instead of starting one in DIR
+#   SANDPIT_LOCAL_IMAGES 1 (default): map the templates to sandpit-test/* images
+#   SANDPIT_EXTRA_CONF   more "key = value" lines appended to sandpitd.conf
+#   SANDPIT_DOCKER_HOST  docker_host (default unix:///var/run/docker.sock)
+#
+# DIR after start:
+#   env            SANDPIT_URL, SANDPIT_KEY, SANDPIT_CONFIG, SANDPIT_DIR,
+#                  SANDPIT_CA, SANDPIT_PORT (KEY=value lines, mode 0600)
+#   sandpitd.conf  sandpitd.sock  sandpitd.pid  sandpitd.log  data.key
+#   tls/cert.pem tls/key.pem   redis.sock redis.pid redis.log redis/
+#   nginx.conf nginx.pid nginx/{error.log,access.log,conf/,tmp/,auth_cache/}
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=${SANDPIT_BIN:-$REPO/build}
+BIN=$(cd "$BIN" 2>/dev/null && pwd || echo "$BIN")
+
+usage() {
+	echo "usage: $0 start DIR [--port N] | stop DIR" >&2
+	exit 2
+}
+
+say() { echo "stack.sh: $*" >&2; }
+
+# tail_log FILE...: show the end of each log that exists.
+tail_log() {
+	local f
+	for f in "$@"; do
+		[ -s "$f" ] || continue
+		echo "---- tail of $f" >&2
+		tail -n 40 "$f" >&2
+	done
+}
+
+# pid_alive PIDFILE NAME: the pid in PIDFILE runs a program whose command
+# line mentions NAME (guards against a reused pid).
+pid_alive() {
+	local pid
+	[ -s "$1" ] || return 1
+	pid=$(tr -dc 0-9 <"$1")
+	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$2"
+}
+
+# running PID: the process exists and is not a zombie.
+running() {
+	kill -0 "$1" 2>/dev/null || return 1
+	! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+
+# stop_pid PIDFILE NAME SIGNAL WAIT_S [GROUP]: send SIGNAL, wait up to
+# WAIT_S seconds, then SIGKILL. GROUP=1 also kills the process group left
+# behind (the pid was started with setsid, so it leads its own group).
+stop_pid() {
+	local file=$1 name=$2 sig=$3 wait_s=$4 group=${5:-0} pid i child
+	if pid_alive "$file" "$name"; then
+		pid=$(tr -dc 0-9 <"$file")
+		kill "-$sig" "$pid" 2>/dev/null || true
+		for ((i = 0; i < wait_s * 10; i++)); do
+			running "$pid" || break
+			sleep 0.1
+		done
+		if running "$pid"; then
+			say "$name (pid $pid) did not stop within ${wait_s}s; SIGKILL"
+			# its children (nginx workers) would outlive it
+			for child in $(pgrep -P "$pid" 2>/dev/null || true); do
+				kill -KILL "$child" 2>/dev/null || true
+			done
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+		if [ "$group" = 1 ]; then
+			kill -KILL -- "-$pid" 2>/dev/null || true
+		fi
+	fi
+	rm -f "$file"
+}
+
+cmd_stop() {
+	local dir=$1
+	[ -d "$dir" ] || return 0
+	dir=$(cd "$dir" && pwd)
+	# nginx first (no new requests), then the app, then its store.
+	stop_pid "$dir/nginx.pid" nginx QUIT 10
+	stop_pid "$dir/sandpitd.pid" sandpitd TERM 15 1
+	rm -f "$dir/sandpitd.sock"
+	if [ -f "$dir/redis.started" ]; then
+		stop_pid "$dir/redis.pid" redis-server TERM 10
+		rm -f "$dir/redis.started" "$dir/redis.sock"
+	fi
+}
+
+# free_port: a free loopback TCP port.
+free_port() {
+	if command -v node >/dev/null; then
+		node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+	elif command -v python3 >/dev/null; then
+		python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
+	else
+		say "need node or python3 to pick a free port (or pass --port)"
+		return 1
+	fi
+}
+
+# wait_for SECONDS CMD...: retry CMD every 0.1 s.
+wait_for() {
+	local secs=$1 i
+	shift
+	for ((i = 0; i < secs * 10; i++)); do
+		"$@" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# On a failed start, stop what was started (DIR is set by cmd_start).
+on_start_exit() {
+	local rc=$?
+	[ $rc -ne 0 ] && cmd_stop "$DIR"
+	return $rc
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+cmd_start() {
+	local dir=$1 port=$2 auto_port=0
+	case "$dir" in
+	*[!A-Za-z0-9._/-]*) say "DIR may hold only A-Z a-z 0-9 . _ / -: $dir"; exit 2 ;;
+	esac
+	mkdir -p "$dir"
+	chmod 700 "$dir"
+	dir=$(cd "$dir" && pwd)
+	DIR=$dir
+	if [ ${#dir} -gt 90 ]; then
+		say "DIR path too long for unix sockets (${#dir} > 90 chars): $dir"
+		exit 2
+	fi
+	if pid_alive "$dir/sandpitd.pid" sandpitd || pid_alive "$dir/nginx.pid" nginx; then
+		say "a stack is already running in $dir (run: $0 stop $dir)"
+		exit 1
+	fi
+	for b in sandpitd sandpit; do
+		if [ ! -x "$BIN/$b" ]; then
+			say "$BIN/$b not found: build it first (make), or set SANDPIT_BIN"
+			exit 1
+		fi
+	done
+	command -v nginx >/dev/null || { say "nginx not installed (run deploy/install-deps.sh)"; exit 1; }
+	if [ -z "$port" ]; then
+		auto_port=1
+		port=$(free_port)
+	fi
+	case "$port" in '' | *[!0-9]*) say "bad port: $port"; exit 2 ;; esac
+
+	# From here on a failure stops whatever was started.
+	trap on_start_exit EXIT
+
+	# --- secrets -------------------------------------------------------------
+	if [ ! -s "$dir/data.key" ]; then
+		(umask 077 && openssl rand -hex 32 >"$dir/data.key.tmp")
+		mv "$dir/data.key.tmp" "$dir/data.key"
+	fi
+	chmod 600 "$dir/data.key"
+	if [ ! -s "$dir/tls/cert.pem" ] || [ ! -s "$dir/tls/key.pem" ]; then
+		mkdir -p "$dir/tls"
+		chmod 700 "$dir/tls"
+		if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+			-keyout "$dir/tls/key.pem" -out "$dir/tls/cert.pem" -days 825 \
+			-subj "/CN=127.0.0.1" \
+			-addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+			>"$dir/tls/openssl.log" 2>&1; then
+			say "openssl req failed"
+			tail_log "$dir/tls/openssl.log"
+			exit 1
+		fi
+		chmod 600 "$dir/tls/key.pem"
+		rm -f "$dir/tls/openssl.log"
+	fi
+
+	# --- redis ---------------------------------------------------------------
+	local redis_url
+	if [ -n "${REDIS_URL:-}" ]; then
+		redis_url=$REDIS_URL
+	else
+		command -v redis-server >/dev/null || { say "redis-server not installed"; exit 1; }
+		mkdir -p "$dir/redis"
+		rm -f "$dir/redis.sock"
+		touch "$dir/redis.started"
+		if ! redis-server --port 0 --unixsocket "$dir/redis.sock" --unixsocketperm 700 \
+			--dir "$dir/redis" --appendonly yes --daemonize yes \
+			--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null 2>&1; then
+			say "redis-server failed to start"
+			tail_log "$dir/redis.log"
+			exit 1
+		fi
+		redis_ping() { [ "$(redis-cli -s "$dir/redis.sock" ping 2>/dev/null)" = PONG ]; }
+		if ! wait_for 10 redis_ping; then
+			say "redis-server did not answer PING on $dir/redis.sock within 10 s"
+			tail_log "$dir/redis.log"
+			exit 1
+		fi
+		redis_url="unix://$dir/redis.sock"
+	fi
+
+	# --- sandpitd --------------------------------------------------------------
+	local conf=$dir/sandpitd.conf
+	{
+		echo "# written by deploy/stack.sh on every start; edits are lost"
+		echo "listen = $dir/sandpitd.sock"
+		echo "listen_mode = 0660"
+		echo "workers_min = 2"
+		echo "workers_max = 16"
+		echo "max_requests = 1000"
+		echo "redis_url = $redis_url"
+		echo "docker_host = ${SANDPIT_DOCKER_HOST:-unix:///var/run/docker.sock}"
+		echo "data_key_file = $dir/data.key"
+		echo "log_level = info"
+		echo "network_prefix = sandpit"
+		if [ "${SANDPIT_LOCAL_IMAGES:-1}" = 1 ]; then
+			echo "# local test images (tests/images/build.sh); no registry here"
+			local t img
+			for t in base alpine python node bun deno go rust ruby java php; do
+				case $t in
+				python) img=sandpit-test/python:latest ;;
+				alpine) img=sandpit-test/busybox:latest ;;
+				*) img=sandpit-test/debian:latest ;;
+				esac
+				echo "template.$t = $img"
+			done
+		fi
+		if [ -n "${SANDPIT_EXTRA_CONF:-}" ]; then
+			echo "# from SANDPIT_EXTRA_CONF"
+			printf '%s\n' "$SANDPIT_EXTRA_CONF"
+		fi
+	} >"$conf.tmp"
+	mv "$conf.tmp" "$conf"
+	chmod 600 "$conf"
+
+	local out
+	if ! out=$("$BIN/sandpitd" -t -c "$conf" 2>&1); then
+		say "sandpitd rejected $conf:"
+		echo "$out" >&2
+		exit 1
+	fi
+
+	rm -f "$dir/sandpitd.sock"
+	setsid "$BIN/sandpitd" -c "$conf" </dev/null >>"$dir/sandpitd.log" 2>&1 &
+	echo $! >"$dir/sandpitd.pid"
+	sandpitd_up() { [ -S "$dir/sandpitd.sock" ] || return 1; }
+	if ! wait_for 15 sandpitd_up; then
+		if pid_alive "$dir/sandpitd.pid" sandpitd; then
+			say "sandpitd did not create $dir/sandpitd.sock within 15 s"
+		else
+			say "sandpitd exited during start-up"
+		fi
+		tail_log "$dir/sandpitd.log"
+		exit 1
+	fi
+
+	# --- nginx -------------------------------------------------------------------
+	local nconf=$dir/nginx/conf user_line="# (not root: nginx keeps the caller's user)"
+	mkdir -p "$dir/nginx/tmp" "$dir/nginx/conf" "$dir/nginx/auth_cache" "$dir/nginx/logs"
+	[ "$(id -u)" -eq 0 ] && user_line="user root root;"
+	render() { # SRC DST
+		sed -e "s|@DIR@|$dir|g" -e "s|@CONF@|$nconf|g" -e "s|@PORT@|$port|g" \
+			-e "s|@USER@|$user_line|g" "$1" >"$2"
+	}
+	local f tries=0
+	for f in "$REPO"/nginx/*.conf; do
+		[ -e "$f" ] || continue
+		render "$f" "$nconf/$(basename "$f")"
+	done
+	local ngx=(nginx -e "$dir/nginx/error.log" -p "$dir/nginx/" -c "$dir/nginx.conf")
+	while :; do
+		render "$REPO/nginx/sandpit.conf.tmpl" "$dir/nginx.conf"
+		if ! out=$("${ngx[@]}" -t -q 2>&1); then
+			say "nginx rejected $dir/nginx.conf:"
+			echo "$out" >&2
+			exit 1
+		fi
+		: >"$dir/nginx/start.log"
+		if "${ngx[@]}" >"$dir/nginx/start.log" 2>&1 &&
+			wait_for 10 pid_alive "$dir/nginx.pid" nginx &&
+			wait_for 10 port_open "$port"; then
+			break
+		fi
+		# An automatically picked port can be taken before nginx binds it.
+		if [ $auto_port -eq 1 ] && [ $tries -lt 3 ] &&
+			grep -q 'Address already in use' "$dir/nginx/start.log" "$dir/nginx/error.log" 2>/dev/null; then
+			tries=$((tries + 1))
+			port=$(free_port)
+			continue
+		fi
+		say "nginx failed to start on 127.0.0.1:$port"
+		tail_log "$dir/nginx/start.log" "$dir/nginx/error.log"
+		exit 1
+	done
+	rm -f "$dir/nginx/start.log"
+
+	# --- owner key for org "default" ---------------------------------------------
+	local key=""
+	if [ -s "$dir/env" ]; then
+		key=$(sed -n 's/^SANDPIT_KEY=//p' "$dir/env" | head -n 1)
+	fi
+	if [ -z "$key" ]; then
+		if ! key=$("$BIN/sandpit" -c "$conf" keys create --org default --role owner 2>"$dir/keys.log"); then
+			say "sandpit keys create failed"
+			tail_log "$dir/keys.log" "$dir/sandpitd.log"
+			exit 1
+		fi
+		key=$(printf '%s' "$key" | tr -d '\r\n')
+		rm -f "$dir/keys.log"
+		case "$key" in
+		'' | *[!A-Za-z0-9._~+/=-]*)
+			say "sandpit keys create printed no usable key: '$key'"
+			exit 1
+			;;
+		esac
+	fi
+
+	(
+		umask 077
+		cat >"$dir/env.tmp" <<-ENV
+			SANDPIT_URL=https://127.0.0.1:$port
+			SANDPIT_KEY=$key
+			SANDPIT_CONFIG=$conf
+			SANDPIT_DIR=$dir
+			SANDPIT_CA=$dir/tls/cert.pem
+			SANDPIT_PORT=$port
+		ENV
+	)
+	mv "$dir/env.tmp" "$dir/env"
+	trap - EXIT
+}
+
+[ $# -ge 2 ] || usage
+action=$1
+dir=$2
+shift 2
+port=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--port) [ $# -ge 2 ] || usage; port=$2; shift 2 ;;
+	--port=*) port=${1#--port=}; shift ;;
+	*) usage ;;
+	esac
+done
+
+case "$action" in
+start) cmd_start "$dir" "$port" ;;
+stop) cmd_stop "$dir" ;;
+*) usage ;;
+esac

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# `make lint`:
+#   1. banned calls (sprintf, vsprintf, strcpy, strcat, strtok, atoi, gets)
+#      in *.c / *.h, comments and string literals ignored   — fails the lint
+#   2. cppcheck --enable=warning on the C folders             — fails the lint
+#   3. clang-format --dry-run against .clang-format           — reports only
+#      (SANDPIT_LINT_FORMAT=strict makes it fail too)
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+
+DIRS=()
+for d in common docker store sandbox fcgi handlers cli stream tests/unit tests/fuzz tests/pm bench; do
+	[ -d "$d" ] && DIRS+=("$d")
+done
+mapfile -t FILES < <(find "${DIRS[@]}" -type f \( -name '*.c' -o -name '*.h' \) | sort)
+if [ ${#FILES[@]} -eq 0 ]; then
+	echo "lint: no C files"
+	exit 0
+fi
+status=0
+
+# --- 1. banned calls -------------------------------------------------------
+echo "== banned calls (${#FILES[@]} files)"
+# perl (perl-base is Essential in Debian) blanks comments and string/char
+# literals, keeping line numbers, then looks for a banned name called.
+banned=$(perl -0777 -ne '
+	my $src = $_;
+	$src =~ s{(/\*.*?\*/)|(//[^\n]*)|("(?:\\.|[^"\\\n])*")|(\x27(?:\\.|[^\x27\\\n])*\x27)}{
+		my $m = $&; $m =~ s/[^\n]/ /g; $m }gse;
+	my $n = 0;
+	for my $line (split /\n/, $src, -1) {
+		$n++;
+		while ($line =~ /\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|gets)\s*\(/g) {
+			print "$ARGV:$n: $1()\n";
+		}
+	}
+' "${FILES[@]}")
+if [ -n "$banned" ]; then
+	echo "$banned"
+	echo "lint: banned calls found (use snprintf, str_copy-style helpers, strtok_r, a checked strtoll)"
+	status=1
+else
+	echo "ok"
+fi
+
+# --- 2. cppcheck ---------------------------------------------------------------
+echo "== cppcheck"
+if command -v cppcheck >/dev/null; then
+	if ! cppcheck --quiet --error-exitcode=1 --enable=warning --inline-suppr \
+		--std=c11 -D_GNU_SOURCE -I . --suppress=missingIncludeSystem \
+		-j 2 "${DIRS[@]}"; then
+		echo "lint: cppcheck found errors or warnings"
+		status=1
+	else
+		echo "ok"
+	fi
+else
+	echo "lint: cppcheck not installed (apt-get install cppcheck)"
+	status=1
+fi
+
+# --- 3. clang-format (report) ----------------------------------------------------
+echo "== clang-format (against .clang-format)"
+if command -v clang-format >/dev/null; then
+	bad_files=0
+	bad_spots=0
+	worst=()
+	for f in "${FILES[@]}"; do
+		n=$(clang-format --dry-run --Werror "$f" 2>&1 | grep -c ': error: ' || true)
+		if [ "$n" -gt 0 ]; then
+			bad_files=$((bad_files + 1))
+			bad_spots=$((bad_spots + n))
+			worst+=("$n $f")
+		fi
+	done
+	echo "$bad_files of ${#FILES[@]} files differ from .clang-format ($bad_spots spots)"
+	if [ $bad_files -gt 0 ]; then
+		printf '%s\n' "${worst[@]}" | sort -rn | head -n 10 | sed 's/^/  /'
+		echo "  (clang-format -i FILE applies the style)"
+		if [ "${SANDPIT_LINT_FORMAT:-report}" = strict ]; then
+			status=1
+		fi
+	fi
+else
+	echo "clang-format not installed: skipped"
+fi
+
+if [ $status -ne 0 ]; then
+	echo "lint: FAILED"
+else
+	echo "lint: ok"
+fi
+exit $status

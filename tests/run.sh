@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# `make test`: every test against the real parts on this machine.
+#   1. install what is missing (deploy/install-deps.sh; node if absent)
+#   2. start dockerd if none answers (stopped again at the end)
+#   3. build the local test images (tests/images/build.sh)
+#   4. make -j2 all + the unit test binaries
+#   5. suites: unit (build/tests/test_*, cmocka), process manager
+#      (tests/pm/test_pm.sh), API (node --test tests/api/*.test.mjs, each
+#      test file starts its own stack with deploy/stack.sh)
+# Ends with one line "N passed, N failed"; exits non-zero if anything failed.
+#
+# Environment:
+#   SANDPIT_TEST_CLEANUP  1: at the end remove every container labeled
+#                         sandpit.sandbox=true (default 1 when CI=true, else 0)
+#   SANDPIT_TEST_KEEP     1: keep the run's temp folder (stack logs)
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+
+PASSED=0
+FAILED=0
+SKIPPED=0
+SUMMARY=()
+RUN_TMP=$(mktemp -d /tmp/sandpit-test.XXXXXX)
+DOCKERD_PID=""
+if [ "${CI:-}" = true ]; then
+	CLEANUP=${SANDPIT_TEST_CLEANUP:-1}
+else
+	CLEANUP=${SANDPIT_TEST_CLEANUP:-0}
+fi
+
+header() { printf '\n==== %s\n' "$*"; }
+
+# record SUITE PASSED FAILED [SKIPPED]
+record() {
+	PASSED=$((PASSED + $2))
+	FAILED=$((FAILED + $3))
+	SKIPPED=$((SKIPPED + ${4:-0}))
+	SUMMARY+=("$(printf '%-40s %4d passed %4d failed' "$1" "$2" "$3")")
+}
+
+docker_answers() {
+	curl -sf --max-time 5 --unix-socket /var/run/docker.sock http://docker/_ping >/dev/null 2>&1
+}
+
+# shellcheck disable=SC2317 # runs from the EXIT trap
+finish() {
+	local rc=$? d pid i
+	set +e
+	# Stacks a test left running (its after() did not run): stop them.
+	for d in "$RUN_TMP"/api/*/; do
+		[ -f "$d/sandpitd.conf" ] && bash deploy/stack.sh stop "$d"
+	done
+	if [ "$CLEANUP" = 1 ] && docker_answers; then
+		ids=$(docker ps -aq --filter label=sandpit.sandbox=true)
+		if [ -n "$ids" ]; then
+			echo "run.sh: removing $(echo "$ids" | wc -l) leftover sandbox container(s)"
+			# shellcheck disable=SC2086
+			docker rm -f $ids >/dev/null
+		fi
+	fi
+	if [ -n "$DOCKERD_PID" ]; then
+		pid=$DOCKERD_PID
+		kill -TERM "$pid" 2>/dev/null
+		for ((i = 0; i < 300; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+	fi
+	if [ "${SANDPIT_TEST_KEEP:-0}" = 1 ]; then
+		echo "run.sh: kept $RUN_TMP"
+	else
+		rm -rf "$RUN_TMP"
+	fi
+	return "$rc"
+}
+trap finish EXIT
+
+summary_and_exit() {
+	header "summary"
+	printf '%s\n' "${SUMMARY[@]}"
+	if [ "$SKIPPED" -gt 0 ]; then
+		echo "($SKIPPED skipped)"
+	fi
+	echo "$PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+	exit $?
+}
+
+# fatal SUITE MESSAGE: a step the others depend on failed.
+fatal() {
+	echo "run.sh: $2" >&2
+	record "$1" 0 1
+	summary_and_exit
+}
+
+# run_logged LOG CMD...: run CMD, output to the terminal and LOG; returns
+# CMD's exit status without tripping set -e.
+run_logged() {
+	local log=$1 rc=0
+	shift
+	"$@" 2>&1 | tee "$log" || rc=$?
+	return $rc
+}
+
+# --- 1. dependencies -----------------------------------------------------------
+header "dependencies"
+bash deploy/install-deps.sh || fatal deps "deploy/install-deps.sh failed"
+if ! command -v node >/dev/null; then
+	echo "run.sh: installing nodejs"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs >/dev/null ||
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs >/dev/null; } ||
+		fatal deps "cannot install nodejs"
+fi
+if [ -f tests/package.json ]; then
+	if ! command -v npm >/dev/null; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null ||
+			fatal deps "cannot install npm"
+	fi
+	npm ci --prefix tests --silent --no-audit --no-fund >/dev/null || fatal deps "npm ci failed"
+fi
+echo "ok: $(node --version), $(nginx -v 2>&1), $(redis-server --version | cut -d' ' -f3)"
+
+# --- 2. dockerd ------------------------------------------------------------------
+header "docker"
+if ! docker_answers; then
+	echo "run.sh: no Docker daemon answers; starting dockerd (log: $RUN_TMP/dockerd.log)"
+	setsid dockerd </dev/null >"$RUN_TMP/dockerd.log" 2>&1 &
+	DOCKERD_PID=$!
+	for ((i = 0; i < 600; i++)); do
+		docker_answers && break
+		kill -0 "$DOCKERD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! docker_answers; then
+		tail -n 30 "$RUN_TMP/dockerd.log" >&2
+		fatal docker "dockerd did not answer within 60 s"
+	fi
+fi
+echo "ok: Docker $(docker version -f '{{.Server.Version}}' 2>/dev/null)"
+
+# --- 3. images ---------------------------------------------------------------------
+header "test images"
+if bash tests/images/build.sh; then
+	record images 1 0
+else
+	record images 0 1
+fi
+
+# --- 4. build ------------------------------------------------------------------------
+header "build"
+UNIT_BINS=()
+for src in tests/unit/test_*.c; do
+	[ -e "$src" ] || continue
+	UNIT_BINS+=("build/tests/$(basename "$src" .c)")
+done
+if make -s -j2 all "${UNIT_BINS[@]}"; then
+	echo "ok: build/sandpitd build/sandpit ${UNIT_BINS[*]}"
+	record build 1 0
+else
+	record build 0 1
+fi
+
+# --- 5a. unit tests (cmocka) ---------------------------------------------------------
+for bin in "${UNIT_BINS[@]}"; do
+	header "unit: $bin"
+	if [ ! -x "$bin" ]; then
+		echo "not built"
+		record "unit $(basename "$bin")" 0 1
+		continue
+	fi
+	log=$RUN_TMP/$(basename "$bin").log
+	rc=0
+	run_logged "$log" timeout 600 "$bin" || rc=$?
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+	# A crash or a missing summary still counts as a failure.
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "run.sh: $bin exited with status $rc"
+		f=1
+	fi
+	[ "$rc" -eq 0 ] && [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && p=1
+	record "unit $(basename "$bin")" "$p" "$f" "$s"
+done
+
+# --- 5b. process manager -------------------------------------------------------------
+if [ -f tests/pm/test_pm.sh ]; then
+	header "process manager: tests/pm/test_pm.sh"
+	log=$RUN_TMP/pm.log
+	rc=0
+	run_logged "$log" timeout 600 bash tests/pm/test_pm.sh || rc=$?
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 || true)
+	if [ -n "$line" ]; then
+		p=${line%% passed*}
+		f=${line#*passed, }
+		f=${f%% failed*}
+		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	else
+		# No summary (killed, crashed): count its "ok" / "FAIL" lines.
+		p=$(grep -c '^ok ' "$log" || true)
+		f=$(grep -c '^FAIL' "$log" || true)
+		[ "$rc" -ne 0 ] && f=$((f + 1))
+		[ "$rc" -eq 0 ] && [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && p=1
+	fi
+	record "pm test_pm.sh" "$p" "$f"
+fi
+
+# --- 5c. API tests (node --test) -------------------------------------------------------
+mapfile -t API_TESTS < <(find tests/api -name '*.test.mjs' -not -path '*/node_modules/*' | sort)
+if [ ${#API_TESTS[@]} -gt 0 ]; then
+	header "API: node --test ${API_TESTS[*]}"
+	mkdir -p "$RUN_TMP/api"
+	tap=$RUN_TMP/api.tap
+	rc=0
+	# Each test file's stack lives under $RUN_TMP/api (os.tmpdir()), so
+	# finish() can stop any that a crashed test left behind.
+	TMPDIR=$RUN_TMP/api SANDPIT_LOCAL_IMAGES=1 \
+		node --test --test-concurrency=2 --test-timeout=900000 \
+		--test-reporter=spec --test-reporter-destination=stdout \
+		--test-reporter=tap --test-reporter-destination="$tap" \
+		"${API_TESTS[@]}" || rc=$?
+	count() { sed -n "s/^# $1 \([0-9]*\)$/\1/p" "$tap" | tail -n 1; }
+	p=$(count pass)
+	f=$(count fail)
+	c=$(count cancelled)
+	sk=$(count skipped)
+	td=$(count todo)
+	s=$((${sk:-0} + ${td:-0}))
+	p=${p:-0}
+	f=$((${f:-0} + ${c:-0}))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "run.sh: node --test exited with status $rc"
+		f=1
+	fi
+	record "api (node --test)" "$p" "$f" "$s"
+fi
+
+summary_and_exit
