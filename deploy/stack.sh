@@ -21,7 +21,7 @@
 #                  SANDPIT_CA, SANDPIT_PORT (KEY=value lines, mode 0600)
 #   sandpitd.conf  sandpitd.sock  sandpitd.pid  sandpitd.log  data.key
 #   tls/cert.pem tls/key.pem   redis.sock redis.pid redis.log redis/
-#   nginx.conf nginx.pid nginx/{error.log,access.log,conf/,tmp/,auth_cache/}
+#   nginx.conf nginx.pid nginx/{error.log,access.log,conf/,tmp/}
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -271,7 +271,7 @@ cmd_start() {
 
 	# --- nginx -------------------------------------------------------------------
 	local nconf=$dir/nginx/conf user_line="# (not root: nginx keeps the caller's user)"
-	mkdir -p "$dir/nginx/tmp" "$dir/nginx/conf" "$dir/nginx/auth_cache" "$dir/nginx/logs"
+	mkdir -p "$dir/nginx/tmp" "$dir/nginx/conf" "$dir/nginx/logs"
 	[ "$(id -u)" -eq 0 ] && user_line="user root root;"
 	render() { # SRC DST
 		sed -e "s|@DIR@|$dir|g" -e "s|@CONF@|$nconf|g" -e "s|@PORT@|$port|g" \

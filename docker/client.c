@@ -572,7 +572,8 @@ int docker_status_err(const struct docker_req *r, struct sp_err *e)
 	json_object *o = NULL;
 	const char *m = NULL;
 	char raw[256];
-	enum sp_code code = r->status == 404   ? SP_NOT_FOUND
+	enum sp_code code = r->status == 400   ? SP_BAD_REQUEST
+			    : r->status == 404 ? SP_NOT_FOUND
 			    : r->status == 409 ? SP_CONFLICT
 					       : SP_INTERNAL;
 

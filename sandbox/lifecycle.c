@@ -444,6 +444,8 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_object_add(hc, "PidsLimit", json_object_new_int64(sb->pids_limit));
 	json_object_object_add(hc, "AutoRemove", json_object_new_boolean(1));
 	json_object_object_add(hc, "Privileged", json_object_new_boolean(0));
+	json_object_object_add(hc, "CgroupnsMode", json_object_new_string("private"));
+	json_object_object_add(hc, "IpcMode", json_object_new_string("private"));
 	ep = json_object_new_object();
 	json_object_object_add(ep, "Name", json_object_new_string("no"));
 	json_object_object_add(hc, "RestartPolicy", ep);

@@ -1,0 +1,82 @@
+// RELIABILITY H1: read back every limit of a sandbox container through
+// docker inspect and from inside the container.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startStack } from './lib/stack.mjs';
+import { docker, dockerExec } from './lib/docker.mjs';
+
+let s, sb, info;
+before(async () => {
+  s = await startStack();
+  const r = await s.api('POST', '/api/sandbox.create', { body: { template: 'python', cpu: 1.5, memoryMb: 256, pidsLimit: 64 } });
+  assert.equal(r.status, 200, r.text);
+  sb = r.json;
+  info = (await docker('GET', `/containers/${sb.containerId}/json`)).json;
+});
+after(async () => {
+  if (sb) await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: sb.sandboxId } });
+  await s?.stop();
+});
+
+test('H1: docker inspect shows the security model', () => {
+  const hc = info.HostConfig;
+  assert.deepEqual(hc.CapDrop, ['ALL']);
+  assert.ok(!hc.CapAdd || hc.CapAdd.length === 0);
+  assert.ok(hc.SecurityOpt.includes('no-new-privileges'));
+  assert.equal(hc.Init, true);
+  assert.equal(hc.Privileged, false);
+  assert.equal(hc.NanoCpus, 1.5e9);
+  assert.equal(hc.Memory, 256 * 1024 * 1024);
+  assert.equal(hc.MemorySwap, hc.Memory);
+  assert.equal(hc.PidsLimit, 64);
+  assert.equal(hc.RestartPolicy.Name, 'no');
+  assert.equal(hc.AutoRemove, true);
+  assert.equal(hc.LogConfig.Type, 'json-file');
+  assert.equal(hc.LogConfig.Config['max-size'], '10m');
+  assert.ok(!hc.Binds || hc.Binds.length === 0);
+  assert.ok(!hc.Mounts || hc.Mounts.length === 0);
+  assert.ok(!hc.Devices || hc.Devices.length === 0);
+  for (const ns of ['PidMode', 'IpcMode', 'UTSMode', 'UsernsMode', 'CgroupnsMode'])
+    assert.notEqual(hc[ns], 'host', ns);
+  assert.equal(hc.NetworkMode, 'sandpit-isolated');
+  assert.deepEqual(Object.keys(info.NetworkSettings.Networks), ['sandpit-isolated']);
+  assert.ok(!hc.PortBindings || Object.keys(hc.PortBindings).length === 0);
+  assert.equal(info.Config.User, '1000:1000');
+  assert.equal(info.Config.WorkingDir, '/home/user');
+  assert.equal(info.Config.Labels['sandpit.sandbox'], 'true');
+  assert.equal(info.Config.Labels['sandpit.sandboxId'], sb.sandboxId);
+  assert.equal(info.Config.Labels['sandpit.organizationId'], 'default');
+  assert.ok(!info.Config.Env.some((e) => e.startsWith('OPENAI')));
+  assert.ok(info.Config.Env.includes('HOME=/home/user'));
+});
+
+test('H1: both sandbox networks are bridges with ICC off; isolated is internal', async () => {
+  const iso = (await docker('GET', '/networks/sandpit-isolated')).json;
+  assert.equal(iso.Driver, 'bridge');
+  assert.equal(iso.Internal, true);
+  assert.equal(iso.Options['com.docker.network.bridge.enable_icc'], 'false');
+  const net = (await docker('GET', '/networks/sandpit-internet')).json;
+  assert.equal(net.Internal, false);
+  assert.equal(net.Options['com.docker.network.bridge.enable_icc'], 'false');
+});
+
+test('H1: inside, no capabilities, no_new_privs, seccomp, cgroup limits', async () => {
+  const st = await dockerExec(sb.containerId, ['cat', '/proc/self/status']);
+  const field = (k) => st.stdout.split('\n').find((l) => l.startsWith(k + ':')).split(/\s+/)[1];
+  assert.equal(field('CapEff'), '0000000000000000');
+  assert.equal(field('CapPrm'), '0000000000000000');
+  assert.equal(field('CapBnd'), '0000000000000000');
+  assert.equal(field('NoNewPrivs'), '1');
+  assert.equal(field('Seccomp'), '2');
+  assert.equal(field('Uid'), '1000');
+  const mem = await dockerExec(sb.containerId, ['sh', '-c',
+    'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max']);
+  assert.equal(mem.stdout.trim(), String(256 * 1024 * 1024));
+  const pids = await dockerExec(sb.containerId, ['sh', '-c', 'cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max']);
+  assert.equal(pids.stdout.trim(), '64');
+  const home = await dockerExec(sb.containerId, ['stat', '-c', '%u:%g %a', '/home/user']);
+  assert.equal(home.stdout.trim(), '1000:1000 755');
+  // PID 1 is the init, the main process is sleep
+  const p1 = await dockerExec(sb.containerId, ['cat', '/proc/1/cmdline']);
+  assert.match(p1.stdout, /docker-init|tini/);
+});

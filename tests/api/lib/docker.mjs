@@ -1,0 +1,48 @@
+// Talks to the real dockerd over its unix socket, for tests that check
+// what sandpit did (docker inspect, exec inside a sandbox, removing a
+// container behind sandpit's back).
+import http from 'node:http';
+
+const SOCK = process.env.DOCKER_SOCK || '/var/run/docker.sock';
+
+function raw(method, path, body) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const req = http.request({ socketPath: SOCK, method, path: '/v1.41' + path,
+      headers: data ? { 'content-type': 'application/json', 'content-length': data.length } : {} },
+    (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    if (data) req.write(data);
+    req.end();
+  });
+}
+
+export async function docker(method, path, body) {
+  const r = await raw(method, path, body);
+  let json = null;
+  try { json = JSON.parse(r.body.toString()); } catch { /* not JSON */ }
+  return { status: r.status, json, text: r.body.toString() };
+}
+
+// Runs cmd in a container through Docker (not through sandpit); returns
+// {stdout, stderr, exitCode}. user defaults to the container's.
+export async function dockerExec(cid, cmd, { user, env } = {}) {
+  const c = await docker('POST', `/containers/${cid}/exec`, {
+    AttachStdout: true, AttachStderr: true, Cmd: cmd, ...(user ? { User: user } : {}), ...(env ? { Env: env } : {}),
+  });
+  if (c.status !== 201) throw new Error(`exec create ${c.status}: ${c.text}`);
+  const r = await raw('POST', `/exec/${c.json.Id}/start`, { Detach: false, Tty: false });
+  let out = Buffer.alloc(0), err = Buffer.alloc(0), b = r.body;
+  while (b.length >= 8) {
+    const n = b.readUInt32BE(4);
+    const part = b.subarray(8, 8 + n);
+    if (b[0] === 2) err = Buffer.concat([err, part]); else out = Buffer.concat([out, part]);
+    b = b.subarray(8 + n);
+  }
+  const i = await docker('GET', `/exec/${c.json.Id}/json`);
+  return { stdout: out.toString(), stderr: err.toString(), exitCode: i.json.ExitCode };
+}

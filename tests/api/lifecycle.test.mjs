@@ -1,0 +1,113 @@
+// The seed's walk-through with template "python": create, one, list,
+// templates, kill, remove — against the real stack (nginx, sandpitd,
+// Redis, dockerd).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startStack, waitFor } from './lib/stack.mjs';
+import { docker, dockerExec } from './lib/docker.mjs';
+
+let s;
+before(async () => { s = await startStack(); });
+after(async () => { await s?.stop(); });
+
+test('walk-through: create, one, list, templates, kill, remove', async () => {
+  const t = await s.api('GET', '/api/sandbox.templates');
+  assert.equal(t.status, 200);
+  const names = t.json.map((x) => x.name).sort();
+  assert.deepEqual(names, ['alpine', 'base', 'bun', 'deno', 'go', 'java', 'node', 'php', 'python', 'ruby', 'rust']);
+  const deno = t.json.find((x) => x.name === 'deno');
+  assert.equal(deno.env.DENO_DIR.startsWith('/home/user'), true);
+
+  const c = await s.api('POST', '/api/sandbox.create', {
+    body: { template: 'python', name: 'agent-run-42', cpu: 1, memoryMb: 512, timeoutMs: 300000,
+      networkMode: 'isolated', envVars: 'OPENAI_API_KEY=sk-canary-walkthrough' },
+  });
+  assert.equal(c.status, 200, c.text);
+  const sb = c.json;
+  assert.equal(sb.status, 'running');
+  assert.match(sb.sandboxId, /^[a-z0-9]{20}$/);
+  assert.equal(sb.name, 'agent-run-42');
+  assert.equal(sb.template, 'python');
+  assert.equal(sb.organizationId, 'default');
+  assert.equal(sb.user, '1000:1000');
+  assert.equal(sb.workdir, '/home/user');
+  assert.ok(sb.containerId);
+  assert.ok(!('envVars' in sb));
+  assert.ok(!c.text.includes('sk-canary'));
+  const created = Date.parse(sb.createdAt), exp = Date.parse(sb.expiresAt), dl = Date.parse(sb.deadlineAt);
+  assert.ok(Math.abs(exp - created - 300000) < 2000, 'expiresAt = createdAt + timeoutMs');
+  assert.ok(Math.abs(dl - created - 86400000) < 2000, 'deadlineAt = createdAt + 24 h');
+
+  const one = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: sb.sandboxId } });
+  assert.equal(one.status, 200);
+  assert.equal(one.json.status, 'running');
+  assert.equal(one.json.sandboxId, sb.sandboxId);
+
+  const list = await s.api('GET', '/api/sandbox.list');
+  assert.equal(list.status, 200);
+  assert.ok(list.json.some((x) => x.sandboxId === sb.sandboxId && x.status === 'running'));
+
+  // python really runs in it, as user 1000, in /home/user (checked through Docker directly)
+  const out = await dockerExec(sb.containerId, ['sh', '-c', 'python3 -c "print(1+1)"; id -u; pwd; echo $OPENAI_API_KEY']);
+  assert.equal(out.stdout, '2\n1000\n/home/user\nsk-canary-walkthrough\n');
+
+  const k = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: sb.sandboxId } });
+  assert.equal(k.status, 200, k.text);
+  assert.equal(k.json.status, 'killed');
+  assert.ok(k.json.killedAt);
+  await waitFor(async () => (await docker('GET', `/containers/${sb.containerId}/json`)).status === 404, 10000);
+
+  const again = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: sb.sandboxId } });
+  assert.equal(again.status, 412);
+  assert.equal(again.json.message, 'Sandbox is killed');
+  const st = await s.api('POST', '/api/sandbox.setTimeout', { body: { sandboxId: sb.sandboxId, timeoutMs: 60000 } });
+  assert.equal(st.status, 412);
+  assert.equal(st.json.message, 'Sandbox is killed');
+
+  const one2 = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: sb.sandboxId } });
+  assert.equal(one2.json.status, 'killed');
+
+  const rm = await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: sb.sandboxId } });
+  assert.equal(rm.status, 200);
+  const gone = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: sb.sandboxId } });
+  assert.equal(gone.status, 404);
+  assert.equal(gone.json.message, 'Sandbox not found');
+  assert.equal(gone.json.code, 'NOT_FOUND');
+  const list2 = await s.api('GET', '/api/sandbox.list');
+  assert.ok(!list2.json.some((x) => x.sandboxId === sb.sandboxId));
+});
+
+test('remove kills a running sandbox first', async () => {
+  const c = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
+  assert.equal(c.status, 200, c.text);
+  const rm = await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
+  assert.equal(rm.status, 200);
+  await waitFor(async () => (await docker('GET', `/containers/${c.json.containerId}/json`)).status === 404, 10000);
+});
+
+test('setTimeout moves expiresAt, never past deadlineAt', async () => {
+  const c = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', timeoutMs: 20000, maxLifetimeMs: 60000 } });
+  assert.equal(c.status, 200, c.text);
+  const id = c.json.sandboxId;
+  const a = await s.api('POST', '/api/sandbox.setTimeout', { body: { sandboxId: id, timeoutMs: 40000 } });
+  assert.equal(a.status, 200, a.text);
+  assert.equal(a.json.timeoutMs, 40000);
+  assert.ok(Math.abs(Date.parse(a.json.expiresAt) - Date.now() - 40000) < 3000);
+  const b = await s.api('POST', '/api/sandbox.setTimeout', { body: { sandboxId: id, timeoutMs: 900000 } });
+  assert.equal(b.status, 200);
+  assert.equal(b.json.expiresAt, b.json.deadlineAt);
+  // the watcher's expiry inside the container was rewritten
+  const out = await dockerExec(c.json.containerId, ['cat', '/.sandpit/expires']);
+  assert.equal(Number(out.stdout.trim()), Math.ceil(Date.parse(b.json.deadlineAt) / 1000));
+  await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } });
+});
+
+test('a custom image runs as its default user', async () => {
+  const c = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/busybox:latest' } });
+  assert.equal(c.status, 200, c.text);
+  assert.equal(c.json.template, null);
+  assert.equal(c.json.user, 'root');
+  const out = await dockerExec(c.json.containerId, ['id', '-u']);
+  assert.equal(out.stdout, '0\n');
+  await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
+});

@@ -1,0 +1,87 @@
+// Keys and organizations: every operation is scoped to the caller's org,
+// identity comes only from nginx, and bad images fail cleanly.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startStack } from './lib/stack.mjs';
+import { docker } from './lib/docker.mjs';
+import { redisDump, allLogs } from './lib/inspect.mjs';
+
+let s, other, sb;
+before(async () => {
+  s = await startStack();
+  other = await s.newKey('other-org');
+  const r = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
+  assert.equal(r.status, 200, r.text);
+  sb = r.json;
+});
+after(async () => {
+  if (sb) await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: sb.sandboxId } });
+  await s?.stop();
+});
+
+test("another org's sandbox id reads as not found", async () => {
+  const q = { sandboxId: sb.sandboxId };
+  assert.equal((await s.api('GET', '/api/sandbox.one', { query: q, key: other })).status, 404);
+  for (const p of ['kill', 'remove']) {
+    const r = await s.api('POST', `/api/sandbox.${p}`, { body: q, key: other });
+    assert.equal(r.status, 404, p);
+    assert.equal(r.json.message, 'Sandbox not found');
+  }
+  const t = await s.api('POST', '/api/sandbox.setTimeout', { body: { ...q, timeoutMs: 20000 }, key: other });
+  assert.equal(t.status, 404);
+  const l = await s.api('GET', '/api/sandbox.list', { key: other });
+  assert.equal(l.status, 200);
+  assert.deepEqual(l.json, []);
+  // still running for its owner
+  assert.equal((await s.api('GET', '/api/sandbox.one', { query: q })).json.status, 'running');
+});
+
+test('no key, a bad key, and the Bearer form', async () => {
+  const none = await s.api('GET', '/api/sandbox.list', { key: '' });
+  assert.equal(none.status, 401);
+  assert.equal(none.json.code, 'UNAUTHORIZED');
+  const bad = await s.api('GET', '/api/sandbox.list', { key: 'sp_not-a-key' });
+  assert.equal(bad.status, 401);
+  const bearer = await s.api('GET', '/api/sandbox.list', { key: '', headers: { authorization: `Bearer ${s.key}` } });
+  assert.equal(bearer.status, 200);
+});
+
+test('client-sent identity headers are ignored', async () => {
+  const r = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: sb.sandboxId }, key: other,
+    headers: { 'x-sandpit-org': 'default', 'x-sandpit-perms': 'sandbox:read', 'sandpit-org': 'default' } });
+  assert.equal(r.status, 404);
+  const noKey = await s.api('GET', '/api/sandbox.list', { key: '', headers: { 'x-sandpit-org': 'default' } });
+  assert.equal(noKey.status, 401);
+});
+
+test('an image without date fails create, naming it, and leaves no container', async () => {
+  const r = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/nodate:latest' } });
+  assert.equal(r.status, 400, r.text);
+  assert.match(r.json.message, /lacks date/);
+  assert.ok(!/sh|sleep/.test(r.json.message.replace(/sh, sleep and date/, '').replace(/sandpit-test\/nodate:latest/, '')));
+  const list = (await s.api('GET', '/api/sandbox.list')).json;
+  const row = list.find((x) => x.status === 'error');
+  assert.ok(row, 'the failed creation is kept as an error row');
+  assert.match(row.errorMessage, /lacks date/);
+  const left = await docker('GET', '/containers/json?all=1&filters=' + encodeURIComponent(JSON.stringify({ label: [`sandpit.sandboxId=${row.sandboxId}`] })));
+  assert.deepEqual(left.json, []);
+});
+
+test('an image that cannot be pulled fails with 400 naming image', async () => {
+  const r = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/does-not-exist:1' } });
+  assert.equal(r.status, 400, r.text);
+  assert.ok(r.json.message.includes('sandpit-test/does-not-exist:1'));
+});
+
+test('envVars are sealed in Redis, never in clear', async () => {
+  const canary = 'CANARY_' + Math.random().toString(36).slice(2);
+  const r = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', envVars: `SECRET=${canary}` } });
+  assert.equal(r.status, 200);
+  assert.ok(!r.text.includes(canary));
+  const dump = redisDump(s);
+  assert.ok(!dump.includes(canary), 'canary in Redis');
+  assert.ok(dump.includes(r.json.sandboxId));
+  const log = allLogs(s);
+  assert.ok(!log.includes(canary), 'canary in logs');
+  await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: r.json.sandboxId } });
+});
