@@ -25,7 +25,8 @@
 #define TEMPLATE_HOME "/home/user"
 
 /*
- * The container's main process. $1 is deadlineAt in epoch seconds. The
+ * The container's main process. $1 is deadlineAt in epoch seconds, $2 the
+ * seconds left until it (with milliseconds) when the container is made. The
  * watcher (builtins plus sleep 5 and date) reads the expiry that sandpit
  * writes to /.sandpit/expires and stops the main process once it passes; if
  * it cannot fork it exits and only the deadline applies. The main process
@@ -42,9 +43,7 @@ static const char main_script[] =
 	"n=$(date +%s) || exit 0; "
 	"[ \"$n\" -ge \"$e\" ] && kill $$ && exit 0; "
 	"done) &\n"
-	"n=$(date +%s)\n"
-	"[ \"$d\" -gt \"$n\" ] || exit 0\n"
-	"exec sleep $((d - n))\n";
+	"exec sleep \"$2\"\n";
 
 int sandbox_ctx_init(struct sandbox_ctx *ctx, const struct config *cfg, struct sp_err *e)
 {
@@ -408,11 +407,15 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	const struct config *cfg = ctx->cfg;
 	json_object *o = json_object_new_object(), *hc = json_object_new_object(),
 		    *labels = json_object_new_object(), *cmd, *lc, *lcc, *nc, *ep;
-	char deadline[32], lname[160], net[128];
+	char deadline[32], remaining[32], lname[160], net[128];
 	static const char *const capdrop[] = { "ALL", NULL };
 	static const char *const secopt[] = { "no-new-privileges", NULL };
 
+	int64_t left = sb->deadline_at - now_ms();
+
 	snprintf(deadline, sizeof(deadline), "%lld", (long long)((sb->deadline_at + 999) / 1000));
+	snprintf(remaining, sizeof(remaining), "%lld.%03lld", (long long)(left > 0 ? left / 1000 : 0),
+		 (long long)(left > 0 ? left % 1000 : 0));
 	json_object_object_add(o, "Image", json_object_new_string(sb->image));
 	json_object_object_add(o, "Entrypoint", json_object_new_array());
 	cmd = json_object_new_array();
@@ -421,6 +424,7 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_array_add(cmd, json_object_new_string(main_script));
 	json_object_array_add(cmd, json_object_new_string("sandpit"));
 	json_object_array_add(cmd, json_object_new_string(deadline));
+	json_object_array_add(cmd, json_object_new_string(remaining));
 	json_object_object_add(o, "Cmd", cmd);
 	if (sb->template_name[0])
 		json_object_object_add(o, "User", json_object_new_string(sb->user));
