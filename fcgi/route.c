@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/perms.h"
 #include "../common/util.h"
 
 #define JSON_MAX_DEPTH 16
@@ -432,18 +433,5 @@ record:
 
 int route_has_perm(const char *perms, const char *perm)
 {
-	size_t n;
-
-	if (!perm || !*perm)
-		return 1;
-	n = strlen(perm);
-	for (const char *p = perms; p && *p;) {
-		size_t seg = strcspn(p, ",");
-		if (seg == n && memcmp(p, perm, n) == 0)
-			return 1;
-		p += seg;
-		if (*p == ',')
-			p++;
-	}
-	return 0;
+	return perms_has(perms, perm);
 }

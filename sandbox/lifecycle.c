@@ -158,6 +158,8 @@ static void transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox
 	struct store_rec r = { 0 };
 
 	sb->status = to;
+	if (to == SB_KILLED || to == SB_ERROR)
+		store_release(ctx->st, sb->org, sb->id, &e);
 	if (to == SB_KILLED)
 		sb->killed_at = at;
 	if (why)
@@ -647,6 +649,7 @@ static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_
 	sb->status = SB_ERROR;
 	str_copy(sb->error_message, sizeof(sb->error_message), e->msg);
 	save_if(ctx, sb, SB_CREATING, &ignore);
+	store_release(ctx->st, sb->org, sb->id, &ignore);
 	log_info("sandbox %s: creation failed: %s", sb->id, e->msg);
 	return -1;
 }
@@ -668,6 +671,26 @@ static int prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_objec
 				    sb->image, msg);
 	}
 	return docker_image_inspect(ctx->dk, sb->image, img, e);
+}
+
+/* Reserves the sandbox's share of its org's quota. When the quota looks
+ * full, sandboxes that died unobserved are caught up first (their share is
+ * released) and the reservation is tried once more. 429 when still full. */
+static int reserve(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	char msg[256];
+	int rc;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		json_object *all = NULL;
+		rc = store_reserve(ctx->st, sb->org, sb->id, sb->deadline_at,
+				   (int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb, msg, sizeof(msg), e);
+		if (rc <= 0)
+			return rc;
+		if (attempt == 0 && sandbox_list(ctx, sb->org, &all, e) == 0)
+			json_object_put(all);
+	}
+	return sp_err_set(e, SP_TOO_MANY, "%s", msg);
 }
 
 int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbox_create_req *rq,
@@ -730,10 +753,13 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		sp_err_set(e, SP_INTERNAL, "Could not seal envVars");
 		goto out;
 	}
-	if (ensure_docker(ctx, e) < 0)
+	if (ensure_docker(ctx, e) < 0 || reserve(ctx, sb, e) < 0)
 		goto out;
-	if (save(ctx, sb, sealed.len ? sealed.data : NULL, e) < 0)
+	if (save(ctx, sb, sealed.len ? sealed.data : NULL, e) < 0) {
+		struct sp_err ignore;
+		store_release(ctx->st, sb->org, sb->id, &ignore);
 		goto out;
+	}
 	if (ensure_networks(ctx, e) < 0 || prepare_image(ctx, sb, &img, e) < 0) {
 		create_failed(ctx, sb, e);
 		goto out;
@@ -879,6 +905,7 @@ int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, str
 		return -1;
 	if (store_sandbox_del(ctx->st, org, id, e) < 0)
 		return -1;
+	store_release(ctx->st, org, id, e);
 	log_info("sandbox %s removed", id);
 	return 0;
 }

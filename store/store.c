@@ -371,56 +371,71 @@ int store_key_put(struct store *st, const char *hash, const char *org, const cha
 {
 	static const char lua_key[] =
 		"redis.call('HSET', KEYS[1], 'org', ARGV[1], 'role', ARGV[2], 'keyId', ARGV[3], "
-		"'createdAt', ARGV[4]) redis.call('SET', KEYS[2], ARGV[5]) "
-		"redis.call('SADD', KEYS[3], ARGV[1]) return 1";
-	char k1[256], k2[256], k3[256], now[32];
-	const char *argv[] = { "EVAL", lua_key, "3", k1, k2, k3, org, role, key_id, now, hash };
+		"'createdAt', ARGV[4]) "
+		"redis.call('HSET', KEYS[2], 'hash', ARGV[5], 'org', ARGV[1], 'role', ARGV[2], "
+		"'keyId', ARGV[3], 'createdAt', ARGV[4]) "
+		"redis.call('SADD', KEYS[3], ARGV[1]) redis.call('SADD', KEYS[4], ARGV[3]) return 1";
+	char k1[256], k2[256], k3[256], k4[256], now[32];
+	const char *argv[] = { "EVAL", lua_key, "4", k1, k2, k3, k4, org, role, key_id, now, hash };
 	redisReply *r;
 
 	snprintf(k1, sizeof(k1), "%s:key:%s", st->prefix, hash);
 	snprintf(k2, sizeof(k2), "%s:keyid:%s", st->prefix, key_id);
 	snprintf(k3, sizeof(k3), "%s:orgs", st->prefix);
+	snprintf(k4, sizeof(k4), "%s:{%s}:keys", st->prefix, org);
 	snprintf(now, sizeof(now), "%lld", (long long)now_ms());
-	r = store_cmd(st, 11, argv, NULL, e);
+	r = store_cmd(st, 12, argv, NULL, e);
 	if (!r)
 		return -1;
 	freeReplyObject(r);
 	return 0;
 }
 
-int store_key_get(struct store *st, const char *hash, struct store_rec *out, struct sp_err *e)
+/* HGETALL of one key into out; SP_NOT_FOUND (with msg) when empty. */
+static int hgetall(struct store *st, const char *key, struct store_rec *out, enum sp_code missing,
+		   const char *msg, struct sp_err *e)
 {
-	char k1[256];
-	const char *argv[] = { "HGETALL", k1 };
+	const char *argv[] = { "HGETALL", key };
 	redisReply *r;
 	int rc;
 
-	snprintf(k1, sizeof(k1), "%s:key:%s", st->prefix, hash);
+	out->n = 0;
 	r = store_cmd(st, 2, argv, NULL, e);
 	if (!r)
 		return -1;
 	rc = rec_from_reply(r, out);
 	freeReplyObject(r);
 	if (rc < 0)
-		return sp_err_set(e, SP_INTERNAL, "bad key record");
-	if (out->n == 0)
-		return sp_err_set(e, SP_UNAUTHORIZED, "Invalid API key");
+		return sp_err_set(e, SP_INTERNAL, "bad record");
+	if (out->n == 0 && msg)
+		return sp_err_set(e, missing, "%s", msg);
 	return 0;
+}
+
+int store_key_get(struct store *st, const char *hash, struct store_rec *out, struct sp_err *e)
+{
+	char k1[256];
+
+	snprintf(k1, sizeof(k1), "%s:key:%s", st->prefix, hash);
+	return hgetall(st, k1, out, SP_UNAUTHORIZED, "Invalid API key", e);
 }
 
 int store_key_revoke(struct store *st, const char *key_id, struct sp_err *e)
 {
 	static const char lua_rev[] =
-		"local h = redis.call('GET', KEYS[1]) if not h then return 0 end "
-		"redis.call('DEL', ARGV[1] .. h) redis.call('DEL', KEYS[1]) return 1";
-	char k1[256], pfx[128];
-	const char *argv[] = { "EVAL", lua_rev, "1", k1, pfx };
+		"local h = redis.call('HGET', KEYS[1], 'hash') if not h then return 0 end "
+		"local org = redis.call('HGET', KEYS[1], 'org') "
+		"redis.call('DEL', ARGV[1] .. h) redis.call('DEL', KEYS[1]) "
+		"redis.call('SREM', ARGV[2] .. '{' .. org .. '}:keys', ARGV[3]) return 1";
+	char k1[256], pfx[128], pfx2[128];
+	const char *argv[] = { "EVAL", lua_rev, "1", k1, pfx, pfx2, key_id };
 	redisReply *r;
 	long long n;
 
 	snprintf(k1, sizeof(k1), "%s:keyid:%s", st->prefix, key_id);
 	snprintf(pfx, sizeof(pfx), "%s:key:", st->prefix);
-	r = store_cmd(st, 5, argv, NULL, e);
+	snprintf(pfx2, sizeof(pfx2), "%s:", st->prefix);
+	r = store_cmd(st, 7, argv, NULL, e);
 	if (!r)
 		return -1;
 	n = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
@@ -428,6 +443,36 @@ int store_key_revoke(struct store *st, const char *key_id, struct sp_err *e)
 	if (n == 0)
 		return sp_err_set(e, SP_NOT_FOUND, "No key with id %s", key_id);
 	return 0;
+}
+
+int store_key_list(struct store *st, const char *org, struct store_rec *recs, int max,
+		   struct sp_err *e)
+{
+	static const char lua_list_keys[] =
+		"local out = {} for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do "
+		"local h = redis.call('HGETALL', ARGV[1] .. id) "
+		"if #h > 0 then out[#out + 1] = h end end return out";
+	char k1[256], pfx[128];
+	const char *argv[] = { "EVAL", lua_list_keys, "1", k1, pfx };
+	redisReply *r;
+	int n = 0;
+
+	snprintf(k1, sizeof(k1), "%s:{%s}:keys", st->prefix, org);
+	snprintf(pfx, sizeof(pfx), "%s:keyid:", st->prefix);
+	r = store_cmd(st, 5, argv, NULL, e);
+	if (!r)
+		return -1;
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements && n < max; i++) {
+		if (rec_from_reply(r->element[i], &recs[n]) == 0 && recs[n].n > 0) {
+			/* the hash never leaves the store */
+			for (int k = 0; k < recs[n].n; k++)
+				if (strcmp(recs[n].name[k], "hash") == 0)
+					recs[n].value[k][0] = '\0';
+			n++;
+		}
+	}
+	freeReplyObject(r);
+	return n;
 }
 
 int store_org_add(struct store *st, const char *org, struct sp_err *e)
@@ -442,4 +487,200 @@ int store_org_add(struct store *st, const char *org, struct sp_err *e)
 		return -1;
 	freeReplyObject(r);
 	return 0;
+}
+
+int store_org_exists(struct store *st, const char *org, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "SISMEMBER", k, org };
+	redisReply *r;
+	int n;
+
+	snprintf(k, sizeof(k), "%s:orgs", st->prefix);
+	r = store_cmd(st, 3, argv, NULL, e);
+	if (!r)
+		return -1;
+	n = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	freeReplyObject(r);
+	return n;
+}
+
+int store_org_list(struct store *st, char ***names, int *n, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "SMEMBERS", k };
+	redisReply *r;
+
+	snprintf(k, sizeof(k), "%s:orgs", st->prefix);
+	*names = NULL;
+	*n = 0;
+	r = store_cmd(st, 2, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements) {
+		*names = calloc(r->elements, sizeof(char *));
+		for (size_t i = 0; *names && i < r->elements; i++)
+			if (r->element[i]->type == REDIS_REPLY_STRING)
+				(*names)[(*n)++] = strndup(r->element[i]->str, r->element[i]->len);
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+/* A simple command with up to 6 arguments and an integer or status answer. */
+static int simple(struct store *st, int argc, const char **argv, long long *out, struct sp_err *e)
+{
+	redisReply *r = store_cmd(st, argc, argv, NULL, e);
+
+	if (!r)
+		return -1;
+	if (out)
+		*out = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+	freeReplyObject(r);
+	return 0;
+}
+
+int store_role_put(struct store *st, const char *org, const char *name, const char *perms,
+		   struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "HSET", k, name, perms };
+
+	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
+	return simple(st, 4, argv, NULL, e);
+}
+
+int store_role_get(struct store *st, const char *org, const char *name, char **perms,
+		   struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "HGET", k, name };
+	redisReply *r;
+
+	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
+	*perms = NULL;
+	r = store_cmd(st, 3, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING)
+		*perms = strndup(r->str, r->len);
+	freeReplyObject(r);
+	if (!*perms)
+		return sp_err_set(e, SP_NOT_FOUND, "No role %s", name);
+	return 0;
+}
+
+int store_role_del(struct store *st, const char *org, const char *name, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "HDEL", k, name };
+	long long n = 0;
+
+	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
+	if (simple(st, 3, argv, &n, e) < 0)
+		return -1;
+	return n ? 0 : sp_err_set(e, SP_NOT_FOUND, "No role %s in %s", name, org);
+}
+
+int store_role_list(struct store *st, const char *org, struct store_rec *out, struct sp_err *e)
+{
+	char k[256];
+
+	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
+	return hgetall(st, k, out, SP_OK, NULL, e);
+}
+
+int store_quota_set(struct store *st, const char *org, int64_t sandboxes, int64_t cpu_milli,
+		    int64_t memory_mb, struct sp_err *e)
+{
+	static const char *const names[] = { "sandboxes", "cpuMilli", "memoryMb" };
+	int64_t vals[] = { sandboxes, cpu_milli, memory_mb };
+	char k[256], v[32];
+
+	snprintf(k, sizeof(k), "%s:{%s}:quota", st->prefix, org);
+	for (int i = 0; i < 3; i++) {
+		const char *hset[] = { "HSET", k, names[i], v };
+		const char *hdel[] = { "HDEL", k, names[i] };
+		if (vals[i] < 0)
+			continue;
+		snprintf(v, sizeof(v), "%lld", (long long)vals[i]);
+		if (simple(st, vals[i] ? 4 : 3, vals[i] ? hset : hdel, NULL, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int store_quota_get(struct store *st, const char *org, struct store_rec *out, struct sp_err *e)
+{
+	char k[256];
+
+	snprintf(k, sizeof(k), "%s:{%s}:quota", st->prefix, org);
+	return hgetall(st, k, out, SP_OK, NULL, e);
+}
+
+/* KEYS[1] quota, KEYS[2] reservations; ARGV now, id, cpuMilli, memoryMb, deadline */
+static const char lua_reserve[] =
+	"local q = {} local raw = redis.call('HGETALL', KEYS[1]) "
+	"for i = 1, #raw, 2 do q[raw[i]] = tonumber(raw[i + 1]) end "
+	"local now = tonumber(ARGV[1]) local n, cpu, mem = 0, 0, 0 "
+	"local r = redis.call('HGETALL', KEYS[2]) "
+	"for i = 1, #r, 2 do "
+	"  local d, c, m = string.match(r[i + 1], '(%d+) (%d+) (%d+)') "
+	"  if r[i] ~= ARGV[2] then "
+	"    if d == nil or tonumber(d) < now then redis.call('HDEL', KEYS[2], r[i]) "
+	"    else n = n + 1 cpu = cpu + tonumber(c) mem = mem + tonumber(m) end "
+	"  end "
+	"end "
+	"local c, m = tonumber(ARGV[3]), tonumber(ARGV[4]) "
+	"if q.sandboxes and q.sandboxes > 0 and n + 1 > q.sandboxes then "
+	"  return {1, 'sandboxes', n, q.sandboxes} end "
+	"if q.cpuMilli and q.cpuMilli > 0 and cpu + c > q.cpuMilli then "
+	"  return {1, 'cpuMilli', cpu, q.cpuMilli} end "
+	"if q.memoryMb and q.memoryMb > 0 and mem + m > q.memoryMb then "
+	"  return {1, 'memoryMb', mem, q.memoryMb} end "
+	"redis.call('HSET', KEYS[2], ARGV[2], ARGV[5] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]) "
+	"return {0}";
+
+int store_reserve(struct store *st, const char *org, const char *id, int64_t deadline_ms,
+		  int64_t cpu_milli, int64_t memory_mb, char *msg, size_t msglen, struct sp_err *e)
+{
+	char k1[256], k2[256], now[32], c[32], m[32], d[32];
+	const char *argv[] = { "EVAL", lua_reserve, "2", k1, k2, now, id, c, m, d };
+	redisReply *r;
+	int rc = 0;
+
+	snprintf(k1, sizeof(k1), "%s:{%s}:quota", st->prefix, org);
+	snprintf(k2, sizeof(k2), "%s:{%s}:resv", st->prefix, org);
+	snprintf(now, sizeof(now), "%lld", (long long)now_ms());
+	snprintf(c, sizeof(c), "%lld", (long long)cpu_milli);
+	snprintf(m, sizeof(m), "%lld", (long long)memory_mb);
+	snprintf(d, sizeof(d), "%lld", (long long)deadline_ms);
+	r = store_cmd(st, 10, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 && r->element[0]->integer == 1) {
+		const char *what = r->element[1]->str;
+		long long used = r->element[2]->integer, lim = r->element[3]->integer;
+		if (strcmp(what, "sandboxes") == 0)
+			snprintf(msg, msglen, "Quota exceeded: %lld of %lld running sandboxes in use",
+				 used, lim);
+		else if (strcmp(what, "cpuMilli") == 0)
+			snprintf(msg, msglen, "Quota exceeded: %.1f of %.1f CPUs in use",
+				 (double)used / 1000, (double)lim / 1000);
+		else
+			snprintf(msg, msglen, "Quota exceeded: %lld of %lld MiB of memory in use", used,
+				 lim);
+		rc = 1;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int store_release(struct store *st, const char *org, const char *id, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "HDEL", k, id };
+
+	snprintf(k, sizeof(k), "%s:{%s}:resv", st->prefix, org);
+	return simple(st, 3, argv, NULL, e);
 }

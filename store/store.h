@@ -7,8 +7,12 @@
  *
  *   <p>:{<org>}:sb:<id>   hash  a sandbox record (TTL = deadline + retention)
  *   <p>:{<org>}:sbs       zset  the org's sandbox ids, scored by createdAt
+ *   <p>:{<org>}:keys      set   the org's key ids
+ *   <p>:{<org>}:roles     hash  custom role name -> comma-separated permissions
+ *   <p>:{<org>}:quota     hash  sandboxes, cpuMilli, memoryMb (absent or 0 = no limit)
+ *   <p>:{<org>}:resv      hash  sandbox id -> "deadlineMs cpuMilli memoryMb" reserved
  *   <p>:key:<hash>        hash  an API key: org, role, keyId, createdAt
- *   <p>:keyid:<keyId>     string the key hash, for revocation by id
+ *   <p>:keyid:<keyId>     hash  hash, org, role, createdAt (for listing and revocation)
  *   <p>:orgs              set   organization names
  */
 #ifndef SANDPIT_STORE_H
@@ -60,11 +64,41 @@ int store_sandbox_del(struct store *st, const char *org, const char *id, struct 
 int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs, int max,
 		       struct sp_err *e);
 
-/* API keys, by keyed hash. get: SP_UNAUTHORIZED when unknown. */
+/* API keys, by keyed hash. get: SP_UNAUTHORIZED when unknown. list: the
+ * org's keys (keyId, role, createdAt; never the hash), up to max. */
 int store_key_put(struct store *st, const char *hash, const char *org, const char *role,
 		  const char *key_id, struct sp_err *e);
 int store_key_get(struct store *st, const char *hash, struct store_rec *out, struct sp_err *e);
 int store_key_revoke(struct store *st, const char *key_id, struct sp_err *e);
+int store_key_list(struct store *st, const char *org, struct store_rec *recs, int max,
+		   struct sp_err *e);
+
+/* Organizations. exists: 1 or 0 (-1 on error). list: names into a new
+ * JSON-free array of strings the caller frees with free() each and the array. */
 int store_org_add(struct store *st, const char *org, struct sp_err *e);
+int store_org_exists(struct store *st, const char *org, struct sp_err *e);
+int store_org_list(struct store *st, char ***names, int *n, struct sp_err *e);
+
+/* Custom roles of an org. get: SP_NOT_FOUND when absent; perms is a new
+ * string the caller frees. list fills a record (name -> perms). */
+int store_role_put(struct store *st, const char *org, const char *name, const char *perms,
+		   struct sp_err *e);
+int store_role_get(struct store *st, const char *org, const char *name, char **perms,
+		   struct sp_err *e);
+int store_role_del(struct store *st, const char *org, const char *name, struct sp_err *e);
+int store_role_list(struct store *st, const char *org, struct store_rec *out, struct sp_err *e);
+
+/* Quotas. set: values < 0 leave a limit unchanged, 0 removes it. get
+ * fills a record (sandboxes, cpuMilli, memoryMb). reserve: atomically adds
+ * a reservation for id if the org's live reservations plus this one stay
+ * within its quota (reservations past their deadline are dropped first):
+ * 0 = reserved, 1 = over quota (msg says which limit), -1 = error.
+ * release: drops id's reservation (idempotent). */
+int store_quota_set(struct store *st, const char *org, int64_t sandboxes, int64_t cpu_milli,
+		    int64_t memory_mb, struct sp_err *e);
+int store_quota_get(struct store *st, const char *org, struct store_rec *out, struct sp_err *e);
+int store_reserve(struct store *st, const char *org, const char *id, int64_t deadline_ms,
+		  int64_t cpu_milli, int64_t memory_mb, char *msg, size_t msglen, struct sp_err *e);
+int store_release(struct store *st, const char *org, const char *id, struct sp_err *e);
 
 #endif

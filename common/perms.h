@@ -1,0 +1,22 @@
+/*
+ * Permissions: "resource:action" names, the built-in roles, and the
+ * checks on a comma-separated list. One table, so the CLI, /_auth and the
+ * route table agree on what exists.
+ */
+#ifndef SANDPIT_PERMS_H
+#define SANDPIT_PERMS_H
+
+/* Every permission sandpit knows, NULL-terminated. */
+extern const char *const perms_known[];
+/* The permissions of a built-in role (owner, admin, member), or NULL when
+ * role is not built in. */
+const char *perms_builtin_role(const char *role);
+/* True when list (comma separated) holds perm. */
+int perms_has(const char *list, const char *perm);
+/* Checks a comma-separated list: every item known, no duplicates. On
+ * failure writes the offending item into bad (cap bytes) and returns -1. */
+int perms_check_list(const char *list, char *bad, size_t cap);
+/* Role names: [a-z][a-z0-9_-]{0,31}, not a built-in name. */
+int perms_valid_role_name(const char *name);
+
+#endif

@@ -1,0 +1,173 @@
+/*
+ * /_auth: nginx's auth_request subrequest for every API and WebSocket call.
+ * Maps the API key (x-api-key or "Authorization: Bearer") to its
+ * organization, role and permissions, and checks the permission of the
+ * route being called: 200 with X-Sandpit-* identity headers, 401 for a
+ * missing or unknown key, 403 for a missing permission, 503 when the store
+ * cannot answer (nginx then denies). Answers are cached in the worker for
+ * AUTH_CACHE_MS by the key's keyed hash, never by the key, so a burst costs
+ * one Redis lookup per worker and a revoked key stops working within that
+ * time. Never logs or echoes a key.
+ */
+#include "handlers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../common/crypto.h"
+#include "../common/log.h"
+#include "../common/perms.h"
+#include "../common/util.h"
+#include "../store/store.h"
+
+#define AUTH_CACHE_MS 2000
+#define AUTH_CACHE_SLOTS 64
+
+struct auth_entry {
+	char hash[65];
+	char org[65], role[40], key_id[40];
+	char perms[256];
+	int64_t until; /* mono_ms; 0 = empty */
+};
+
+static struct auth_entry cache[AUTH_CACHE_SLOTS];
+
+/* Extracts the API key from x-api-key or "Authorization: Bearer". */
+static const char *api_key(struct req *r, size_t *len)
+{
+	const char *k = req_param(r, "HTTP_X_API_KEY");
+
+	if (!*k) {
+		const char *a = req_param(r, "HTTP_AUTHORIZATION");
+		if (strncasecmp(a, "Bearer ", 7) == 0)
+			k = a + 7;
+	}
+	while (*k == ' ')
+		k++;
+	*len = strlen(k);
+	while (*len && k[*len - 1] == ' ')
+		(*len)--;
+	return k;
+}
+
+static void answer(struct req *r, int status, const char *headers)
+{
+	const char *reason = status == 200   ? "OK"
+			     : status == 401 ? "Unauthorized"
+			     : status == 403 ? "Forbidden"
+					     : "Service Unavailable";
+
+	r->status = status;
+	FCGX_FPrintF(r->fx->out, "Status: %d %s\r\nCache-Control: no-store\r\nContent-Length: 0\r\n%s\r\n",
+		     status, reason, headers);
+}
+
+/* The cache slot of a key hash (hex digits, evenly spread). */
+static unsigned slot_of(const char *hash)
+{
+	unsigned v = 0;
+
+	for (int i = 0; i < 4; i++)
+		v = v * 16 + (unsigned)(hash[i] <= '9' ? hash[i] - '0' : hash[i] - 'a' + 10);
+	return v % AUTH_CACHE_SLOTS;
+}
+
+/* Looks the key up (cache, then Redis). 0 found, -1 with e set. */
+static int lookup(struct sandbox_ctx *sb, const char *hash, struct auth_entry *out,
+		  struct sp_err *e)
+{
+	struct store_rec rec = { 0 };
+	const char *org, *role, *key_id, *perms;
+	char *custom = NULL;
+	int64_t now = mono_ms();
+	struct auth_entry *c = &cache[slot_of(hash)];
+
+	if (c->until > now && strcmp(c->hash, hash) == 0) {
+		*out = *c;
+		return 0;
+	}
+	if (store_key_get(sb->st, hash, &rec, e) < 0)
+		return -1;
+	org = store_rec_get(&rec, "org");
+	role = store_rec_get(&rec, "role");
+	key_id = store_rec_get(&rec, "keyId");
+	if (!org || !role || !key_id) {
+		store_rec_free(&rec);
+		return sp_err_set(e, SP_UNAUTHORIZED, "Invalid API key");
+	}
+	perms = perms_builtin_role(role);
+	if (!perms) {
+		struct sp_err re;
+		if (store_role_get(sb->st, org, role, &custom, &re) < 0) {
+			if (re.code != SP_NOT_FOUND) {
+				store_rec_free(&rec);
+				*e = re;
+				return -1;
+			}
+			perms = ""; /* a deleted role grants nothing */
+		} else {
+			perms = custom;
+		}
+	}
+	memset(out, 0, sizeof(*out));
+	str_copy(out->hash, sizeof(out->hash), hash);
+	str_copy(out->org, sizeof(out->org), org);
+	str_copy(out->role, sizeof(out->role), role);
+	str_copy(out->key_id, sizeof(out->key_id), key_id);
+	str_copy(out->perms, sizeof(out->perms), perms);
+	out->until = now + AUTH_CACHE_MS;
+	*c = *out;
+	free(custom);
+	store_rec_free(&rec);
+	return 0;
+}
+
+void handlers_auth(struct sandbox_ctx *sb, struct req *r)
+{
+	char hash[65], hdr[1024], path[4096];
+	const char *key, *uri = req_param(r, "SANDPIT_AUTH_URI");
+	const struct route *rt;
+	struct auth_entry id;
+	struct sp_err e;
+	size_t len, plen;
+	int ok;
+
+	sp_err_clear(&e);
+	key = api_key(r, &len);
+	if (len == 0) {
+		answer(r, 401, "X-Sandpit-Error: Missing API key: send it in the x-api-key header\r\n");
+		return;
+	}
+	if (len > 256) {
+		answer(r, 401, "X-Sandpit-Error: Invalid API key\r\n");
+		return;
+	}
+	crypto_key_hash(sb->cfg->data_key, key, len, hash);
+	if (lookup(sb, hash, &id, &e) < 0) {
+		if (e.code == SP_UNAUTHORIZED)
+			answer(r, 401, "X-Sandpit-Error: Invalid API key\r\n");
+		else
+			answer(r, 503, "");
+		return;
+	}
+	plen = strcspn(uri, "?");
+	if (plen >= sizeof(path))
+		plen = sizeof(path) - 1;
+	memcpy(path, uri, plen);
+	path[plen] = '\0';
+	rt = route_find(handler_routes, req_param(r, "SANDPIT_AUTH_METHOD"), path, &ok);
+	if (rt && rt->perm && !perms_has(id.perms, rt->perm)) {
+		snprintf(hdr, sizeof(hdr),
+			 "X-Sandpit-Error: Your role (%s) lacks the %s permission\r\n", id.role,
+			 rt->perm);
+		answer(r, 403, hdr);
+		return;
+	}
+	snprintf(hdr, sizeof(hdr),
+		 "X-Sandpit-Org: %s\r\nX-Sandpit-Key-Id: %s\r\nX-Sandpit-Role: %s\r\n"
+		 "X-Sandpit-Perms: %s\r\n",
+		 id.org, id.key_id, id.role, id.perms);
+	answer(r, 200, hdr);
+}
