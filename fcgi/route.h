@@ -44,17 +44,25 @@ struct handler_ctx;
 typedef int (*route_fn)(struct handler_ctx *h, json_object *in, json_object **out,
 			struct sp_err *e);
 
-enum route_kind { ROUTE_QUERY, ROUTE_MUTATION, ROUTE_PUBLIC };
+/* QUERY and MUTATION are the API's procedures: they alone become OpenAPI
+ * operations and MCP tools. PUBLIC needs no key; META needs a key but is
+ * not a procedure (/openapi.json, /mcp). */
+enum route_kind { ROUTE_QUERY, ROUTE_MUTATION, ROUTE_PUBLIC, ROUTE_META };
+
+#define RF_DESTRUCTIVE 1u /* ends or deletes something (MCP destructiveHint) */
 
 struct route {
 	const char *method;
 	const char *path;
 	route_fn fn;
-	const struct field_spec *fields; /* terminated by a NULL name; NULL = no input */
+	const struct field_spec *fields; /* terminated by a NULL name; NULL = the handler
+					  * reads the request itself (in is NULL) */
 	const char *perm;                /* "sandbox:read" etc., NULL = none */
 	enum route_kind kind;
 	const char *op_id;               /* "sandbox-create" */
 	const char *summary;
+	const char *output;              /* component schema of the answer ("Sandbox") */
+	unsigned flags;                  /* RF_* */
 };
 
 /* Finds the route for path; *method_ok says whether the method matches. */

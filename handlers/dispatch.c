@@ -139,6 +139,25 @@ static void serve_auth(struct sandbox_ctx *sb, struct req *r)
 	store_rec_free(&rec);
 }
 
+int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in, int from_query,
+		  json_object **out, json_object **issues, struct sp_err *e)
+{
+	struct req *r = h->r;
+
+	*out = NULL;
+	*issues = NULL;
+	if (rt->kind != ROUTE_PUBLIC) {
+		if (!r->org[0])
+			return sp_err_set(e, SP_UNAUTHORIZED, "Missing or invalid API key");
+		if (rt->perm && !route_has_perm(r->perms, rt->perm))
+			return sp_err_set(e, SP_FORBIDDEN, "Your role lacks the %s permission",
+					  rt->perm);
+	}
+	if (rt->fields && route_validate(rt, in, from_query, e, issues) < 0)
+		return -1;
+	return rt->fn(h, in, out, e);
+}
+
 void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 {
 	struct handler_ctx h = { r, sb, sb->cfg };
@@ -163,22 +182,13 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 		sp_err_set(&e, SP_METHOD_NOT_ALLOWED, "%s needs %s", rt->path, rt->method);
 		goto fail;
 	}
-	if (rt->kind != ROUTE_PUBLIC) {
-		if (!r->org[0]) {
-			sp_err_set(&e, SP_UNAUTHORIZED, "Missing or invalid API key");
-			goto fail;
-		}
-		if (rt->perm && !route_has_perm(r->perms, rt->perm)) {
-			sp_err_set(&e, SP_FORBIDDEN, "Your role lacks the %s permission", rt->perm);
-			goto fail;
-		}
-	}
-	if (route_parse_input(rt, r, &in, &e) < 0)
+	if (rt->fields && route_parse_input(rt, r, &in, &e) < 0)
 		goto fail;
-	if (route_validate(rt, in, strcmp(rt->method, "GET") == 0, &e, &issues) < 0)
+	if (handlers_call(&h, rt, in, strcmp(rt->method, "GET") == 0, &out, &issues, &e) < 0)
 		goto fail;
-	if (rt->fn(&h, in, &out, &e) < 0)
-		goto fail;
+	/* A route without fields may have answered itself (MCP's 202). */
+	if (r->status)
+		goto done;
 	req_send_json(r, 200, NULL, out);
 	goto done;
 fail:

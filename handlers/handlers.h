@@ -13,6 +13,9 @@
 #include "../fcgi/route.h"
 #include "../sandbox/sandbox.h"
 
+/* The API's version, in the OpenAPI document and MCP's serverInfo. */
+#define SANDPIT_API_VERSION "0.1.0"
+
 struct handler_ctx {
 	struct req *r;
 	struct sandbox_ctx *sb;
@@ -27,6 +30,15 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r);
 
 /* Permissions a built-in role grants, comma separated ("" for none). */
 const char *handlers_role_perms(const char *role);
+
+/* Runs one procedure for the caller in h->r: the identity and permission
+ * check, route_validate on in (query-string text is coerced when
+ * from_query), then the handler. Both the REST dispatch and MCP's
+ * tools/call go through here. in may be changed (nulls dropped, values
+ * coerced); *out is new on success; on a validation failure *issues is new
+ * (caller puts). */
+int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in, int from_query,
+		  json_object **out, json_object **issues, struct sp_err *e);
 
 /* Validated-input accessors: NULL / def when the field is absent. */
 const char *hin_str(json_object *in, const char *name, size_t *len);
@@ -53,5 +65,22 @@ int h_sandbox_list_files(struct handler_ctx *h, json_object *in, json_object **o
 			 struct sp_err *e);
 /* handlers/health.c */
 int h_health(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+
+/* handlers/openapi.c: the OpenAPI 3.1 document and the schemas it holds,
+ * all generated from handler_routes. */
+int h_openapi(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+/* The whole document; new object. */
+json_object *openapi_document(void);
+/* The input schema of a procedure (type object, properties, required,
+ * additionalProperties false); new object. */
+json_object *openapi_input_schema(const struct route *rt);
+/* A component schema by name ("Sandbox"); with inline_refs, every $ref to
+ * another component is replaced by a copy of it (MCP needs self-contained
+ * schemas). New object, or NULL for an unknown name. */
+json_object *openapi_component(const char *name, int inline_refs);
+
+/* handlers/mcp.c: the MCP server (Streamable HTTP, JSON answers), its
+ * tools generated from handler_routes. Answers the request itself. */
+int h_mcp(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * The route table: every operation sandpit serves, with its input fields,
- * bounds, defaults and permission. Routing, validation and (later) the
- * OpenAPI document and the MCP tools are all read from here. Bounds come
- * from dokploy-reference.md.
+ * bounds, defaults, permission and answer schema. Routing, validation, the
+ * OpenAPI document (openapi.c) and the MCP tools (mcp.c) are all read from
+ * here. Bounds come from dokploy-reference.md.
  */
 #include "handlers.h"
 
@@ -84,27 +84,36 @@ static const struct field_spec list_fields[] = {
 
 const struct route handler_routes[] = {
 	{ "POST", "/api/sandbox.create", h_sandbox_create, create_fields, "sandbox:create",
-	  ROUTE_MUTATION, "sandbox-create", "Create a sandbox" },
+	  ROUTE_MUTATION, "sandbox-create", "Create a sandbox", "Sandbox", 0 },
 	{ "GET", "/api/sandbox.one", h_sandbox_one, id_fields, "sandbox:read", ROUTE_QUERY,
-	  "sandbox-one", "Get one sandbox" },
+	  "sandbox-one", "Get one sandbox", "Sandbox", 0 },
 	{ "GET", "/api/sandbox.list", h_sandbox_list, no_fields, "sandbox:read", ROUTE_QUERY,
-	  "sandbox-list", "List the organization's sandboxes" },
+	  "sandbox-list", "List the organization's sandboxes", "SandboxList", 0 },
 	{ "GET", "/api/sandbox.templates", h_sandbox_templates, no_fields, "sandbox:read",
-	  ROUTE_QUERY, "sandbox-templates", "List the built-in templates" },
+	  ROUTE_QUERY, "sandbox-templates", "List the built-in templates", "Templates", 0 },
 	{ "POST", "/api/sandbox.setTimeout", h_sandbox_set_timeout, set_timeout_fields,
-	  "sandbox:create", ROUTE_MUTATION, "sandbox-setTimeout", "Change the inactivity timeout" },
+	  "sandbox:create", ROUTE_MUTATION, "sandbox-setTimeout", "Change the inactivity timeout",
+	  "Sandbox", 0 },
 	{ "POST", "/api/sandbox.kill", h_sandbox_kill, id_fields, "sandbox:create", ROUTE_MUTATION,
-	  "sandbox-kill", "Kill a sandbox (the record is kept)" },
+	  "sandbox-kill", "Kill a sandbox (the record is kept)", "Sandbox", RF_DESTRUCTIVE },
 	{ "POST", "/api/sandbox.remove", h_sandbox_remove, id_fields, "sandbox:delete",
-	  ROUTE_MUTATION, "sandbox-remove", "Kill if needed and delete the record" },
+	  ROUTE_MUTATION, "sandbox-remove", "Kill if needed and delete the record", "RemoveResult",
+	  RF_DESTRUCTIVE },
 	{ "POST", "/api/sandbox.exec", h_sandbox_exec, exec_fields, "sandbox:create",
-	  ROUTE_MUTATION, "sandbox-exec", "Run a command" },
+	  ROUTE_MUTATION, "sandbox-exec", "Run a command", "ExecResult", 0 },
 	{ "POST", "/api/sandbox.writeFile", h_sandbox_write_file, write_fields, "sandbox:create",
-	  ROUTE_MUTATION, "sandbox-writeFile", "Write a file" },
+	  ROUTE_MUTATION, "sandbox-writeFile", "Write a file", "WriteFileResult", 0 },
 	{ "GET", "/api/sandbox.readFile", h_sandbox_read_file, read_fields, "sandbox:read",
-	  ROUTE_QUERY, "sandbox-readFile", "Read a file" },
+	  ROUTE_QUERY, "sandbox-readFile", "Read a file", "ReadFileResult", 0 },
 	{ "GET", "/api/sandbox.listFiles", h_sandbox_list_files, list_fields, "sandbox:read",
-	  ROUTE_QUERY, "sandbox-listFiles", "List a directory" },
-	{ "GET", "/healthz", h_health, no_fields, NULL, ROUTE_PUBLIC, "health", "Liveness" },
-	{ NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL },
+	  ROUTE_QUERY, "sandbox-listFiles", "List a directory", "ListFilesResult", 0 },
+	/* Not procedures: no OpenAPI operation, no MCP tool. The API description
+	 * needs a valid key (nginx checks it) but no permission: it holds no
+	 * organization data. /mcp checks each tool's permission itself. */
+	{ "GET", "/openapi.json", h_openapi, no_fields, NULL, ROUTE_META, "openapi",
+	  "The OpenAPI 3.1 document", NULL, 0 },
+	{ "POST", "/mcp", h_mcp, NULL, NULL, ROUTE_META, "mcp", "MCP (Streamable HTTP)", NULL, 0 },
+	{ "GET", "/healthz", h_health, no_fields, NULL, ROUTE_PUBLIC, "health", "Liveness", NULL,
+	  0 },
+	{ NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0 },
 };
