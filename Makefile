@@ -46,7 +46,7 @@ $(B)/sandpitd: $(APP_OBJ) $(B)/fcgi/sandpitd.o
 	@echo "  LINK    $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(B)/sandpit: $(CORE_OBJ) $(B)/cli/sandpit.o
+$(B)/sandpit: $(CORE_OBJ) $(patsubst %.c,$(B)/%.o,$(wildcard cli/*.c))
 	@echo "  LINK    $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 

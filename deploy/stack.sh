@@ -15,6 +15,10 @@
 #   SANDPIT_LOCAL_IMAGES 1 (default): map the templates to sandpit-test/* images
 #   SANDPIT_EXTRA_CONF   more "key = value" lines appended to sandpitd.conf
 #   SANDPIT_DOCKER_HOST  docker_host (default unix:///var/run/docker.sock)
+#   SANDPIT_RATE         per-key request rate at nginx (default 50r/s)
+#   SANDPIT_BURST        requests allowed above the rate at once (default 100)
+#   SANDPIT_LOCAL_ORG    organization of the local socket DIR/local/sandpit.sock
+#                        (default "default"; trusted through the 0700 folder)
 #
 # DIR after start:
 #   env            SANDPIT_URL, SANDPIT_KEY, SANDPIT_CONFIG, SANDPIT_DIR,
@@ -271,10 +275,16 @@ cmd_start() {
 
 	# --- nginx -------------------------------------------------------------------
 	local nconf=$dir/nginx/conf user_line="# (not root: nginx keeps the caller's user)"
-	mkdir -p "$dir/nginx/tmp" "$dir/nginx/conf" "$dir/nginx/logs"
+	local rate=${SANDPIT_RATE:-50r/s} burst=${SANDPIT_BURST:-100} local_org=${SANDPIT_LOCAL_ORG:-default}
+	case $rate in *[!0-9rsm/]* | "") say "SANDPIT_RATE must look like 50r/s"; exit 1 ;; esac
+	case $burst in *[!0-9]* | "") say "SANDPIT_BURST must be a number"; exit 1 ;; esac
+	case $local_org in *[!a-z0-9_-]* | "") say "SANDPIT_LOCAL_ORG: lower-case letters, digits, - and _"; exit 1 ;; esac
+	mkdir -p "$dir/nginx/tmp" "$dir/nginx/conf" "$dir/nginx/logs" "$dir/local"
+	chmod 700 "$dir/local"
 	[ "$(id -u)" -eq 0 ] && user_line="user root root;"
 	render() { # SRC DST
 		sed -e "s|@DIR@|$dir|g" -e "s|@CONF@|$nconf|g" -e "s|@PORT@|$port|g" \
+			-e "s|@RATE@|$rate|g" -e "s|@BURST@|$burst|g" -e "s|@LOCAL_ORG@|$local_org|g" \
 			-e "s|@USER@|$user_line|g" "$1" >"$2"
 	}
 	local f tries=0
