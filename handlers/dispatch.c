@@ -9,19 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/crypto.h"
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../store/store.h"
-
-#define ALL_SANDBOX_PERMS "sandbox:read,sandbox:create,sandbox:delete"
-
-const char *handlers_role_perms(const char *role)
-{
-	if (strcmp(role, "owner") == 0 || strcmp(role, "admin") == 0)
-		return ALL_SANDBOX_PERMS;
-	return "";
-}
 
 const char *hin_str(json_object *in, const char *name, size_t *len)
 {
@@ -52,91 +42,6 @@ double hin_dbl(json_object *in, const char *name, double def)
 	if (!json_object_object_get_ex(in, name, &v) || !v)
 		return def;
 	return json_object_get_double(v);
-}
-
-/* Extracts the API key from x-api-key or "Authorization: Bearer". */
-static const char *api_key(struct req *r, size_t *len)
-{
-	const char *k = req_param(r, "HTTP_X_API_KEY");
-
-	if (!*k) {
-		const char *a = req_param(r, "HTTP_AUTHORIZATION");
-		if (strncasecmp(a, "Bearer ", 7) == 0)
-			k = a + 7;
-	}
-	while (*k == ' ')
-		k++;
-	*len = strlen(k);
-	while (*len && k[*len - 1] == ' ')
-		(*len)--;
-	return k;
-}
-
-static void auth_answer(struct req *r, int status, const char *headers)
-{
-	const char *reason = status == 200 ? "OK" : status == 401 ? "Unauthorized"
-					: status == 403 ? "Forbidden" : "Service Unavailable";
-
-	r->status = status;
-	FCGX_FPrintF(r->fx->out, "Status: %d %s\r\nContent-Length: 0\r\n%s\r\n", status, reason,
-		     headers);
-}
-
-/* The auth_request subrequest: key -> org, role, permissions, checked
- * against the permission of the route being called. */
-static void serve_auth(struct sandbox_ctx *sb, struct req *r)
-{
-	char hash[65], hdr[1024], path[4096];
-	const char *key, *org, *role, *key_id, *perms, *uri = req_param(r, "SANDPIT_AUTH_URI");
-	const struct route *rt;
-	struct store_rec rec = { 0 };
-	struct sp_err e;
-	size_t len, plen;
-	int ok;
-
-	sp_err_clear(&e);
-	key = api_key(r, &len);
-	if (len == 0 || len > 256) {
-		auth_answer(r, 401, len ? "X-Sandpit-Error: Invalid API key\r\n"
-					: "X-Sandpit-Error: Missing API key (send x-api-key)\r\n");
-		return;
-	}
-	crypto_key_hash(sb->cfg->data_key, key, len, hash);
-	if (store_key_get(sb->st, hash, &rec, &e) < 0) {
-		if (e.code == SP_UNAUTHORIZED)
-			auth_answer(r, 401, "X-Sandpit-Error: Invalid API key\r\n");
-		else
-			auth_answer(r, 503, "");
-		return;
-	}
-	org = store_rec_get(&rec, "org");
-	role = store_rec_get(&rec, "role");
-	key_id = store_rec_get(&rec, "keyId");
-	if (!org || !role || !key_id) {
-		store_rec_free(&rec);
-		auth_answer(r, 401, "X-Sandpit-Error: Invalid API key\r\n");
-		return;
-	}
-	perms = handlers_role_perms(role);
-	plen = strcspn(uri, "?");
-	if (plen >= sizeof(path))
-		plen = sizeof(path) - 1;
-	memcpy(path, uri, plen);
-	path[plen] = '\0';
-	rt = route_find(handler_routes, req_param(r, "SANDPIT_AUTH_METHOD"), path, &ok);
-	if (rt && rt->perm && !route_has_perm(perms, rt->perm)) {
-		snprintf(hdr, sizeof(hdr),
-			 "X-Sandpit-Error: Your role (%s) lacks the %s permission\r\n", role,
-			 rt->perm);
-		auth_answer(r, 403, hdr);
-	} else {
-		snprintf(hdr, sizeof(hdr),
-			 "X-Sandpit-Org: %s\r\nX-Sandpit-Key-Id: %s\r\nX-Sandpit-Role: %s\r\n"
-			 "X-Sandpit-Perms: %s\r\n",
-			 org, key_id, role, perms);
-		auth_answer(r, 200, hdr);
-	}
-	store_rec_free(&rec);
 }
 
 int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in, int from_query,
@@ -170,7 +75,7 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 	sp_err_clear(&e);
 	log_set_request_id(r->request_id);
 	if (strcmp(req_param(r, "SANDPIT_AUTH"), "1") == 0) {
-		serve_auth(sb, r);
+		handlers_auth(sb, r);
 		goto done;
 	}
 	rt = route_find(handler_routes, r->method, r->path, &method_ok);

@@ -28,8 +28,9 @@ extern const struct route handler_routes[];
  * permission check, the handler, and the answer. */
 void handlers_serve(struct sandbox_ctx *sb, struct req *r);
 
-/* Permissions a built-in role grants, comma separated ("" for none). */
-const char *handlers_role_perms(const char *role);
+/* The auth_request subrequest (handlers/auth.c): API key -> org, role,
+ * permissions, checked against the permission of the route being called. */
+void handlers_auth(struct sandbox_ctx *sb, struct req *r);
 
 /* Runs one procedure for the caller in h->r: the identity and permission
  * check, route_validate on in (query-string text is coerced when
