@@ -1,0 +1,243 @@
+// GET /openapi.json: the document generated from the route table. It must
+// lint clean with @redocly/cli, describe exactly the eleven procedures, and
+// every real answer (success and error) of every operation must match the
+// schema the document gives for it (ajv, JSON Schema 2020-12).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { repoRoot, startStack } from './lib/stack.mjs';
+
+const PROCEDURES = {
+  'sandbox-create': ['post', '/sandbox.create'],
+  'sandbox-one': ['get', '/sandbox.one'],
+  'sandbox-list': ['get', '/sandbox.list'],
+  'sandbox-templates': ['get', '/sandbox.templates'],
+  'sandbox-setTimeout': ['post', '/sandbox.setTimeout'],
+  'sandbox-kill': ['post', '/sandbox.kill'],
+  'sandbox-remove': ['post', '/sandbox.remove'],
+  'sandbox-exec': ['post', '/sandbox.exec'],
+  'sandbox-writeFile': ['post', '/sandbox.writeFile'],
+  'sandbox-readFile': ['get', '/sandbox.readFile'],
+  'sandbox-listFiles': ['get', '/sandbox.listFiles'],
+};
+
+let stack;
+let doc;
+let ajv;
+const created = [];
+
+before(async () => {
+  stack = await startStack();
+  const r = await stack.api('GET', '/openapi.json');
+  assert.equal(r.status, 200, r.text);
+  doc = r.json;
+  ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema({ $id: 'sandpit:openapi', components: { schemas: doc.components.schemas } });
+});
+
+after(async () => {
+  for (const id of created) {
+    await stack?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
+  }
+  await stack?.stop();
+});
+
+function operation(opId) {
+  const [method, p] = PROCEDURES[opId];
+  const op = doc.paths[p]?.[method];
+  assert.ok(op, `${method.toUpperCase()} ${p} is in the document`);
+  return op;
+}
+
+/** The schema the document gives for an answer of opId with status. */
+function responseSchema(opId, status) {
+  const op = operation(opId);
+  let resp = op.responses[String(status)];
+  assert.ok(resp, `${opId} documents status ${status} (has ${Object.keys(op.responses)})`);
+  if (resp.$ref) resp = doc.components.responses[resp.$ref.split('/').pop()];
+  const schema = resp.content['application/json'].schema;
+  assert.ok(schema.$ref, `${opId} ${status}: a component schema`);
+  return schema.$ref.replace('#', 'sandpit:openapi#');
+}
+
+/** Calls opId through the REST API as the document says and checks the
+ * answer against the documented schema. Returns the answer. */
+async function call(opId, input, { key, expect = 200 } = {}) {
+  const [method, p] = PROCEDURES[opId];
+  const url = `/api${p}`;
+  const r = method === 'get'
+    ? await stack.api('GET', url, { query: input, key })
+    : await stack.api('POST', url, { body: input, key });
+  assert.equal(r.status, expect, `${opId} ${JSON.stringify(input)}: ${r.text}`);
+  assert.match(r.headers['content-type'], /^application\/json/);
+  const validate = ajv.getSchema(responseSchema(opId, r.status));
+  assert.ok(validate, `schema for ${opId} ${r.status} compiles`);
+  assert.ok(validate(r.json),
+    `${opId} ${r.status} answer matches the document: ${ajv.errorsText(validate.errors)}\n${r.text}`);
+  return r.json;
+}
+
+test('the document is OpenAPI 3.1 with the eleven procedures and the x-api-key scheme', () => {
+  assert.equal(doc.openapi, '3.1.0');
+  assert.deepEqual(doc.servers, [{ url: '/api', description: doc.servers[0].description }]);
+  assert.deepEqual(doc.components.securitySchemes.apiKey,
+    { type: 'apiKey', in: 'header', name: 'x-api-key', description: doc.components.securitySchemes.apiKey.description });
+  assert.deepEqual(doc.security, [{ apiKey: [] }]);
+  const ops = [];
+  for (const [p, item] of Object.entries(doc.paths)) {
+    for (const [m, op] of Object.entries(item)) ops.push([op.operationId, m, p]);
+  }
+  assert.deepEqual(ops.map((o) => o[0]).sort(), Object.keys(PROCEDURES).sort());
+  for (const [opId, m, p] of ops) assert.deepEqual([m, p], PROCEDURES[opId], opId);
+  for (const opId of Object.keys(PROCEDURES)) {
+    const op = operation(opId);
+    for (const s of ['200', '400', '401', '403', '404', '412', '413', '422', '429', '500', '503']) {
+      assert.ok(op.responses[s], `${opId} documents ${s}`);
+    }
+    if (PROCEDURES[opId][0] === 'get') assert.equal(op.requestBody, undefined, opId);
+    else assert.equal(op.requestBody.required, true, opId);
+  }
+  const err = doc.components.schemas.Error;
+  assert.deepEqual(err.required, ['message', 'code']);
+  assert.ok(err.properties.issues);
+});
+
+test('input schemas carry the route table\'s bounds, defaults and enums', () => {
+  const create = operation('sandbox-create').requestBody.content['application/json'].schema;
+  assert.equal(create.additionalProperties, false);
+  assert.deepEqual(create.properties.memoryMb,
+    { type: 'integer', minimum: 64, maximum: 262144, default: 512, description: create.properties.memoryMb.description });
+  assert.equal(create.properties.cpu.minimum, 0.1);
+  assert.equal(create.properties.cpu.maximum, 64);
+  assert.equal(create.properties.cpu.default, 1);
+  assert.equal(create.properties.pidsLimit.default, 256);
+  assert.equal(create.properties.timeoutMs.default, 300000);
+  assert.equal(create.properties.maxLifetimeMs.maximum, 86400000);
+  assert.deepEqual(create.properties.networkMode.enum, ['isolated', 'internet']);
+  assert.equal(create.properties.networkMode.default, 'isolated');
+  assert.equal(create.properties.name.maxLength, 64);
+  assert.equal(create.properties.envVars.maxLength, 65536);
+  assert.deepEqual(create.properties.serverId.type, ['string', 'null']);
+  const exec = operation('sandbox-exec').requestBody.content['application/json'].schema;
+  assert.deepEqual(exec.required, ['sandboxId', 'cmd']);
+  assert.equal(exec.properties.timeoutMs.minimum, 1000);
+  assert.equal(exec.properties.timeoutMs.maximum, 600000);
+  assert.equal(exec.properties.timeoutMs.default, 60000);
+  assert.equal(exec.properties.env.type, 'object');
+  const write = operation('sandbox-writeFile').requestBody.content['application/json'].schema;
+  assert.equal(write.properties.mode.maximum, 0o7777);
+  assert.equal(write.properties.mode.default, 0o644);
+  assert.deepEqual(write.properties.encoding.enum, ['utf8', 'base64']);
+  const read = operation('sandbox-readFile').parameters;
+  assert.deepEqual(read.map((p) => [p.name, p.in, p.required]),
+    [['sandboxId', 'query', true], ['path', 'query', true], ['encoding', 'query', false]]);
+  assert.equal(operation('sandbox-list').parameters, undefined);
+});
+
+test('the document needs a key', async () => {
+  const r = await stack.api('GET', '/openapi.json', { key: null });
+  assert.equal(r.status, 401, r.text);
+});
+
+test('@redocly/cli lint: no errors, no warnings (recommended-strict)', async () => {
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'openapi-'));
+  const file = path.join(tmp, 'openapi.json');
+  await writeFile(file, JSON.stringify(doc, null, 2));
+  try {
+    const out = await new Promise((resolve, reject) => {
+      execFile('npx', ['--prefix', path.join(repoRoot, 'tests'), '--no', 'redocly', 'lint',
+        '--extends', 'recommended-strict', '--format', 'stylish', file], {
+        env: {
+          ...process.env,
+          REDOCLY_TELEMETRY: 'off',
+          REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true',
+          NO_UPDATE_NOTIFIER: '1',
+          npm_config_update_notifier: 'false',
+        },
+        timeout: 180000,
+        maxBuffer: 8 << 20,
+      }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`redocly lint failed (${err.code}):\n${stdout}\n${stderr}`));
+        else resolve(stdout + stderr);
+      });
+    });
+    assert.match(out, /valid/i, out);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+});
+
+test('create bounds from the document are the bounds the server enforces', async () => {
+  const create = operation('sandbox-create').requestBody.content['application/json'].schema;
+  for (const [name, s] of Object.entries(create.properties)) {
+    if (s.type !== 'integer' && s.type !== 'number') continue;
+    const step = s.type === 'integer' ? 1 : 0.01;
+    for (const bad of [s.minimum - step, s.maximum + step]) {
+      const e = await call('sandbox-create', { template: 'alpine', [name]: bad }, { expect: 400 });
+      assert.equal(e.code, 'BAD_REQUEST');
+      assert.deepEqual(e.issues[0].path, [name], JSON.stringify(e));
+    }
+  }
+  const e = await call('sandbox-create', { template: 'alpine', nope: 1 }, { expect: 400 });
+  assert.match(e.message, /Unrecognized key/);
+});
+
+test('every operation answers with the documented schema, on success and on error', async () => {
+  const missing = { sandboxId: 'no-such-sandbox' };
+  // errors first: no sandbox needed
+  await call('sandbox-one', missing, { expect: 404 });
+  await call('sandbox-list', { bogus: '1' }, { expect: 400 });
+  await call('sandbox-templates', { bogus: '1' }, { expect: 400 });
+  await call('sandbox-setTimeout', { ...missing, timeoutMs: 60000 }, { expect: 404 });
+  await call('sandbox-kill', missing, { expect: 404 });
+  await call('sandbox-remove', missing, { expect: 404 });
+  await call('sandbox-exec', { ...missing, cmd: 'true' }, { expect: 404 });
+  await call('sandbox-writeFile', { ...missing, path: '/tmp/x', content: '' }, { expect: 404 });
+  await call('sandbox-readFile', { ...missing, path: 'relative' }, { expect: 400 });
+  await call('sandbox-listFiles', missing, { expect: 404 });
+  await call('sandbox-create', {}, { expect: 400 });
+  await call('sandbox-list', {}, { key: null, expect: 401 });
+
+  // the life of one sandbox; the defaults are the documented ones
+  const sb = await call('sandbox-create', { template: 'alpine', name: 'openapi-test' });
+  created.push(sb.sandboxId);
+  const props = operation('sandbox-create').requestBody.content['application/json'].schema.properties;
+  assert.equal(sb.status, 'running');
+  assert.equal(sb.memoryMb, props.memoryMb.default);
+  assert.equal(sb.pidsLimit, props.pidsLimit.default);
+  assert.equal(sb.timeoutMs, props.timeoutMs.default);
+  assert.equal(sb.cpu, props.cpu.default);
+  assert.equal(sb.networkMode, props.networkMode.default);
+  assert.equal(sb.workdir, props.workdir.default);
+  const id = { sandboxId: sb.sandboxId };
+  assert.equal((await call('sandbox-one', id)).sandboxId, sb.sandboxId);
+  assert.ok((await call('sandbox-list', {})).some((s) => s.sandboxId === sb.sandboxId));
+  assert.ok((await call('sandbox-templates', {})).some((t) => t.name === 'alpine'));
+  assert.equal((await call('sandbox-setTimeout', { ...id, timeoutMs: 120000 })).timeoutMs, 120000);
+  const ex = await call('sandbox-exec', { ...id, cmd: 'echo out; echo err >&2; exit 3' });
+  assert.deepEqual([ex.stdout, ex.stderr, ex.exitCode], ['out\n', 'err\n', 3]);
+  const w = await call('sandbox-writeFile', { ...id, path: '/home/user/d/a.txt', content: 'héllo\n' });
+  assert.equal(w.size, 7);
+  const rf = await call('sandbox-readFile', { ...id, path: '/home/user/d/a.txt' });
+  assert.equal(rf.content, 'héllo\n');
+  await call('sandbox-readFile', { ...id, path: '/home/user/d/none' }, { expect: 404 });
+  await call('sandbox-writeFile', { ...id, path: '/home/user/big', encoding: 'base64',
+    content: Buffer.alloc(10 * 1024 * 1024 + 1).toString('base64') }, { expect: 413 });
+  await call('sandbox-writeFile', { ...id, path: '/home/user/bin', encoding: 'base64',
+    content: Buffer.from([0xff, 0xfe, 0]).toString('base64') });
+  await call('sandbox-readFile', { ...id, path: '/home/user/bin' }, { expect: 422 });
+  const ls = await call('sandbox-listFiles', id);
+  assert.ok(ls.entries.some((e) => e.name === 'd' && e.type === 'directory'), JSON.stringify(ls));
+  await call('sandbox-listFiles', { ...id, path: '/home/user/none' }, { expect: 404 });
+  assert.equal((await call('sandbox-kill', id)).status, 'killed');
+  await call('sandbox-exec', { ...id, cmd: 'true' }, { expect: 412 });
+  const rm1 = await call('sandbox-remove', id);
+  assert.deepEqual(rm1, { sandboxId: sb.sandboxId, removed: true });
+  created.length = 0;
+});
