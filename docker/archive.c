@@ -221,3 +221,35 @@ done:
 	}
 	return rc;
 }
+
+int docker_tar_first_file(const void *tar, size_t len, struct buf *out, struct sp_err *e)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *ae;
+	int rc = -1;
+
+	if (!a)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	archive_read_support_format_tar(a);
+	if (archive_read_open_memory(a, tar, len) != ARCHIVE_OK) {
+		sp_err_set(e, SP_INTERNAL, "bad tar: %s", archive_error_string(a));
+		goto done;
+	}
+	while (archive_read_next_header(a, &ae) == ARCHIVE_OK) {
+		char chunk[16384];
+		la_ssize_t n;
+		if (archive_entry_filetype(ae) != AE_IFREG)
+			continue;
+		while ((n = archive_read_data(a, chunk, sizeof(chunk))) > 0)
+			if (buf_append(out, chunk, (size_t)n) < 0) {
+				sp_err_set(e, SP_TOO_LARGE, "file in tar is too large");
+				goto done;
+			}
+		rc = n < 0 ? sp_err_set(e, SP_INTERNAL, "bad tar data") : 0;
+		goto done;
+	}
+	sp_err_set(e, SP_NOT_FOUND, "no regular file in tar");
+done:
+	archive_read_free(a);
+	return rc;
+}

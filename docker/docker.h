@@ -96,6 +96,9 @@ struct docker_tar_entry {
 	int64_t mtime;     /* seconds */
 };
 int docker_tar_build(const struct docker_tar_entry *ents, size_t n, struct buf *out, struct sp_err *e);
+/* Appends the content of the first regular file in a tar to out (capped by
+ * out's max: SP_TOO_LARGE); SP_NOT_FOUND when the tar holds none. */
+int docker_tar_first_file(const void *tar, size_t len, struct buf *out, struct sp_err *e);
 
 /* Networks. ensure: makes sure a bridge network `name` exists with
  * com.docker.network.bridge.enable_icc=false (and Internal when internal);

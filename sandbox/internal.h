@@ -5,7 +5,7 @@
 #include "../store/store.h"
 #include "sandbox.h"
 
-#define SB_RECORD_FIELDS 23
+#define SB_RECORD_FIELDS 24
 
 /* Fills sb from a record; -1 if the record is not a sandbox. */
 int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb);

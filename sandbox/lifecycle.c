@@ -549,11 +549,7 @@ void sandbox_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsig
 
 	*uid = *gid = 0;
 	*mode = 0755;
-	if (sb->template_name[0]) {
-		*uid = *gid = TEMPLATE_UID;
-		return;
-	}
-	str_copy(tmp, sizeof(tmp), sb->user);
+	str_copy(tmp, sizeof(tmp), sb->owner[0] ? sb->owner : sb->user);
 	colon = strchr(tmp, ':');
 	if (colon)
 		*colon = '\0';
@@ -566,7 +562,59 @@ void sandbox_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsig
 			*gid = (unsigned)g;
 		return;
 	}
-	*mode = 01777;
+	*mode = 01777; /* a user we could not resolve: let it use the folder */
+}
+
+/* Resolves the image's named user ("app" or "app:group") to numbers
+ * through the container's /etc/passwd, before it starts, so files the API
+ * creates belong to it. Leaves owner empty when it cannot. */
+static void resolve_owner(struct sandbox_ctx *ctx, struct sandbox *sb)
+{
+	struct buf tar, passwd;
+	struct sp_err e;
+	char name[64], *colon, *line;
+	long long n;
+
+	str_copy(sb->owner, sizeof(sb->owner), "");
+	str_copy(name, sizeof(name), sb->user);
+	colon = strchr(name, ':');
+	if (colon)
+		*colon = '\0';
+	if (!name[0] || strcmp(name, "root") == 0) {
+		str_copy(sb->owner, sizeof(sb->owner), "0:0");
+		return;
+	}
+	if (parse_ll(name, 0, 0x7fffffff, &n) == 0 && (!colon || parse_ll(colon + 1, 0, 0x7fffffff, &n) == 0)) {
+		snprintf(sb->owner, sizeof(sb->owner), "%s%s%s", name, colon ? ":" : "", colon ? colon + 1 : "");
+		return;
+	}
+	buf_init(&tar, 4 * 1024 * 1024);
+	buf_init(&passwd, 4 * 1024 * 1024);
+	if (docker_archive_get(ctx->dk, sb->container_id, "/etc/passwd", &tar, &e) < 0 ||
+	    docker_tar_first_file(tar.data, tar.len, &passwd, &e) < 0 || !passwd.data)
+		goto out;
+	for (line = passwd.data; line && *line; line = colon) {
+		char *f[4] = { 0 }, *p = line;
+		int k = 0;
+		colon = strchr(line, '\n');
+		if (colon)
+			*colon++ = '\0';
+		/* name:x:uid:gid:... (fields may be empty) */
+		while (k < 4 && p) {
+			f[k++] = p;
+			p = strchr(p, ':');
+			if (p)
+				*p++ = '\0';
+		}
+		if (k == 4 && strcmp(f[0], name) == 0 && parse_ll(f[2], 0, 0x7fffffff, &n) == 0 &&
+		    parse_ll(f[3], 0, 0x7fffffff, &n) == 0) {
+			snprintf(sb->owner, sizeof(sb->owner), "%s:%s", f[2], f[3]);
+			break;
+		}
+	}
+out:
+	buf_free(&tar);
+	buf_free(&passwd);
 }
 
 static int write_expires(struct sandbox_ctx *ctx, const char *cid, int64_t expires_ms,
@@ -720,6 +768,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		str_copy(sb->template_name, sizeof(sb->template_name), t->name);
 		str_copy(sb->image, sizeof(sb->image), t->image);
 		str_copy(sb->user, sizeof(sb->user), "1000:1000");
+		str_copy(sb->owner, sizeof(sb->owner), "1000:1000");
 	} else {
 		str_copy(sb->image, sizeof(sb->image), rq->image);
 	}
@@ -797,6 +846,8 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		create_failed(ctx, sb, e);
 		goto out;
 	}
+	if (!t)
+		resolve_owner(ctx, sb);
 	if (seed_files(ctx, sb, e) < 0 || docker_container_start(ctx->dk, sb->container_id, e) < 0) {
 		create_failed(ctx, sb, e);
 		goto out;

@@ -67,6 +67,7 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
 	rec_str(r, "networkMode", sb->network_mode, sizeof(sb->network_mode));
 	rec_str(r, "workdir", sb->workdir, sizeof(sb->workdir));
 	rec_str(r, "user", sb->user, sizeof(sb->user));
+	rec_str(r, "owner", sb->owner, sizeof(sb->owner));
 	rec_str(r, "runtime", sb->runtime, sizeof(sb->runtime));
 	sb->created_at = rec_i64(r, "createdAt");
 	sb->expires_at = rec_i64(r, "expiresAt");
@@ -101,6 +102,7 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 	KV("networkMode", sb->network_mode);
 	KV("workdir", sb->workdir);
 	KV("user", sb->user);
+	KV("owner", sb->owner);
 	KV("runtime", sb->runtime);
 	NUM("createdAt", "%lld", (long long)sb->created_at);
 	NUM("expiresAt", "%lld", (long long)sb->expires_at);

@@ -48,7 +48,8 @@ struct sandbox {
 	int64_t max_lifetime_ms;
 	char network_mode[16];
 	char workdir[4097];
-	char user[64];
+	char user[64];          /* as the image or template names it */
+	char owner[32];         /* the same user as numeric "uid:gid", "" if unknown */
 	char runtime[16];
 	int64_t created_at, expires_at, deadline_at, last_activity_at, killed_at; /* ms, 0 = none */
 	char error_message[512];

@@ -111,3 +111,22 @@ test('a custom image runs as its default user', async () => {
   assert.equal(out.stdout, '0\n');
   await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
 });
+
+test('a custom image with a named USER: the API acts as that user', async () => {
+  // an image whose default user is "user" (uid 1000 in its /etc/passwd), made with docker commit
+  const base = await docker('POST', '/containers/create', { Image: 'sandpit-test/busybox:latest', Cmd: ['true'] });
+  assert.equal(base.status, 201, base.text);
+  const commit = await docker('POST', `/commit?container=${base.json.Id}&repo=sandpit-test/busybox-named&tag=latest&changes=${encodeURIComponent('USER user')}`);
+  assert.equal(commit.status, 201, commit.text);
+  await docker('DELETE', `/containers/${base.json.Id}`);
+  const c = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/busybox-named:latest', workdir: '/work' } });
+  assert.equal(c.status, 200, c.text);
+  assert.equal(c.json.user, 'user');
+  const w = await s.api('POST', '/api/sandbox.writeFile', { body: { sandboxId: c.json.sandboxId, path: '/work/a/b.txt', content: 'x' } });
+  assert.equal(w.status, 200, w.text);
+  const st = await dockerExec(c.json.containerId, ['stat', '-c', '%u:%g', '/work', '/work/a', '/work/a/b.txt']);
+  assert.equal(st.stdout, '1000:1000\n1000:1000\n1000:1000\n');
+  const e = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.sandboxId, cmd: 'id -u; pwd' } });
+  assert.equal(e.json.stdout, '1000\n/work\n');
+  await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
+});
