@@ -23,16 +23,20 @@ STORE_SRC   = $(wildcard store/*.c)
 SANDBOX_SRC = $(wildcard sandbox/*.c)
 FCGI_SRC    = $(filter-out fcgi/sandpitd.c,$(wildcard fcgi/*.c))
 HANDLER_SRC = $(wildcard handlers/*.c)
+STREAM_SRC  = $(wildcard stream/*.c)
 CORE_SRC    = $(COMMON_SRC) $(DOCKER_SRC) $(STORE_SRC) $(SANDBOX_SRC)
 CORE_OBJ    = $(CORE_SRC:%.c=$(B)/%.o)
 APP_OBJ     = $(CORE_OBJ) $(FCGI_SRC:%.c=$(B)/%.o) $(HANDLER_SRC:%.c=$(B)/%.o)
+STREAM_OBJ  = $(STREAM_SRC:%.c=$(B)/%.o)
+# sandpit-stream: WebSocket framing (wslay), SHA-1 for the handshake (libcrypto)
+STREAM_LIBS = -lwslay $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto) -pthread
 
 UNIT_SRC    = $(wildcard tests/unit/test_*.c)
 UNIT_BIN    = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all deps test unit api up down clean lint images bench
+.PHONY: all deps test unit api up down clean lint images bench bench-ws
 
-all: $(B)/sandpitd $(B)/sandpit
+all: $(B)/sandpitd $(B)/sandpit $(B)/sandpit-stream
 
 deps:
 	bash deploy/install-deps.sh
@@ -49,6 +53,12 @@ $(B)/sandpitd: $(APP_OBJ) $(B)/fcgi/sandpitd.o
 $(B)/sandpit: $(CORE_OBJ) $(patsubst %.c,$(B)/%.o,$(wildcard cli/*.c))
 	@echo "  LINK    $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+# The /sandbox-exec WebSocket daemon. It validates exec messages against the
+# same route table as sandpitd, hence APP_OBJ.
+$(B)/sandpit-stream: $(APP_OBJ) $(STREAM_OBJ)
+	@echo "  LINK    $@"
+	@$(CC) $(LDFLAGS) -pthread -o $@ $^ $(LIBS) $(STREAM_LIBS)
 
 $(B)/tests/%: tests/unit/%.c $(APP_OBJ)
 	@mkdir -p $(dir $@)
@@ -75,6 +85,11 @@ images:
 
 lint:
 	bash tests/lint.sh
+
+# 1000 idle WebSocket connections through nginx: resident memory of
+# sandpit-stream and of nginx's workers (needs a built tree and dockerd).
+bench-ws: all
+	node bench/ws_idle.mjs
 
 clean:
 	rm -rf $(B)

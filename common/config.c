@@ -56,6 +56,10 @@ void config_defaults(struct config *cfg)
 	str_copy(cfg->label_prefix, sizeof(cfg->label_prefix), "sandpit");
 	cfg->retention_s = 7 * 24 * 3600;
 	cfg->create_timeout_s = 600;
+	str_copy(cfg->stream_listen, sizeof(cfg->stream_listen), "/run/sandpit/stream.sock");
+	cfg->stream_workers = 1;
+	cfg->stream_stuck_timeout_s = 30;
+	cfg->stream_max_message = 1048576;
 	for (size_t i = 0; i < sizeof(builtin_templates) / sizeof(builtin_templates[0]); i++) {
 		struct template_conf *t = &cfg->templates[cfg->ntemplates++];
 		str_copy(t->name, sizeof(t->name), builtin_templates[i].name);
@@ -104,6 +108,10 @@ static const struct key {
 	{ S(label_prefix) },
 	{ I(retention_s, 0, 365 * 86400) },
 	{ I(create_timeout_s, 10, 86400) },
+	{ S(stream_listen) },
+	{ I(stream_workers, 1, 64) },
+	{ I(stream_stuck_timeout_s, 1, 3600) },
+	{ I(stream_max_message, 1024, 16777216) },
 #undef S
 #undef I
 };

@@ -47,6 +47,11 @@ struct config {
 	char label_prefix[64];    /* container labels <prefix>.sandbox etc, default "sandpit" */
 	int retention_s;          /* killed rows are kept this long, default 604800 */
 	int create_timeout_s;     /* a creation still "creating" after this reads "error", default 600 */
+	/* sandpit-stream (the /sandbox-exec WebSocket daemon) */
+	char stream_listen[4096]; /* its unix socket, default /run/sandpit/stream.sock */
+	int stream_workers;       /* event-loop processes, default 1 */
+	int stream_stuck_timeout_s; /* a reader that takes nothing this long is dropped, default 30 */
+	int stream_max_message;   /* largest client message in bytes, default 1048576 */
 	int ntemplates;
 	struct template_conf templates[CONFIG_MAX_TEMPLATES];
 };

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One sandpit stack in one folder: redis-server (unless REDIS_URL is set),
-# sandpitd (FastCGI on a unix socket) and nginx (TLS on a loopback port).
+# sandpitd (FastCGI on a unix socket), sandpit-stream (the /sandbox-exec
+# WebSocket daemon, on its own unix socket) and nginx (TLS on a loopback port).
 # Used by `make up` (DIR = state/) and by every API test (DIR = a temp dir).
 #
 #   deploy/stack.sh start DIR [--port N]   start; N free loopback port if absent
@@ -10,7 +11,7 @@
 # stops whatever it had started.
 #
 # Environment:
-#   SANDPIT_BIN          folder with sandpitd and sandpit (default REPO/build)
+#   SANDPIT_BIN          folder with sandpitd, sandpit-stream and sandpit (default REPO/build)
 #   REDIS_URL            use this Redis instead of starting one in DIR
 #   SANDPIT_LOCAL_IMAGES 1 (default): map the templates to sandpit-test/* images
 #   SANDPIT_EXTRA_CONF   more "key = value" lines appended to sandpitd.conf
@@ -24,6 +25,7 @@
 #   env            SANDPIT_URL, SANDPIT_KEY, SANDPIT_CONFIG, SANDPIT_DIR,
 #                  SANDPIT_CA, SANDPIT_PORT (KEY=value lines, mode 0600)
 #   sandpitd.conf  sandpitd.sock  sandpitd.pid  sandpitd.log  data.key
+#   stream.sock  sandpit-stream.pid  sandpit-stream.log
 #   tls/cert.pem tls/key.pem   redis.sock redis.pid redis.log redis/
 #   nginx.conf nginx.pid nginx/{error.log,access.log,conf/,tmp/}
 set -euo pipefail
@@ -98,6 +100,8 @@ cmd_stop() {
 	dir=$(cd "$dir" && pwd)
 	# nginx first (no new requests), then the app, then its store.
 	stop_pid "$dir/nginx.pid" nginx QUIT 10
+	stop_pid "$dir/sandpit-stream.pid" sandpit-stream TERM 15 1
+	rm -f "$dir/stream.sock"
 	stop_pid "$dir/sandpitd.pid" sandpitd TERM 15 1
 	rm -f "$dir/sandpitd.sock"
 	if [ -f "$dir/redis.started" ]; then
@@ -151,11 +155,12 @@ cmd_start() {
 		say "DIR path too long for unix sockets (${#dir} > 90 chars): $dir"
 		exit 2
 	fi
-	if pid_alive "$dir/sandpitd.pid" sandpitd || pid_alive "$dir/nginx.pid" nginx; then
+	if pid_alive "$dir/sandpitd.pid" sandpitd || pid_alive "$dir/nginx.pid" nginx ||
+		pid_alive "$dir/sandpit-stream.pid" sandpit-stream; then
 		say "a stack is already running in $dir (run: $0 stop $dir)"
 		exit 1
 	fi
-	for b in sandpitd sandpit; do
+	for b in sandpitd sandpit-stream sandpit; do
 		if [ ! -x "$BIN/$b" ]; then
 			say "$BIN/$b not found: build it first (make), or set SANDPIT_BIN"
 			exit 1
@@ -232,6 +237,8 @@ cmd_start() {
 		echo "data_key_file = $dir/data.key"
 		echo "log_level = info"
 		echo "network_prefix = sandpit"
+		echo "stream_listen = $dir/stream.sock"
+		echo "stream_workers = 1"
 		if [ "${SANDPIT_LOCAL_IMAGES:-1}" = 1 ]; then
 			echo "# local test images (tests/images/build.sh); no registry here"
 			local t img
@@ -270,6 +277,26 @@ cmd_start() {
 			say "sandpitd exited during start-up"
 		fi
 		tail_log "$dir/sandpitd.log"
+		exit 1
+	fi
+
+	# --- sandpit-stream (same configuration file) --------------------------------
+	if ! out=$("$BIN/sandpit-stream" -t -c "$conf" 2>&1); then
+		say "sandpit-stream rejected $conf:"
+		echo "$out" >&2
+		exit 1
+	fi
+	rm -f "$dir/stream.sock"
+	setsid "$BIN/sandpit-stream" -c "$conf" </dev/null >>"$dir/sandpit-stream.log" 2>&1 &
+	echo $! >"$dir/sandpit-stream.pid"
+	stream_up() { [ -S "$dir/stream.sock" ] || return 1; }
+	if ! wait_for 15 stream_up; then
+		if pid_alive "$dir/sandpit-stream.pid" sandpit-stream; then
+			say "sandpit-stream did not create $dir/stream.sock within 15 s"
+		else
+			say "sandpit-stream exited during start-up"
+		fi
+		tail_log "$dir/sandpit-stream.log"
 		exit 1
 	fi
 

@@ -82,6 +82,17 @@ static const struct field_spec list_fields[] = {
 	END,
 };
 
+/* GET /sandbox-exec reaching sandpitd: a plain HTTP request, not an upgrade. */
+static int h_stream_only(struct handler_ctx *h, json_object *in, json_object **out,
+			 struct sp_err *e)
+{
+	(void)h;
+	(void)in;
+	(void)out;
+	return sp_err_set(e, SP_BAD_REQUEST,
+			  "/sandbox-exec is a WebSocket endpoint: connect with Upgrade: websocket");
+}
+
 const struct route handler_routes[] = {
 	{ "POST", "/api/sandbox.create", h_sandbox_create, create_fields, "sandbox:create",
 	  ROUTE_MUTATION, "sandbox-create", "Create a sandbox", "Sandbox", 0 },
@@ -113,6 +124,12 @@ const struct route handler_routes[] = {
 	{ "GET", "/openapi.json", h_openapi, no_fields, NULL, ROUTE_META, "openapi",
 	  "The OpenAPI 3.1 document", NULL, 0 },
 	{ "POST", "/mcp", h_mcp, NULL, NULL, ROUTE_META, "mcp", "MCP (Streamable HTTP)", NULL, 0 },
+	/* The streaming exec WebSocket: served by sandpit-stream, never by
+	 * sandpitd (nginx proxies the upgrade there). The entry exists so that
+	 * /_auth answers 403 to a key without sandbox:create before the
+	 * upgrade; sandpit-stream checks the permission again. */
+	{ "GET", "/sandbox-exec", h_stream_only, NULL, "sandbox:create", ROUTE_META,
+	  "sandbox-exec-stream", "Streaming exec (WebSocket, served by sandpit-stream)", NULL, 0 },
 	{ "GET", "/healthz", h_health, no_fields, NULL, ROUTE_PUBLIC, "health", "Liveness", NULL,
 	  0 },
 	{ NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0 },
