@@ -25,12 +25,17 @@
 #define MARKER_LEN 20
 
 /* Kills every process (other than itself) whose environment holds $1,
- * repeating until a pass finds none, so children forked meanwhile die too. */
+ * repeating until a pass finds none, so children forked meanwhile die too.
+ * environ is NUL-separated: busybox grep stops a line at the first NUL, so
+ * the variables are split into lines with tr first. A pass that cannot
+ * fork ends the shell with a non-zero status (the caller kills the
+ * container). */
 static const char killer_script[] =
 	"m=\"" MARKER_VAR "=$1\"; n=0\n"
 	"while [ $n -lt 50 ]; do f=0\n"
 	"for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = \"$$\" ] && continue\n"
-	"grep -q -F -e \"$m\" \"$d/environ\" 2>/dev/null && kill -9 \"$p\" 2>/dev/null && f=1\n"
+	"tr '\\000' '\\n' 2>/dev/null <\"$d/environ\" | grep -q -x -F -e \"$m\" &&\n"
+	"kill -9 \"$p\" 2>/dev/null && f=1\n"
 	"done\n"
 	"[ $f = 0 ] && exit 0; n=$((n+1))\n"
 	"done\n"
@@ -47,12 +52,41 @@ int sandbox_path_check(const char *field, const char *path, struct sp_err *e)
 	return 0;
 }
 
+/* Whether path, read lexically ("//", "." and ".." resolved, as the kernel
+ * does for a path without symlinks), is /proc or under it: "/tmp/../proc"
+ * and "/./proc" name /proc too. path is at most 4096 bytes. */
 static int under_proc(const char *path)
 {
-	/* "/proc", "/proc/...", and spellings like "//proc" or "/./proc" */
-	while (*path == '/' || (path[0] == '.' && (path[1] == '/' || path[1] == '\0')))
-		path++;
-	return strncmp(path, "proc", 4) == 0 && (path[4] == '\0' || path[4] == '/');
+	char norm[4097];
+	size_t n = 0;
+
+	for (const char *p = path; *p;) {
+		const char *c;
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		c = p;
+		while (*p && *p != '/')
+			p++;
+		len = (size_t)(p - c);
+		if (len == 0 || (len == 1 && c[0] == '.'))
+			continue;
+		if (len == 2 && c[0] == '.' && c[1] == '.') {
+			while (n > 0 && norm[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+			continue;
+		}
+		if (n + 1 + len >= sizeof(norm))
+			return 1; /* cannot happen for a checked path; refuse */
+		norm[n++] = '/';
+		memcpy(norm + n, c, len);
+		n += len;
+	}
+	norm[n] = '\0';
+	return strncmp(norm, "/proc", 5) == 0 && (norm[5] == '\0' || norm[5] == '/');
 }
 
 static int discard(void *arg, int stream, const char *data, size_t len)
