@@ -36,7 +36,8 @@ struct api *api_open(char *err, size_t cap)
 	size_t n;
 
 	if (!url || !*url || !key || !*key) {
-		snprintf(err, cap, "set SANDPIT_URL (https://host:port) and SANDPIT_KEY (an API key)");
+		snprintf(err, cap,
+			 "set SANDPIT_URL (https://host:port) and SANDPIT_KEY (an API key)");
 		return NULL;
 	}
 	a = calloc(1, sizeof(*a));
@@ -44,7 +45,8 @@ struct api *api_open(char *err, size_t cap)
 		snprintf(err, cap, "out of memory");
 		return NULL;
 	}
-	if (str_copy(a->url, sizeof(a->url), url) < 0 || str_copy(a->key, sizeof(a->key), key) < 0 ||
+	if (str_copy(a->url, sizeof(a->url), url) < 0 ||
+	    str_copy(a->key, sizeof(a->key), key) < 0 ||
 	    (ca && str_copy(a->ca, sizeof(a->ca), ca) < 0)) {
 		snprintf(err, cap, "SANDPIT_URL, SANDPIT_KEY or SANDPIT_CA is too long");
 		api_close(a);
@@ -169,8 +171,8 @@ int api_call(struct api *a, const char *method, const char *proc, json_object *i
 	hdrs = curl_slist_append(hdrs, "Accept: application/json");
 	if (post) {
 		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-		body = in ? json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN |
-								       JSON_C_TO_STRING_NOSLASHESCAPE)
+		body = in ? json_object_to_json_string_ext(
+				    in, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 			  : "{}";
 	}
 	curl_easy_reset(a->curl);
@@ -192,7 +194,8 @@ int api_call(struct api *a, const char *method, const char *proc, json_object *i
 	cc = curl_easy_perform(a->curl);
 	if (cc != CURLE_OK) {
 		snprintf(a->err, sizeof(a->err), "%s: %s", a->url,
-			 cc == CURLE_WRITE_ERROR ? "the answer is too large" : curl_easy_strerror(cc));
+			 cc == CURLE_WRITE_ERROR ? "the answer is too large"
+						 : curl_easy_strerror(cc));
 		goto out;
 	}
 	curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &status);

@@ -48,9 +48,9 @@ static int api_fail(struct api *a)
 
 static void print_json(json_object *o)
 {
-	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-								 JSON_C_TO_STRING_SPACED |
-								 JSON_C_TO_STRING_NOSLASHESCAPE));
+	printf("%s\n",
+	       json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+							 JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 static const char *jstr(json_object *o, const char *name)
@@ -196,7 +196,8 @@ static int cmd_create(struct api *a, int argc, char **argv, int json)
 		} else if (opt_value(argc, argv, &i, "--cpu", &v)) {
 			double d;
 			if (!v || parse_double(v, &d) < 0) {
-				rc = usage_error("create", "--cpu needs a number of CPUs, e.g. 0.5", NULL);
+				rc = usage_error("create", "--cpu needs a number of CPUs, e.g. 0.5",
+						 NULL);
 				goto out;
 			}
 			json_object_object_add(in, "cpu", json_object_new_double(d));
@@ -214,14 +215,16 @@ static int cmd_create(struct api *a, int argc, char **argv, int json)
 			json_object_object_add(in, "pidsLimit", json_object_new_int64(n));
 		} else if (opt_value(argc, argv, &i, "--timeout", &v)) {
 			if (parse_duration(v, &n) < 0) {
-				rc = usage_error("create", "--timeout needs a duration: 300000, 90s, 15m, 2h",
+				rc = usage_error("create",
+						 "--timeout needs a duration: 300000, 90s, 15m, 2h",
 						 NULL);
 				goto out;
 			}
 			json_object_object_add(in, "timeoutMs", json_object_new_int64(n));
 		} else if (opt_value(argc, argv, &i, "--max-lifetime", &v)) {
 			if (parse_duration(v, &n) < 0) {
-				rc = usage_error("create", "--max-lifetime needs a duration: 3600000, 1h",
+				rc = usage_error("create",
+						 "--max-lifetime needs a duration: 3600000, 1h",
 						 NULL);
 				goto out;
 			}
@@ -234,13 +237,15 @@ static int cmd_create(struct api *a, int argc, char **argv, int json)
 			if (!v)
 				goto missing;
 			json_object_object_add(in, "workdir", json_object_new_string(v));
-		} else if (opt_value(argc, argv, &i, "--env", &v) || opt_value(argc, argv, &i, "-e", &v)) {
+		} else if (opt_value(argc, argv, &i, "--env", &v) ||
+			   opt_value(argc, argv, &i, "-e", &v)) {
 			if (!v || !strchr(v, '=')) {
 				rc = usage_error("create", "--env needs KEY=VALUE", NULL);
 				goto out;
 			}
 			if (buf_printf(&env, "%s\n", v) < 0) {
-				rc = usage_error("create", "the environment is over %s bytes", "65536");
+				rc = usage_error("create", "the environment is over %s bytes",
+						 "65536");
 				goto out;
 			}
 		} else if (opt_value(argc, argv, &i, "--env-file", &v)) {
@@ -252,7 +257,8 @@ static int cmd_create(struct api *a, int argc, char **argv, int json)
 				goto out;
 			}
 			if (env.len && env.data[env.len - 1] != '\n' && buf_puts(&env, "\n") < 0) {
-				rc = usage_error("create", "the environment is over %s bytes", "65536");
+				rc = usage_error("create", "the environment is over %s bytes",
+						 "65536");
 				goto out;
 			}
 		} else {
@@ -261,7 +267,8 @@ static int cmd_create(struct api *a, int argc, char **argv, int json)
 		}
 	}
 	if (env.len)
-		json_object_object_add(in, "envVars", json_object_new_string_len(env.data, (int)env.len));
+		json_object_object_add(in, "envVars",
+				       json_object_new_string_len(env.data, (int)env.len));
 	if (!json_object_object_get_ex(in, "template", NULL) &&
 	    !json_object_object_get_ex(in, "image", NULL)) {
 		rc = usage_error("create", "--template NAME or --image IMAGE is required", NULL);
@@ -311,8 +318,8 @@ static int cmd_list(struct api *a, int argc, char **argv, int json)
 	if (json) {
 		print_json(out);
 	} else {
-		printf("%-24s %-9s %-24s %-20s %s\n", "SANDBOX ID", "STATUS", "TEMPLATE/IMAGE", "NAME",
-		       "EXPIRES");
+		printf("%-24s %-9s %-24s %-20s %s\n", "SANDBOX ID", "STATUS", "TEMPLATE/IMAGE",
+		       "NAME", "EXPIRES");
 		for (size_t i = 0; i < json_object_array_length(out); i++) {
 			json_object *s = json_object_array_get_idx(out, i);
 			const char *what = jstr(s, "template");
@@ -484,13 +491,16 @@ static int cmd_exec(struct api *a, int argc, char **argv, int json)
 
 	buf_init(&cmd, 65536);
 	for (i = 1; i < argc && !id; i++) {
-		if (opt_value(argc, argv, &i, "--cwd", &val) || opt_value(argc, argv, &i, "-w", &val)) {
+		if (opt_value(argc, argv, &i, "--cwd", &val) ||
+		    opt_value(argc, argv, &i, "-w", &val)) {
 			if (!val)
 				goto missing;
 			json_object_object_add(in, "cwd", json_object_new_string(val));
 		} else if (opt_value(argc, argv, &i, "--timeout", &val)) {
 			if (parse_duration(val, &ms) < 0) {
-				rc = usage_error("exec", "--timeout needs a duration: 60000, 90s, 10m", NULL);
+				rc = usage_error("exec",
+						 "--timeout needs a duration: 60000, 90s, 10m",
+						 NULL);
 				goto out;
 			}
 			json_object_object_add(in, "timeoutMs", json_object_new_int64(ms));
@@ -519,7 +529,8 @@ static int cmd_exec(struct api *a, int argc, char **argv, int json)
 		}
 	}
 	if (!id) {
-		rc = usage_error("exec", "usage: sandpit exec [OPTIONS] ID -- COMMAND [ARG...]%s", "");
+		rc = usage_error("exec", "usage: sandpit exec [OPTIONS] ID -- COMMAND [ARG...]%s",
+				 "");
 		goto out;
 	}
 	if (!valid_id(id)) {
@@ -529,7 +540,8 @@ static int cmd_exec(struct api *a, int argc, char **argv, int json)
 	if (i < argc && strcmp(argv[i], "--") == 0)
 		i++;
 	if (i >= argc) {
-		rc = usage_error("exec", "no command given: sandpit exec ID -- COMMAND [ARG...]%s", "");
+		rc = usage_error("exec", "no command given: sandpit exec ID -- COMMAND [ARG...]%s",
+				 "");
 		goto out;
 	}
 	/* One word is a shell command line as it is; several are an argv. */
@@ -633,7 +645,8 @@ static int upload(struct api *a, const char *local, const char *id, const char *
 		goto out;
 	}
 	if (mode < 0)
-		mode = strcmp(local, "-") != 0 && stat(local, &st) == 0 ? (st.st_mode & 0777) : 0644;
+		mode = strcmp(local, "-") != 0 && stat(local, &st) == 0 ? (st.st_mode & 0777)
+									: 0644;
 	/* "ID:/dir/" puts the file inside dir under its own name */
 	if (buf_puts(&target, rpath) < 0 ||
 	    (rpath[strlen(rpath) - 1] == '/' &&
@@ -693,9 +706,8 @@ static int download(struct api *a, const char *id, const char *rpath, const char
 	}
 	len = (size_t)json_object_get_string_len(c);
 	bin = malloc(len / 4 * 3 + 4);
-	if (!bin ||
-	    sodium_base642bin(bin, len / 4 * 3 + 4, json_object_get_string(c), len, " \r\n", &got,
-			      NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+	if (!bin || sodium_base642bin(bin, len / 4 * 3 + 4, json_object_get_string(c), len, " \r\n",
+				      &got, NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
 		fprintf(stderr, "sandpit cp: the answer's content is not base64\n");
 		goto out;
 	}
@@ -742,11 +754,13 @@ static int cmd_cp(struct api *a, int argc, char **argv, int json)
 		if (opt_value(argc, argv, &i, "--mode", &val)) {
 			char *end;
 			if (!val || !*val)
-				return usage_error("cp", "--mode needs an octal mode, e.g. 755", NULL);
+				return usage_error("cp", "--mode needs an octal mode, e.g. 755",
+						   NULL);
 			errno = 0;
 			mode = strtoll(val, &end, 8);
 			if (errno || *end || mode < 0 || mode > 07777)
-				return usage_error("cp", "--mode needs an octal mode, e.g. 755", NULL);
+				return usage_error("cp", "--mode needs an octal mode, e.g. 755",
+						   NULL);
 		} else if (n < 2 && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)) {
 			args[n++] = argv[i];
 		} else {
@@ -754,8 +768,9 @@ static int cmd_cp(struct api *a, int argc, char **argv, int json)
 		}
 	}
 	if (n != 2)
-		return usage_error("cp", "usage: sandpit cp LOCAL ID:/PATH  or  sandpit cp ID:/PATH LOCAL%s",
-				   "");
+		return usage_error(
+			"cp", "usage: sandpit cp LOCAL ID:/PATH  or  sandpit cp ID:/PATH LOCAL%s",
+			"");
 	src_remote = remote_spec(args[0], sid, sizeof(sid), &sp);
 	dst_remote = remote_spec(args[1], did, sizeof(did), &dp);
 	if (src_remote == dst_remote)
@@ -792,11 +807,12 @@ static int cmd_ls(struct api *a, int argc, char **argv, int json)
 			const char *type = or_dash(jstr(e, "type")), *size = jstr(e, "size");
 			int dir = strcmp(type, "directory") == 0;
 			if (size)
-				printf("%-9s %10s %4s %-24s %s%s\n", type, size, or_dash(jstr(e, "mode")),
-				       or_dash(jstr(e, "modifiedAt")), or_dash(jstr(e, "name")),
-				       dir ? "/" : "");
+				printf("%-9s %10s %4s %-24s %s%s\n", type, size,
+				       or_dash(jstr(e, "mode")), or_dash(jstr(e, "modifiedAt")),
+				       or_dash(jstr(e, "name")), dir ? "/" : "");
 			else
-				printf("%-9s %s%s\n", type, or_dash(jstr(e, "name")), dir ? "/" : "");
+				printf("%-9s %s%s\n", type, or_dash(jstr(e, "name")),
+				       dir ? "/" : "");
 		}
 	}
 	json_object_put(out);
@@ -827,7 +843,8 @@ static const struct command commands[] = {
 	  "DURATION is milliseconds, or a number with ms, s, m or h: 90s, 15m, 2h.\n"
 	  "\n"
 	  "  ID=$(sandpit create --template python --name demo --timeout 15m)\n" },
-	{ "list", cmd_list, "list", "Lists the organization's sandboxes (killed ones too, for a while).\n" },
+	{ "list", cmd_list, "list",
+	  "Lists the organization's sandboxes (killed ones too, for a while).\n" },
 	{ "show", cmd_show, "show ID", "Shows one sandbox's record.\n" },
 	{ "exec", cmd_exec, "exec [OPTIONS] ID -- COMMAND [ARG...]",
 	  "Runs a command in the sandbox and waits for it. Its stdout and stderr are\n"
@@ -860,7 +877,8 @@ static const struct command commands[] = {
 	{ "kill", cmd_kill, "kill ID...",
 	  "Kills sandboxes; their records stay (status killed) for a while.\n" },
 	{ "rm", cmd_rm, "rm ID...", "Kills sandboxes if needed and deletes their records.\n" },
-	{ "templates", cmd_templates, "templates", "Lists the built-in templates and their images.\n" },
+	{ "templates", cmd_templates, "templates",
+	  "Lists the built-in templates and their images.\n" },
 	{ NULL, NULL, NULL, NULL },
 };
 

@@ -26,8 +26,7 @@
 #define RPC_INVALID_PARAMS -32602
 
 /* Newest first: the answer to a version we do not speak. */
-static const char *const protocol_versions[] = { "2025-06-18", "2025-03-26", "2024-11-05",
-						 NULL };
+static const char *const protocol_versions[] = { "2025-06-18", "2025-03-26", "2024-11-05", NULL };
 
 static const char instructions[] =
 	"sandpit runs ephemeral, resource-limited Docker sandboxes. Create one with "
@@ -228,9 +227,9 @@ static json_object *initialize(json_object *params, int *code, const char **msg)
 	res = json_object_new_object();
 	caps = json_object_new_object();
 	info = json_object_new_object();
-	json_object_object_add(res, "protocolVersion",
-			       json_object_new_string(version_supported(want) ? want
-									      : protocol_versions[0]));
+	json_object_object_add(
+		res, "protocolVersion",
+		json_object_new_string(version_supported(want) ? want : protocol_versions[0]));
 	json_object_object_add(caps, "tools", json_object_new_object());
 	json_object_object_add(res, "capabilities", caps);
 	json_object_object_add(info, "name", json_object_new_string("sandpit"));
@@ -355,8 +354,8 @@ int h_mcp(struct handler_ctx *h, json_object *in, json_object **out, struct sp_e
 		}
 		answer = json_object_new_array();
 		for (size_t i = 0; i < n; i++) {
-			json_object *a = handle_message(h, json_object_array_get_idx(msg, i),
-							&invalid);
+			json_object *a =
+				handle_message(h, json_object_array_get_idx(msg, i), &invalid);
 			if (a)
 				json_object_array_add(answer, a);
 		}

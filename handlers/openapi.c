@@ -56,9 +56,8 @@ static const struct component {
 	  "\"lastActivityAt\":{\"type\":[\"string\",\"null\"],\"format\":\"date-time\"},"
 	  "\"killedAt\":{\"type\":[\"string\",\"null\"],\"format\":\"date-time\"},"
 	  "\"errorMessage\":{\"type\":[\"string\",\"null\"]}}}" },
-	{ "SandboxList",
-	  "{\"type\":\"array\",\"description\":\"The organization's sandboxes\","
-	  "\"items\":{\"$ref\":\"#/components/schemas/Sandbox\"}}" },
+	{ "SandboxList", "{\"type\":\"array\",\"description\":\"The organization's sandboxes\","
+			 "\"items\":{\"$ref\":\"#/components/schemas/Sandbox\"}}" },
 	{ "Templates",
 	  "{\"type\":\"array\",\"description\":\"The built-in templates\",\"items\":{"
 	  "\"type\":\"object\",\"additionalProperties\":false,"
@@ -124,8 +123,9 @@ static const struct {
 } error_responses[] = {
 	{ "400", "BadRequest", "Invalid input: issues names the fields" },
 	{ "401", "Unauthorized", "Missing or invalid API key" },
-	{ "403", "Forbidden", "The key's role lacks the permission, or the sandbox is not the "
-			      "organization's" },
+	{ "403", "Forbidden",
+	  "The key's role lacks the permission, or the sandbox is not the "
+	  "organization's" },
 	{ "404", "NotFound", "No such sandbox, file or directory" },
 	{ "412", "PreconditionFailed", "The sandbox is not running (\"Sandbox is killed\")" },
 	{ "413", "PayloadTooLarge", "A file or body over its limit" },
@@ -171,8 +171,8 @@ static void inline_refs(json_object *o, int depth)
 		if (json_object_is_type(val, json_type_object) &&
 		    json_object_object_get_ex(val, "$ref", &ref) &&
 		    strncmp(json_object_get_string(ref), prefix, sizeof(prefix) - 1) == 0) {
-			json_object *c = find_component(json_object_get_string(ref) +
-							sizeof(prefix) - 1);
+			json_object *c =
+				find_component(json_object_get_string(ref) + sizeof(prefix) - 1);
 			if (c) {
 				inline_refs(c, depth + 1);
 				json_object_object_add(o, key, c);
@@ -206,7 +206,8 @@ static json_object *field_schema(const struct field_spec *f)
 			json_object_object_add(s, "maxLength", json_object_new_int64(f->max));
 		break;
 	case FT_ID:
-		json_object_object_add(s, "minLength", json_object_new_int64(f->min > 0 ? f->min : 1));
+		json_object_object_add(s, "minLength",
+				       json_object_new_int64(f->min > 0 ? f->min : 1));
 		if (f->max)
 			json_object_object_add(s, "maxLength", json_object_new_int64(f->max));
 		json_object_object_add(s, "pattern", json_object_new_string("^[A-Za-z0-9_-]+$"));
@@ -368,21 +369,18 @@ json_object *openapi_document(void)
 		    *schemas = json_object_new_object(), *responses = json_object_new_object(),
 		    *schemes = json_object_new_object(), *key = json_object_new_object(),
 		    *security = json_object_new_array(), *sec = json_object_new_object(),
-		    *tags = json_object_new_array(), *tag = json_object_new_object(),
-		    *license = json_object_new_object();
+		    *tags = json_object_new_array(), *tag = json_object_new_object();
 
 	json_object_object_add(doc, "openapi", json_object_new_string("3.1.0"));
 	json_object_object_add(info, "title", json_object_new_string(OPENAPI_TITLE));
 	json_object_object_add(info, "version", json_object_new_string(SANDPIT_API_VERSION));
-	json_object_object_add(info, "description",
-			       json_object_new_string(
-				       "Ephemeral, resource-limited Docker sandboxes for AI agents: "
-				       "the Dokploy-compatible sandbox procedures. Queries are GET "
-				       "with query-string parameters, mutations POST with a JSON "
-				       "body. Generated from the server's route table."));
-	json_object_object_add(license, "name", json_object_new_string("Proprietary"));
-	json_object_object_add(license, "identifier", json_object_new_string("LicenseRef-sandpit"));
-	json_object_object_add(info, "license", license);
+	json_object_object_add(
+		info, "description",
+		json_object_new_string(
+			"Ephemeral, resource-limited Docker sandboxes for AI agents: "
+			"the Dokploy-compatible sandbox procedures. Queries are GET "
+			"with query-string parameters, mutations POST with a JSON "
+			"body. Generated from the server's route table."));
 	json_object_object_add(doc, "info", info);
 	json_object_object_add(server, "url", json_object_new_string("/api"));
 	json_object_object_add(server, "description",
