@@ -98,10 +98,12 @@ cmd_stop() {
 	local dir=$1
 	[ -d "$dir" ] || return 0
 	dir=$(cd "$dir" && pwd)
-	# nginx first (no new requests), then the app, then its store.
-	stop_pid "$dir/nginx.pid" nginx QUIT 10
-	stop_pid "$dir/sandpit-stream.pid" sandpit-stream TERM 15 1
+	# sandpit-stream first: it closes its WebSockets with 1001 (a running
+	# command gets 10 s, then is killed), which nginx's graceful stop would
+	# otherwise wait for. Then nginx (no new requests), the app, its store.
+	stop_pid "$dir/sandpit-stream.pid" sandpit-stream TERM 25 1
 	rm -f "$dir/stream.sock"
+	stop_pid "$dir/nginx.pid" nginx QUIT 10
 	stop_pid "$dir/sandpitd.pid" sandpitd TERM 15 1
 	rm -f "$dir/sandpitd.sock"
 	if [ -f "$dir/redis.started" ]; then

@@ -248,7 +248,8 @@ static void emit(struct stream_job *j, int stream, const char *data, size_t len,
 		}
 		o = json_object_new_object();
 		json_object_object_add(o, "type", json_object_new_string(type));
-		json_object_object_add(o, "data", json_object_new_string_len(clean.data + off, (int)n));
+		json_object_object_add(o, "data",
+				       json_object_new_string_len(clean.data + off, (int)n));
 		push(j, stream_msg_json(o));
 		json_object_put(o);
 		off += n;
@@ -331,8 +332,8 @@ static int run_exec(struct stream_job *j, struct sandbox_ctx *ctx)
 		if (j->ncarry[s])
 			emit(j, s, "", 0, 1);
 	if (res.stopped) {
-		log_info("%s sandbox %s: command ended: the client went away", j->request_id,
-			 j->sandbox_id);
+		log_info("%s sandbox %s: command stopped (client gone, reader stuck, or shutdown)",
+			 j->request_id, j->sandbox_id);
 	} else {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "type", json_object_new_string("exit"));

@@ -43,19 +43,19 @@ enum conn_state { CS_HTTP, CS_HTTP_REPLY, CS_CHECK, CS_OPEN, CS_CLOSING, CS_LING
 struct conn {
 	int fd;
 	enum conn_state state;
-	uint32_t events;        /* epoll interest in force */
-	int dead;               /* closed; freed after the current batch */
-	struct buf head;        /* the request head, CS_HTTP only */
-	struct buf out;         /* raw HTTP bytes to send before any frame */
+	uint32_t events; /* epoll interest in force */
+	int dead;	 /* closed; freed after the current batch */
+	struct buf head; /* the request head, CS_HTTP only */
+	struct buf out;	 /* raw HTTP bytes to send before any frame */
 	size_t out_off;
-	struct buf pre;         /* bytes read past the request head, fed to wslay first */
+	struct buf pre; /* bytes read past the request head, fed to wslay first */
 	size_t pre_off;
 	wslay_event_context_ptr ws;
 	struct stream_job *job;
 	char org[65];
 	char sandbox_id[65];
 	char rid[65];
-	int64_t since_ms;         /* entered the current state */
+	int64_t since_ms;	  /* entered the current state */
 	int64_t blocked_since_ms; /* a write would block since then; 0 = not blocked */
 	int64_t last_ping_ms;
 	struct conn *prev, *next;   /* every live connection */
@@ -71,7 +71,7 @@ static struct {
 	struct conn *conns, *actives, *zombies;
 	int nconns, njobs;
 	int draining;
-	int64_t drain_deadline_ms;
+	int64_t drain_deadline_ms; /* running commands are stopped then */
 	const struct route *exec_route;
 } L = { .ep = -1, .lfd = -1 };
 
@@ -296,7 +296,8 @@ static void handle_text(struct conn *c, const char *data, size_t len)
 	    json_tokener_get_parse_end(tok) != len) {
 		enum json_tokener_error je = json_tokener_get_error(tok);
 		snprintf(msg, sizeof(msg), "Invalid JSON: %s",
-			 je == json_tokener_success ? "trailing data" : json_tokener_error_desc(je));
+			 je == json_tokener_success ? "trailing data"
+						    : json_tokener_error_desc(je));
 		send_error(c, msg);
 		goto out;
 	}
@@ -304,7 +305,8 @@ static void handle_text(struct conn *c, const char *data, size_t len)
 		send_error(c, "A message must be a JSON object with a type");
 		goto out;
 	}
-	if (!json_object_object_get_ex(o, "type", &t) || !json_object_is_type(t, json_type_string)) {
+	if (!json_object_object_get_ex(o, "type", &t) ||
+	    !json_object_is_type(t, json_type_string)) {
 		send_error(c, "type: expected a string (exec)");
 		goto out;
 	}
@@ -428,15 +430,19 @@ static void accept_all(void)
 /* An HTTP answer instead of an upgrade; the connection closes once sent. */
 static void http_reply(struct conn *c, int status, const char *why)
 {
-	const char *text = status == 404 ? "Not Found" : status == 405 ? "Method Not Allowed"
-			 : status == 426 ? "Upgrade Required" : status == 431
-			 ? "Request Header Fields Too Large" : "Bad Request";
+	const char *text = status == 404   ? "Not Found"
+			   : status == 405 ? "Method Not Allowed"
+			   : status == 426 ? "Upgrade Required"
+			   : status == 431 ? "Request Header Fields Too Large"
+					   : "Bad Request";
 	json_object *o = json_object_new_object();
 	const char *body;
 
 	json_object_object_add(o, "message", json_object_new_string(why));
-	json_object_object_add(o, "code", json_object_new_string(status == 404 ? "NOT_FOUND"
-				: status == 405 ? "METHOD_NOT_ALLOWED" : "BAD_REQUEST"));
+	json_object_object_add(o, "code",
+			       json_object_new_string(status == 404   ? "NOT_FOUND"
+						      : status == 405 ? "METHOD_NOT_ALLOWED"
+								      : "BAD_REQUEST"));
 	body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	buf_reset(&c->out);
 	buf_printf(&c->out,
@@ -552,7 +558,8 @@ static void job_finished(struct conn *c)
 		if (j->ok) {
 			json_object *o = json_object_new_object();
 			json_object_object_add(o, "type", json_object_new_string("ready"));
-			json_object_object_add(o, "sandboxId", json_object_new_string(c->sandbox_id));
+			json_object_object_add(o, "sandboxId",
+					       json_object_new_string(c->sandbox_id));
 			queue_json(c, o);
 			set_state(c, CS_OPEN);
 			log_info("%s sandbox %s: ready", c->rid, c->sandbox_id);
@@ -567,7 +574,8 @@ static void job_finished(struct conn *c)
 	} else if (j->kind == JOB_EXEC) {
 		log_info("%s sandbox %s: exec done", c->rid, c->sandbox_id);
 		if (L.draining && c->state == CS_OPEN)
-			queue_close(c, WSLAY_CODE_GOING_AWAY, "The server is shutting down; reconnect");
+			queue_close(c, WSLAY_CODE_GOING_AWAY,
+				    "The server is shutting down; reconnect");
 	}
 	stream_job_release(j);
 }
@@ -755,8 +763,10 @@ static void begin_drain(void)
 	struct conn *c, *next;
 
 	L.draining = 1;
-	L.drain_deadline_ms = mono_ms() +
-			      (int64_t)(L.cfg->drain_timeout_s > 10 ? L.cfg->drain_timeout_s - 5 : 5) * 1000;
+	L.drain_deadline_ms = mono_ms() + (int64_t)(L.cfg->drain_timeout_s < STREAM_DRAIN_S
+							    ? L.cfg->drain_timeout_s
+							    : STREAM_DRAIN_S) *
+						  1000;
 	if (L.lfd >= 0) {
 		epoll_ctl(L.ep, EPOLL_CTL_DEL, L.lfd, NULL);
 		close(L.lfd);
@@ -769,10 +779,12 @@ static void begin_drain(void)
 			conn_close(c, "shutting down");
 		} else if (c->state == CS_CHECK) {
 			drop_job(c);
-			queue_close(c, WSLAY_CODE_GOING_AWAY, "The server is shutting down; reconnect");
+			queue_close(c, WSLAY_CODE_GOING_AWAY,
+				    "The server is shutting down; reconnect");
 			service(c);
 		} else if (c->state == CS_OPEN && !c->job) {
-			queue_close(c, WSLAY_CODE_GOING_AWAY, "The server is shutting down; reconnect");
+			queue_close(c, WSLAY_CODE_GOING_AWAY,
+				    "The server is shutting down; reconnect");
 			service(c);
 		}
 	}
@@ -802,8 +814,8 @@ static void tick(int64_t now)
 			break;
 		case CS_CLOSING:
 		case CS_LINGER:
-			if (now - c->since_ms > STREAM_CLOSE_LINGER_MS +
-			    (c->state == CS_CLOSING ? stuck : 0))
+			if (now - c->since_ms >
+			    STREAM_CLOSE_LINGER_MS + (c->state == CS_CLOSING ? stuck : 0))
 				conn_close(c, "close timed out");
 			break;
 		case CS_OPEN:
@@ -817,8 +829,20 @@ static void tick(int64_t now)
 		default:
 			break;
 		}
-		if (L.draining && now >= L.drain_deadline_ms && !c->dead)
-			conn_close(c, "drain deadline");
+		if (L.draining && !c->dead) {
+			if (now >= L.drain_deadline_ms + STREAM_CLOSE_LINGER_MS) {
+				conn_close(c, "drain deadline");
+			} else if (now >= L.drain_deadline_ms && c->job) {
+				/* the command's process tree is killed by its thread */
+				drop_job(c);
+				if (c->state == CS_OPEN || c->state == CS_CHECK) {
+					queue_close(
+						c, WSLAY_CODE_GOING_AWAY,
+						"The server is shutting down; the command was stopped");
+					service(c);
+				}
+			}
+		}
 	}
 }
 
@@ -882,7 +906,8 @@ void stream_loop_run(const struct config *cfg, int listen_fd)
 			begin_drain();
 		if (L.draining && L.nconns == 0 && atomic_load(&L.w.threads) == 0)
 			break;
-		if (L.draining && mono_ms() > L.drain_deadline_ms + 10000) {
+		if (L.draining &&
+		    mono_ms() > L.drain_deadline_ms + STREAM_CLOSE_LINGER_MS + 10000) {
 			log_warn("%d command threads still running at the drain deadline; exiting",
 				 atomic_load(&L.w.threads));
 			break;

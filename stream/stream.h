@@ -22,16 +22,17 @@
 #include "../common/config.h"
 #include "../common/err.h"
 
-#define STREAM_HTTP_MAX 16384             /* the upgrade request head */
-#define STREAM_QUEUE_CAP (1024 * 1024)    /* output waiting per connection */
-#define STREAM_WS_LOW (64 * 1024)         /* at most this much handed to wslay at once */
+#define STREAM_HTTP_MAX 16384		   /* the upgrade request head */
+#define STREAM_QUEUE_CAP (1024 * 1024)	   /* output waiting per connection */
+#define STREAM_WS_LOW (64 * 1024)	   /* at most this much handed to wslay at once */
 #define STREAM_WS_READ_PAUSE (1024 * 1024) /* stop reading while this much is unsent */
-#define STREAM_PIECE_MAX (32 * 1024)      /* output bytes per stdout/stderr message */
-#define STREAM_PING_MS 20000              /* keeps idle connections alive through proxies */
-#define STREAM_HANDSHAKE_MS 10000         /* the upgrade request must arrive within this */
-#define STREAM_CLOSE_LINGER_MS 3000       /* after our close frame, wait this long for EOF */
-#define STREAM_MAX_JOBS 512               /* running commands per worker process */
-#define STREAM_POOL_MAX 8                 /* idle Redis+Docker contexts kept per worker */
+#define STREAM_PIECE_MAX (32 * 1024)	   /* output bytes per stdout/stderr message */
+#define STREAM_PING_MS 20000		   /* keeps idle connections alive through proxies */
+#define STREAM_HANDSHAKE_MS 10000	   /* the upgrade request must arrive within this */
+#define STREAM_CLOSE_LINGER_MS 3000	   /* after our close frame, wait this long for EOF */
+#define STREAM_DRAIN_S 10		   /* on SIGTERM, running commands get this long */
+#define STREAM_MAX_JOBS 512		   /* running commands per worker process */
+#define STREAM_POOL_MAX 8		   /* idle Redis+Docker contexts kept per worker */
 #define STREAM_THREAD_STACK (512 * 1024)
 
 /* --- http.c: the upgrade request ---------------------------------------- */
@@ -77,8 +78,8 @@ struct sandbox_ctx;
 /* Per worker process: what job threads share with the loop. */
 struct stream_worker {
 	const struct config *cfg;
-	int efd;             /* eventfd: some job has output, or finished */
-	atomic_int threads;  /* job threads still running */
+	int efd;	    /* eventfd: some job has output, or finished */
+	atomic_int threads; /* job threads still running */
 	pthread_mutex_t pool_mu;
 	struct sandbox_ctx *pool[STREAM_POOL_MAX];
 	int npool;
@@ -90,18 +91,18 @@ enum stream_job_kind { JOB_CHECK, JOB_EXEC };
  * queue, done and the check result are guarded by mu. */
 struct stream_job {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;   /* signalled when the queue drains below the cap, or on stop */
+	pthread_cond_t cv; /* signalled when the queue drains below the cap, or on stop */
 	int refs;
 	enum stream_job_kind kind;
-	atomic_int stop;     /* the loop wants the command ended */
-	int done;            /* the thread has finished */
+	atomic_int stop; /* the loop wants the command ended */
+	int done;	 /* the thread has finished */
 	struct stream_msg *head, *tail;
 	size_t qbytes;
 	struct stream_worker *w;
 	char org[65];
 	char sandbox_id[65];
 	char request_id[65];
-	json_object *in;     /* the validated exec message (owned) */
+	json_object *in; /* the validated exec message (owned) */
 	/* JOB_CHECK's answer */
 	int ok;
 	enum sp_code code;
