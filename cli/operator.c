@@ -15,6 +15,7 @@
 #include "../common/crypto.h"
 #include "../common/perms.h"
 #include "../common/util.h"
+#include "../sandbox/sandbox.h"
 #include "../store/store.h"
 
 const char operator_usage[] =
@@ -32,9 +33,16 @@ const char operator_usage[] =
 	"  roles delete --org ORG NAME\n"
 	"  quota set --org ORG [--sandboxes N] [--cpu CPUS] [--memory-mb MB]\n"
 	"                              limits on running sandboxes (0 removes a limit)\n"
-	"  quota show --org ORG\n";
+	"  quota show --org ORG\n"
+	"  servers add --id ID --endpoint URL --orgs ORG[,ORG...]|'*' [--name NAME]\n"
+	"              [--tls-cert F --tls-key F --tls-ca F] [--ssh-key F] [--known-hosts F]\n"
+	"              [--pool POOL] [--no-pooling]\n"
+	"                              register a Docker server: unix:///path,\n"
+	"                              tcp://host:port (TLS) or ssh://user@host[:port]\n"
+	"  servers list                servers, their pools and current load (JSON)\n"
+	"  servers remove ID\n";
 
-static const char *const groups[] = { "keys", "orgs", "roles", "quota", NULL };
+static const char *const groups[] = { "keys", "orgs", "roles", "quota", "servers", NULL };
 
 int operator_is_command(const char *group)
 {
@@ -74,6 +82,7 @@ static int usage_error(const char *what)
 struct opts {
 	const char *org, *role, *perms;
 	int64_t sandboxes, cpu_milli, memory_mb;
+	struct sandbox_server_spec srv;
 };
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -82,7 +91,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "org", required_argument, NULL, 'o' },      { "role", required_argument, NULL, 'r' },
 		{ "perms", required_argument, NULL, 'p' },    { "sandboxes", required_argument, NULL, 's' },
 		{ "cpu", required_argument, NULL, 'c' },      { "memory-mb", required_argument, NULL, 'm' },
-		{ NULL, 0, NULL, 0 },
+		{ "id", required_argument, NULL, 'i' },       { "name", required_argument, NULL, 'n' },
+		{ "endpoint", required_argument, NULL, 'e' }, { "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'K' },  { "tls-ca", required_argument, NULL, 'A' },
+		{ "ssh-key", required_argument, NULL, 'S' },  { "known-hosts", required_argument, NULL, 'H' },
+		{ "pool", required_argument, NULL, 'P' },     { "orgs", required_argument, NULL, 'O' },
+		{ "no-pooling", no_argument, NULL, 'N' },     { NULL, 0, NULL, 0 },
 	};
 	long long n;
 	double d;
@@ -90,6 +104,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->sandboxes = o->cpu_milli = o->memory_mb = -1;
+	o->srv.pooled = 1;
 	optind = 0; /* 0: GNU getopt starts afresh */
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -116,6 +131,39 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (parse_ll(optarg, 0, 1LL << 40, &n) < 0)
 				return usage_error("--memory-mb must be a whole number (0 = no limit)");
 			o->memory_mb = n;
+			break;
+		case 'i':
+			o->srv.id = optarg;
+			break;
+		case 'n':
+			o->srv.name = optarg;
+			break;
+		case 'e':
+			o->srv.endpoint = optarg;
+			break;
+		case 'C':
+			o->srv.tls_cert = optarg;
+			break;
+		case 'K':
+			o->srv.tls_key = optarg;
+			break;
+		case 'A':
+			o->srv.tls_ca = optarg;
+			break;
+		case 'S':
+			o->srv.ssh_key = optarg;
+			break;
+		case 'H':
+			o->srv.ssh_known_hosts = optarg;
+			break;
+		case 'P':
+			o->srv.pool = optarg;
+			break;
+		case 'O':
+			o->srv.orgs = optarg;
+			break;
+		case 'N':
+			o->srv.pooled = 0;
 			break;
 		default:
 			return usage_error("unknown option");
@@ -289,6 +337,27 @@ static int orgs_cmd(struct store *st, const char *action, int argc, char **argv)
 	return usage_error("orgs: create or list");
 }
 
+static int servers_cmd(struct store *st, const char *action, const struct opts *o, int argc,
+		       char **argv)
+{
+	struct sp_err e;
+
+	if (strcmp(action, "add") == 0 && argc == 0)
+		return sandbox_server_add(st, &o->srv, &e) < 0 ? fail(e.msg) : 0;
+	if (strcmp(action, "list") == 0 && argc == 0) {
+		json_object *arr = sandbox_server_list(st, &e);
+		if (!arr)
+			return fail(e.msg);
+		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY |
+								     JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(arr);
+		return 0;
+	}
+	if (strcmp(action, "remove") == 0 && argc == 1)
+		return store_server_del(st, argv[0], &e) < 0 ? fail(e.msg) : 0;
+	return usage_error("servers: add, list or remove ID");
+}
+
 int operator_main(const char *config_path, int argc, char **argv)
 {
 	static struct config cfg;
@@ -330,6 +399,8 @@ int operator_main(const char *config_path, int argc, char **argv)
 		rc = roles_cmd(st, action, &o, argc, argv);
 	else if (strcmp(group, "quota") == 0)
 		rc = quota_cmd(st, action, &o);
+	else if (strcmp(group, "servers") == 0)
+		rc = servers_cmd(st, action, &o, argc, argv);
 	else
 		rc = usage_error("unknown command");
 	store_close(st);

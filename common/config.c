@@ -48,10 +48,13 @@ void config_defaults(struct config *cfg)
 	str_copy(cfg->log_level, sizeof(cfg->log_level), "info");
 	str_copy(cfg->redis_url, sizeof(cfg->redis_url), "unix:///run/sandpit/redis.sock");
 	str_copy(cfg->redis_prefix, sizeof(cfg->redis_prefix), "sp");
+	cfg->redis_wait_timeout_ms = 1000;
 	str_copy(cfg->docker_host, sizeof(cfg->docker_host), "unix:///var/run/docker.sock");
 	cfg->docker_timeout_s = 30;
 	cfg->pull_timeout_s = 300;
 	str_copy(cfg->data_key_file, sizeof(cfg->data_key_file), "/etc/sandpit/data.key");
+	str_copy(cfg->ssh_control_dir, sizeof(cfg->ssh_control_dir), "/tmp/sandpit-ssh");
+	cfg->server_connect_timeout_ms = 3000;
 	str_copy(cfg->network_prefix, sizeof(cfg->network_prefix), "sandpit");
 	str_copy(cfg->label_prefix, sizeof(cfg->label_prefix), "sandpit");
 	cfg->retention_s = 7 * 24 * 3600;
@@ -99,10 +102,17 @@ static const struct key {
 	{ "log_json", K_BOOL, offsetof(struct config, log_json), sizeof(int), 0, 1 },
 	{ S(redis_url) },
 	{ S(redis_prefix) },
+	{ S(redis_sentinels) },
+	{ S(redis_master_name) },
+	{ I(redis_wait_replicas, 0, 16) },
+	{ I(redis_wait_timeout_ms, 1, 10000) },
 	{ S(docker_host) },
 	{ I(docker_timeout_s, 1, 3600) },
 	{ I(pull_timeout_s, 1, 86400) },
 	{ "allow_old_runc", K_BOOL, offsetof(struct config, allow_old_runc), sizeof(int), 0, 1 },
+	{ S(ssh_control_dir) },
+	{ I(server_connect_timeout_ms, 100, 600000) },
+	{ S(placement_pool) },
 	{ S(data_key_file) },
 	{ S(network_prefix) },
 	{ S(label_prefix) },
@@ -215,6 +225,77 @@ static int set_key(struct config *cfg, const char *k, const char *v, char *err, 
 	return -1;
 }
 
+/* "host:port" in len bytes (spaces around allowed, IPv6 in [brackets]). */
+static int valid_hostport(const char *s, size_t len)
+{
+	const char *colon = memrchr(s, ':', len);
+	char port[8];
+	size_t plen;
+	long long p;
+
+	if (!colon || colon == s ||
+	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.:[]-_ ") < len)
+		return 0;
+	plen = len - (size_t)(colon + 1 - s);
+	if (plen >= sizeof(port))
+		return 0;
+	memcpy(port, colon + 1, plen);
+	port[plen] = '\0';
+	return parse_ll(trim(port), 1, 65535, &p) == 0;
+}
+
+/* With redis_sentinels set, rewrites redis_url into the form store_open
+ * reads: sentinel://h:p,h:p/<master name>/<db>, the db taken from a
+ * redis://host:port/db url (else 0); the host and port of that url are not
+ * used. Appends ?wait=N&wait_ms=T when redis_wait_replicas > 0. */
+static int redis_sentinel_url(struct config *cfg, char *err, size_t errlen)
+{
+	char url[sizeof(cfg->redis_url)];
+	const char *s = cfg->redis_sentinels, *slash;
+	long long db = 0;
+	int n;
+
+	if (cfg->redis_sentinels[0]) {
+		if (!valid_name_chars(cfg->redis_master_name)) {
+			snprintf(err, errlen, "redis_sentinels needs redis_master_name "
+					      "(letters, digits, - and _)");
+			return -1;
+		}
+		for (n = 0; *s; n++) {
+			const char *end = strchr(s, ',');
+			size_t len = end ? (size_t)(end - s) : strlen(s);
+
+			if (n == 8 || !valid_hostport(s, len)) {
+				snprintf(err, errlen, "redis_sentinels must be host:port,host:port,... "
+						      "(at most 8)");
+				return -1;
+			}
+			s += len + (end ? 1 : 0);
+		}
+		if (strncmp(cfg->redis_url, "redis://", 8) == 0 &&
+		    (slash = strchr(cfg->redis_url + 8, '/')) && slash[1] &&
+		    parse_ll(slash + 1, 0, 1000, &db) < 0) {
+			snprintf(err, errlen, "redis_url: bad db number");
+			return -1;
+		}
+		n = snprintf(url, sizeof(url), "sentinel://%s/%s/%lld", cfg->redis_sentinels,
+			     cfg->redis_master_name, db);
+		if (n < 0 || (size_t)n >= sizeof(url))
+			return -1;
+		str_copy(cfg->redis_url, sizeof(cfg->redis_url), url);
+	}
+	if (cfg->redis_wait_replicas > 0 && !strchr(cfg->redis_url, '?')) {
+		n = snprintf(url, sizeof(url), "%s?wait=%d&wait_ms=%d", cfg->redis_url,
+			     cfg->redis_wait_replicas, cfg->redis_wait_timeout_ms);
+		if (n < 0 || (size_t)n >= sizeof(url)) {
+			snprintf(err, errlen, "redis_url is too long");
+			return -1;
+		}
+		str_copy(cfg->redis_url, sizeof(cfg->redis_url), url);
+	}
+	return 0;
+}
+
 static int load_data_key(struct config *cfg, char *err, size_t errlen)
 {
 	char hex[130];
@@ -306,9 +387,16 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 			 cfg->docker_host);
 		goto out;
 	}
-	if (strncmp(cfg->redis_url, "unix://", 7) != 0 && strncmp(cfg->redis_url, "redis://", 8) != 0) {
-		snprintf(err, errlen, "%s: redis_url must be redis://host:port[/db] or unix:///path",
+	if (strncmp(cfg->redis_url, "unix://", 7) != 0 && strncmp(cfg->redis_url, "redis://", 8) != 0 &&
+	    strncmp(cfg->redis_url, "sentinel://", 11) != 0) {
+		snprintf(err, errlen,
+			 "%s: redis_url must be redis://host:port[/db], unix:///path or "
+			 "sentinel://host:port,.../name[/db]",
 			 path);
+		goto out;
+	}
+	if (redis_sentinel_url(cfg, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, msg);
 		goto out;
 	}
 	if (load_data_key(cfg, msg, sizeof(msg)) < 0) {

@@ -34,12 +34,22 @@ struct config {
 	char log_level[16];       /* error|warn|info|debug, default info */
 	int log_json;             /* default 0 */
 	/* stores and backends */
-	char redis_url[4096];     /* redis://host:port/db or unix:///path.sock, default unix:///run/sandpit/redis.sock */
+	char redis_url[4096];     /* redis://host:port/db or unix:///path.sock, default unix:///run/sandpit/redis.sock;
+				     with redis_sentinels set, loading rewrites it to
+				     sentinel://<sentinels>/<master name>/<db> (the db from the redis:// url
+				     given, else 0); "?wait=N&wait_ms=T" is added for redis_wait_replicas */
 	char redis_prefix[64];    /* key prefix, default "sp" */
+	char redis_sentinels[1024]; /* "host:port,host:port,...": find the master through Sentinel; default "" (off) */
+	char redis_master_name[128]; /* the Sentinel group name (e.g. mymaster); required with redis_sentinels */
+	int redis_wait_replicas;  /* a write is acknowledged only once this many replicas have it (WAIT), default 0 */
+	int redis_wait_timeout_ms; /* ... within this long, else 503; default 1000 */
 	char docker_host[4096];   /* unix:///var/run/docker.sock */
 	int docker_timeout_s;     /* per Docker request, default 30 */
 	int pull_timeout_s;       /* image pull, default 300 */
 	int allow_old_runc;       /* start with a runc older than 1.1.12, default 0 */
+	char ssh_control_dir[1024]; /* ssh ControlMaster sockets for ssh:// servers, default /tmp/sandpit-ssh */
+	int server_connect_timeout_ms; /* reaching a remote Docker server, default 3000 */
+	char placement_pool[64];  /* creates without serverId go to this pool's least-loaded server; "" = local */
 	char data_key_file[4096]; /* 32 random bytes, hex; encrypts env and hashes keys */
 	unsigned char data_key[32];
 	/* sandboxes */

@@ -8,7 +8,7 @@ PKGS=(
   build-essential pkg-config ca-certificates curl jq openssl procps iproute2
   libfcgi-dev libjson-c-dev libcurl4-openssl-dev libhiredis-dev libsodium-dev
   libarchive-dev libcmocka-dev libwslay-dev libssl-dev
-  libfcgi-bin redis-server nginx-light
+  libfcgi-bin redis-server nginx-light socat openssh-server openssh-client
   docker.io busybox-static debootstrap
 )
 

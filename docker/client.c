@@ -233,21 +233,86 @@ static void log_safe(const char *s, char *out, size_t cap)
 	out[o] = '\0';
 }
 
-struct docker_client *docker_client_create(const char *host, int timeout_s, struct sp_err *e)
+/* Splits "user@host[:port]" (ssh) or "host:port" (tcp) into c. */
+static int parse_endpoint(struct docker_client *c, const struct docker_endpoint *ep,
+			  struct sp_err *e)
 {
-	static const char unix_prefix[] = "unix://";
+	const char *u = ep->url;
+
+	if (!u)
+		return sp_err_set(e, SP_BAD_REQUEST, "endpoint is required");
+	if (strncmp(u, "unix://", 7) == 0) {
+		c->transport = DT_UNIX;
+		if (u[7] != '/')
+			return sp_err_set(e, SP_BAD_REQUEST, "unix:// needs an absolute socket path");
+		if (str_copy(c->sock, sizeof(c->sock), u + 7) < 0)
+			return sp_err_set(e, SP_BAD_REQUEST, "socket path is longer than %zu bytes",
+					  sizeof(c->sock) - 1);
+		str_copy(c->base, sizeof(c->base), "http://docker");
+		return 0;
+	}
+	if (strncmp(u, "tcp://", 6) == 0) {
+		const char *hp = u + 6, *colon = strrchr(hp, ':');
+		long long port;
+		int tls = ep->tls_cert && *ep->tls_cert;
+		c->transport = DT_TCP;
+		if (!colon || colon == hp || parse_ll(colon + 1, 1, 65535, &port) < 0 ||
+		    strcspn(hp, "/?#@ ") < strlen(hp))
+			return sp_err_set(e, SP_BAD_REQUEST, "tcp:// needs host:port");
+		if (tls != (ep->tls_key && *ep->tls_key) || tls != (ep->tls_ca && *ep->tls_ca))
+			return sp_err_set(e, SP_BAD_REQUEST,
+					  "TLS needs all three of the client certificate, key and CA");
+		if (!tls)
+			return sp_err_set(e, SP_BAD_REQUEST,
+					  "a tcp:// endpoint needs TLS (client certificate, key, CA)");
+		snprintf(c->base, sizeof(c->base), "https://%s", hp);
+		str_copy(c->tls_cert, sizeof(c->tls_cert), ep->tls_cert);
+		str_copy(c->tls_key, sizeof(c->tls_key), ep->tls_key);
+		str_copy(c->tls_ca, sizeof(c->tls_ca), ep->tls_ca);
+		return 0;
+	}
+	if (strncmp(u, "ssh://", 6) == 0) {
+		const char *d = u + 6, *colon = strrchr(d, ':');
+		size_t n = colon ? (size_t)(colon - d) : strlen(d);
+		long long port = 22;
+		c->transport = DT_SSH;
+		if (colon && parse_ll(colon + 1, 1, 65535, &port) < 0)
+			return sp_err_set(e, SP_BAD_REQUEST, "ssh:// port must be 1..65535");
+		if (n == 0 || n >= sizeof(c->ssh_dest) || !memchr(d, '@', n) || d[0] == '-' ||
+		    strcspn(d, "/?# '\"\\;") < n)
+			return sp_err_set(e, SP_BAD_REQUEST, "ssh:// needs user@host[:port]");
+		memcpy(c->ssh_dest, d, n);
+		c->ssh_dest[n] = '\0';
+		snprintf(c->ssh_port, sizeof(c->ssh_port), "%lld", port);
+		str_copy(c->ssh_key, sizeof(c->ssh_key), ep->ssh_key ? ep->ssh_key : "");
+		str_copy(c->ssh_known_hosts, sizeof(c->ssh_known_hosts),
+			 ep->ssh_known_hosts ? ep->ssh_known_hosts : "");
+		str_copy(c->ssh_control_dir, sizeof(c->ssh_control_dir),
+			 ep->ssh_control_dir ? ep->ssh_control_dir : "");
+		str_copy(c->base, sizeof(c->base), "http://docker");
+		return 0;
+	}
+	return sp_err_set(e, SP_BAD_REQUEST,
+			  "endpoint must be unix:///path, tcp://host:port or ssh://user@host[:port]");
+}
+
+int docker_endpoint_check(const struct docker_endpoint *ep, struct sp_err *e)
+{
+	struct docker_client *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	rc = parse_endpoint(c, ep, e);
+	free(c);
+	return rc;
+}
+
+struct docker_client *docker_client_create_ex(const struct docker_endpoint *ep, int timeout_s,
+					      struct sp_err *e)
+{
 	struct docker_client *c = NULL;
 
-	if (!host || strncmp(host, unix_prefix, sizeof(unix_prefix) - 1) != 0) {
-		sp_err_set(e, SP_INTERNAL,
-			   "docker_host must be unix:///path (tcp and ssh come later)");
-		goto fail;
-	}
-	host += sizeof(unix_prefix) - 1;
-	if (host[0] != '/') {
-		sp_err_set(e, SP_INTERNAL, "docker_host must name an absolute socket path");
-		goto fail;
-	}
 	if (timeout_s <= 0) {
 		sp_err_set(e, SP_INTERNAL, "docker timeout must be positive");
 		goto fail;
@@ -257,11 +322,10 @@ struct docker_client *docker_client_create(const char *host, int timeout_s, stru
 		sp_err_set(e, SP_INTERNAL, "out of memory");
 		goto fail;
 	}
-	if (str_copy(c->sock, sizeof(c->sock), host) < 0) {
-		sp_err_set(e, SP_INTERNAL, "docker socket path is longer than %zu bytes",
-			   sizeof(c->sock) - 1);
+	if (parse_endpoint(c, ep, e) < 0)
 		goto fail;
-	}
+	c->pooled = ep->pooled;
+	c->connect_timeout_ms = ep->connect_timeout_ms > 0 ? ep->connect_timeout_ms : 5000;
 	c->timeout_s = timeout_s;
 	snprintf(c->api, sizeof(c->api), "%d.%d", DOCKER_API_MIN_MAJOR, DOCKER_API_MIN_MINOR);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -280,10 +344,24 @@ fail:
 	return NULL;
 }
 
+struct docker_client *docker_client_create(const char *host, int timeout_s, struct sp_err *e)
+{
+	struct docker_endpoint ep = { 0 };
+
+	ep.url = host;
+	ep.pooled = 1;
+	if (!host || strncmp(host, "unix://", 7) != 0) {
+		sp_err_set(e, SP_INTERNAL, "docker_host must be unix:///path");
+		return NULL;
+	}
+	return docker_client_create_ex(&ep, timeout_s, e);
+}
+
 void docker_client_free(struct docker_client *c)
 {
 	if (!c)
 		return;
+	docker_transport_close(c);
 	curl_easy_cleanup(c->h);
 	curl_global_cleanup();
 	free(c);
@@ -421,12 +499,12 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 	if (!h)
 		h = c->h;
 	r->h = h;
-	if (r->unversioned ? buf_printf(&url, "http://docker%s", r->path)
-			   : buf_printf(&url, "http://docker/v%s%s", c->api, r->path)) {
+	if (r->unversioned ? buf_printf(&url, "%s%s", c->base, r->path)
+			   : buf_printf(&url, "%s/v%s%s", c->base, c->api, r->path)) {
 		sp_err_set(e, SP_INTERNAL, "Docker request URL is too long");
 		goto done;
 	}
-	if (!docker_path_allowed(r->method, url.data + strlen("http://docker")) ||
+	if (!docker_path_allowed(r->method, url.data + strlen(c->base)) ||
 	    !query_ok(r->query.data ? r->query.data : "", r->query.len)) {
 		log_safe(url.data, safe, sizeof(safe));
 		log_error("docker: refused %s %s: not in the allow-list", r->method, safe);
@@ -459,12 +537,11 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 	errbuf[0] = '\0';
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_URL, url.data);
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->sock);
+	docker_transport_apply(c, h);
 	curl_easy_setopt(h, CURLOPT_PROXY, "");
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_s * 1000);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);

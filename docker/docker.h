@@ -29,10 +29,35 @@ struct docker_version {
 	char runc_commit[128];  /* runc GitCommit (distro build id) */
 };
 
-/* Creates a client for host ("unix:///var/run/docker.sock"; tcp/ssh come
- * later). timeout_s bounds every request except pulls and exec streams.
- * Allocates; free with docker_client_free. Does no I/O. */
+/* Where a Docker daemon is and how to reach it.
+ *   unix:///path               the local socket
+ *   tcp://host:port            with tls_cert, tls_key and tls_ca: TLS with a
+ *                              client certificate (all three or none)
+ *   ssh://user@host[:port]     the Engine API through `docker system
+ *                              dial-stdio` on the far side; ssh_key and
+ *                              ssh_known_hosts are files (may be NULL)
+ * pooled: keep connections open across requests (and, over ssh, one
+ * ControlMaster connection under ssh_control_dir); 0 opens a new connection
+ * (and a new ssh session) for every request — for comparisons only.
+ * connect_timeout_ms bounds reaching the daemon (0 = 5000). */
+struct docker_endpoint {
+	const char *url;
+	const char *tls_cert, *tls_key, *tls_ca;
+	const char *ssh_key, *ssh_known_hosts, *ssh_control_dir;
+	int pooled;
+	int connect_timeout_ms;
+};
+
+/* Creates a client for host ("unix:///var/run/docker.sock"). timeout_s
+ * bounds every request except pulls and exec streams. Allocates; free with
+ * docker_client_free. Does no I/O. */
 struct docker_client *docker_client_create(const char *host, int timeout_s, struct sp_err *e);
+/* Like docker_client_create for any endpoint. Allocates; does no I/O. */
+struct docker_client *docker_client_create_ex(const struct docker_endpoint *ep, int timeout_s,
+					      struct sp_err *e);
+/* Checks an endpoint's URL and files without connecting; -1 with a message
+ * naming what is wrong. */
+int docker_endpoint_check(const struct docker_endpoint *ep, struct sp_err *e);
 void docker_client_free(struct docker_client *c);
 
 /* GET /version; sets the API version used in later paths (the daemon's,

@@ -8,6 +8,8 @@
 #ifndef SANDPIT_DOCKER_INT_H
 #define SANDPIT_DOCKER_INT_H
 
+#include <sys/types.h>
+
 #include <curl/curl.h>
 
 #include "docker.h"
@@ -20,12 +22,30 @@
 #define DOCKER_QUERY_MAX ((size_t)32 << 10)
 #define DOCKER_PATH_MAX 1024
 
+enum docker_transport { DT_UNIX, DT_TCP, DT_SSH };
+
 struct docker_client {
 	CURL *h;	/* kept alive across requests (not for exec streams) */
-	char sock[108]; /* unix socket path */
+	enum docker_transport transport;
+	char sock[108]; /* unix: the socket path */
+	char base[300]; /* URL before the path: "http://docker", "https://host:port" */
+	char tls_cert[4096], tls_key[4096], tls_ca[4096]; /* tcp: client cert, key, CA */
+	char ssh_dest[300];   /* ssh: user@host */
+	char ssh_port[8];
+	char ssh_key[4096], ssh_known_hosts[4096], ssh_control_dir[1024];
+	int pooled;	       /* reuse connections (and the ssh master) across requests */
+	pid_t bridge_pid;      /* ssh: the bridge process serving sock */
+	pid_t bridge_owner;    /* the process that started it (a forked copy does not own it) */
+	int connect_timeout_ms;
 	int timeout_s;	/* default bound on a request */
 	char api[16];	/* "1.41" until docker_negotiate */
 };
+
+/* Sets the transport's options (socket path, TLS files, ssh socket
+ * callbacks, reuse) on a handle after curl_easy_reset. */
+void docker_transport_apply(struct docker_client *c, CURL *h);
+/* Stops what the transport started (the ssh bridge). */
+void docker_transport_close(struct docker_client *c);
 
 /* A sink takes answer bytes of a 2xx answer; returns 0 to go on, else the
  * transfer is aborted and req.aborted is set. */

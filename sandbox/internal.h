@@ -17,4 +17,26 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv);
  * that user must be able to use. */
 void sandbox_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsigned *dir_mode);
 
+/* A registered Docker server. */
+struct server {
+	char id[65], name[65], endpoint[512];
+	char tls_cert[1024], tls_key[1024], tls_ca[1024];
+	char ssh_key[1024], ssh_known_hosts[1024];
+	char pool[65];
+	char orgs[1024]; /* comma separated; "*" = every organization */
+	int pooled;
+};
+int server_from_json(const char *text, struct server *s, struct sp_err *e);
+json_object *server_to_json(const struct server *s);
+int server_allows(const struct server *s, const char *org);
+/* Makes server id ("" or "local" = the local server) the current one:
+ * ctx->dk and ctx->cur. -1 (ctx->dk NULL) when it is unknown. */
+int sandbox_select_server(struct sandbox_ctx *ctx, const char *id, struct sp_err *e);
+void sandbox_servers_cleanup(struct sandbox_ctx *ctx);
+/* Chooses the server of a new sandbox (requested, else the pool's least
+ * loaded, else local), checks the org may use it, and reserves the
+ * sandbox's share there. Sets sb->server_id ("" = local). */
+int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
+		  const char *requested, struct sp_err *e);
+
 #endif

@@ -58,26 +58,40 @@ int sandbox_ctx_init(struct sandbox_ctx *ctx, const struct config *cfg, struct s
 		ctx->st = NULL;
 		return -1;
 	}
+	str_copy(ctx->conns[0].id, sizeof(ctx->conns[0].id), "local");
+	ctx->conns[0].dk = ctx->dk;
+	ctx->nconns = 1;
+	ctx->cur = &ctx->conns[0];
 	return 0;
 }
 
 void sandbox_ctx_cleanup(struct sandbox_ctx *ctx)
 {
+	sandbox_servers_cleanup(ctx);
 	store_close(ctx->st);
-	docker_client_free(ctx->dk);
+	docker_client_free(ctx->conns[0].dk);
 	ctx->st = NULL;
 	ctx->dk = NULL;
+	ctx->cur = NULL;
 }
 
 static int ensure_docker(struct sandbox_ctx *ctx, struct sp_err *e)
 {
 	struct docker_version v;
 
-	if (ctx->docker_ready)
+	if (!ctx->dk || !ctx->cur)
+		return sp_err_set(e, SP_UNAVAILABLE, "The sandbox's server cannot be reached");
+	if (ctx->cur->docker_ready)
 		return 0;
-	if (docker_negotiate(ctx->dk, ctx->cfg->allow_old_runc, &v, e) < 0)
+	if (docker_negotiate(ctx->dk, ctx->cfg->allow_old_runc, &v, e) < 0) {
+		if (ctx->cur != &ctx->conns[0] && e->code == SP_UNAVAILABLE) {
+			char msg[sizeof(e->msg)];
+			str_copy(msg, sizeof(msg), e->msg);
+			sp_err_set(e, SP_UNAVAILABLE, "Server %s is unavailable: %s", ctx->cur->id, msg);
+		}
 		return -1;
-	ctx->docker_ready = 1;
+	}
+	ctx->cur->docker_ready = 1;
 	return 0;
 }
 
@@ -90,7 +104,7 @@ static int ensure_networks(struct sandbox_ctx *ctx, struct sp_err *e)
 {
 	char name[128], label[128];
 
-	if (ctx->networks_ready)
+	if (ctx->cur->networks_ready)
 		return 0;
 	snprintf(label, sizeof(label), "%s.network", ctx->cfg->label_prefix);
 	network_name(ctx->cfg, "isolated", name, sizeof(name));
@@ -99,7 +113,7 @@ static int ensure_networks(struct sandbox_ctx *ctx, struct sp_err *e)
 	network_name(ctx->cfg, "internet", name, sizeof(name));
 	if (docker_network_ensure(ctx->dk, name, 0, label, e) < 0)
 		return -1;
-	ctx->networks_ready = 1;
+	ctx->cur->networks_ready = 1;
 	return 0;
 }
 
@@ -158,8 +172,10 @@ static void transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox
 	struct store_rec r = { 0 };
 
 	sb->status = to;
-	if (to == SB_KILLED || to == SB_ERROR)
+	if (to == SB_KILLED || to == SB_ERROR) {
 		store_release(ctx->st, sb->org, sb->id, &e);
+		store_server_release(ctx->st, sb->server_id, sb->id, &e);
+	}
 	if (to == SB_KILLED)
 		sb->killed_at = at;
 	if (why)
@@ -207,7 +223,7 @@ static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 	json_object *info = NULL, *state, *running;
 	struct sp_err e;
 
-	if (sb->status != SB_RUNNING)
+	if (sb->status != SB_RUNNING || !ctx->dk)
 		return;
 	if (docker_container_inspect(ctx->dk, sb->container_id, &info, &e) < 0) {
 		if (e.code == SP_NOT_FOUND)
@@ -233,6 +249,9 @@ static int load(struct sandbox_ctx *ctx, const char *org, const char *id, struct
 	store_rec_free(&r);
 	if (rc < 0)
 		return sp_err_set(e, SP_INTERNAL, "Sandbox record is damaged");
+	/* the operation acts on the sandbox's own server; if that cannot be
+	 * reached, reads still work and acting fails with 503 */
+	sandbox_select_server(ctx, sb->server_id, &ctx->server_err);
 	return 0;
 }
 
@@ -254,7 +273,11 @@ int sandbox_get_running(struct sandbox_ctx *ctx, const char *org, const char *id
 	catch_up_time(ctx, out);
 	if (out->status != SB_RUNNING)
 		return sp_err_set(e, SP_PRECONDITION, "Sandbox is %s", sandbox_status_name(out->status));
-	return 0;
+	if (!ctx->dk) {
+		*e = ctx->server_err;
+		return -1;
+	}
+	return ensure_docker(ctx, e);
 }
 
 /* Maps a Docker "no such container" on a running sandbox to killed. */
@@ -264,13 +287,29 @@ static int container_gone(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 	return sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
 }
 
+/* True when container id is among the running containers of a list answer. */
+static int in_list(json_object *live, const char *id)
+{
+	for (size_t j = 0; live && j < json_object_array_length(live); j++) {
+		json_object *cid;
+		if (json_object_object_get_ex(json_object_array_get_idx(live, j), "Id", &cid) &&
+		    strcmp(json_object_get_string(cid), id) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 int sandbox_list(struct sandbox_ctx *ctx, const char *org, json_object **out, struct sp_err *e)
 {
-	enum { MAX_LIST = 1000 };
+	enum { MAX_LIST = 1000, MAX_SRV = 16 };
 	struct store_rec *recs = calloc(MAX_LIST, sizeof(*recs));
-	json_object *arr = NULL, *live = NULL;
+	struct {
+		char id[65];
+		json_object *live; /* NULL: the server could not be asked */
+	} srv[MAX_SRV];
+	int nsrv = 0, n, rc = -1;
 	char label[192];
-	int n, rc = -1, have_live = 0;
+	json_object *arr;
 
 	if (!recs)
 		return sp_err_set(e, SP_INTERNAL, "out of memory");
@@ -278,26 +317,27 @@ int sandbox_list(struct sandbox_ctx *ctx, const char *org, json_object **out, st
 	if (n < 0)
 		goto out;
 	snprintf(label, sizeof(label), "%s.organizationId=%s", ctx->cfg->label_prefix, org);
-	{
-		struct sp_err de;
-		if (ensure_docker(ctx, &de) == 0 &&
-		    docker_container_list(ctx->dk, label, 0, &live, &de) == 0)
-			have_live = 1;
-	}
 	arr = json_object_new_array();
 	for (int i = 0; i < n; i++) {
 		struct sandbox sb;
+		int k;
 		if (sandbox_from_rec(&recs[i], &sb) < 0)
 			continue;
-		if (!catch_up_time(ctx, &sb) && sb.status == SB_RUNNING && have_live) {
-			int found = 0;
-			for (size_t j = 0; j < json_object_array_length(live) && !found; j++) {
-				json_object *c = json_object_array_get_idx(live, j), *cid;
-				if (json_object_object_get_ex(c, "Id", &cid) &&
-				    strcmp(json_object_get_string(cid), sb.container_id) == 0)
-					found = 1;
+		if (!catch_up_time(ctx, &sb) && sb.status == SB_RUNNING) {
+			/* one container listing per server, asked once */
+			for (k = 0; k < nsrv && strcmp(srv[k].id, sb.server_id) != 0; k++)
+				;
+			if (k == nsrv && nsrv < MAX_SRV) {
+				struct sp_err de;
+				str_copy(srv[k].id, sizeof(srv[k].id), sb.server_id);
+				srv[k].live = NULL;
+				if (sandbox_select_server(ctx, sb.server_id, &de) == 0 &&
+				    ensure_docker(ctx, &de) == 0 &&
+				    docker_container_list(ctx->dk, label, 0, &srv[k].live, &de) < 0)
+					srv[k].live = NULL;
+				nsrv++;
 			}
-			if (!found)
+			if (k < nsrv && srv[k].live && !in_list(srv[k].live, sb.container_id))
 				sandbox_mark_gone(ctx, &sb);
 		}
 		json_object_array_add(arr, sandbox_to_json(&sb));
@@ -308,7 +348,8 @@ out:
 	for (int i = 0; i < MAX_LIST && i < (n > 0 ? n : 0); i++)
 		store_rec_free(&recs[i]);
 	free(recs);
-	json_object_put(live);
+	for (int k = 0; k < nsrv; k++)
+		json_object_put(srv[k].live);
 	return rc;
 }
 
@@ -698,6 +739,7 @@ static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_
 	str_copy(sb->error_message, sizeof(sb->error_message), e->msg);
 	save_if(ctx, sb, SB_CREATING, &ignore);
 	store_release(ctx->st, sb->org, sb->id, &ignore);
+	store_server_release(ctx->st, sb->server_id, sb->id, &ignore);
 	log_info("sandbox %s: creation failed: %s", sb->id, e->msg);
 	return -1;
 }
@@ -772,8 +814,6 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	} else {
 		str_copy(sb->image, sizeof(sb->image), rq->image);
 	}
-	if (rq->server_id && *rq->server_id && strcmp(rq->server_id, "local") != 0)
-		return sp_err_field(e, SP_NOT_FOUND, "serverId", "Server %s not found", rq->server_id);
 	crypto_random_id(sb->id, SANDBOX_ID_LEN);
 	str_copy(sb->org, sizeof(sb->org), org);
 	str_copy(sb->name, sizeof(sb->name), rq->name ? rq->name : "");
@@ -802,11 +842,14 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		sp_err_set(e, SP_INTERNAL, "Could not seal envVars");
 		goto out;
 	}
-	if (ensure_docker(ctx, e) < 0 || reserve(ctx, sb, e) < 0)
+	if (reserve(ctx, sb, e) < 0)
 		goto out;
-	if (save(ctx, sb, sealed.len ? sealed.data : NULL, e) < 0) {
+	if (sandbox_place(ctx, org, sb, rq->server_id, e) < 0 ||
+	    sandbox_select_server(ctx, sb->server_id, e) < 0 || ensure_docker(ctx, e) < 0 ||
+	    save(ctx, sb, sealed.len ? sealed.data : NULL, e) < 0) {
 		struct sp_err ignore;
 		store_release(ctx->st, sb->org, sb->id, &ignore);
+		store_server_release(ctx->st, sb->server_id, sb->id, &ignore);
 		goto out;
 	}
 	if (ensure_networks(ctx, e) < 0 || prepare_image(ctx, sb, &img, e) < 0) {
@@ -957,6 +1000,7 @@ int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, str
 	if (store_sandbox_del(ctx->st, org, id, e) < 0)
 		return -1;
 	store_release(ctx->st, org, id, e);
+	store_server_release(ctx->st, sb.server_id, id, e);
 	log_info("sandbox %s removed", id);
 	return 0;
 }

@@ -19,13 +19,30 @@
 struct store;
 struct docker_client;
 
-/* What a worker holds: its configuration and its own connections. */
+/* A worker's connection to one Docker server. */
+struct server_conn {
+	char id[65];            /* "local" for conns[0] */
+	struct docker_client *dk;
+	char *record;           /* the server's record as last read (JSON) */
+	int64_t checked_at;     /* mono ms */
+	int docker_ready;       /* version negotiated */
+	int networks_ready;     /* sandbox networks ensured */
+};
+
+#define SB_MAX_SERVERS 16
+
+/* What a worker holds: its configuration and its own connections. dk is
+ * the client of the server the current operation acts on (selected when a
+ * sandbox record is loaded, or by placement); NULL when that server cannot
+ * be reached. */
 struct sandbox_ctx {
 	const struct config *cfg;
 	struct store *st;
 	struct docker_client *dk;
-	int docker_ready;   /* version negotiated */
-	int networks_ready; /* sandbox networks ensured */
+	struct server_conn *cur;
+	struct server_conn conns[SB_MAX_SERVERS];
+	int nconns;
+	struct sp_err server_err; /* why dk is NULL */
 };
 
 enum sandbox_status { SB_CREATING, SB_RUNNING, SB_KILLED, SB_ERROR };
@@ -166,6 +183,19 @@ int sandbox_read_file(struct sandbox_ctx *ctx, const char *org, const char *id, 
 		      struct buf *content, struct sp_err *e);
 int sandbox_list_files(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
 		       json_object **out, struct sp_err *e);
+
+/* Docker servers (besides "local"). add: registers or replaces one after
+ * checking its endpoint (no connection is made). list: a new JSON array of
+ * the records with their current load. */
+struct sandbox_server_spec {
+	const char *id, *name, *endpoint;
+	const char *tls_cert, *tls_key, *tls_ca;
+	const char *ssh_key, *ssh_known_hosts;
+	const char *pool, *orgs;
+	int pooled;
+};
+int sandbox_server_add(struct store *st, const struct sandbox_server_spec *sp, struct sp_err *e);
+json_object *sandbox_server_list(struct store *st, struct sp_err *e);
 
 /* The record as the API returns it (never envVars). New object. */
 json_object *sandbox_to_json(const struct sandbox *sb);

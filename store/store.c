@@ -1,7 +1,15 @@
 /*
- * Redis store over hiredis. See store.h. A broken connection is rebuilt once
- * per command and the command retried; "LOADING" is retried for up to 5 s.
- * Never logs record values (they may hold sealed secrets).
+ * Redis store over hiredis. See store.h. A connection found closed before a
+ * command is sent is rebuilt silently. A command whose answer is lost (the
+ * connection broke or timed out after it was sent) is ambiguous: it is sent
+ * again once only when it is a read or an idempotent write (STORE_READ,
+ * STORE_IDEM below), never when a second run would answer differently
+ * (STORE_ONCE): that caller gets SP_UNAVAILABLE and the client may retry.
+ * "LOADING" is waited out for up to 5 s. With Sentinel (sentinel:// url) the
+ * master is found through sentinel.c, and a broken connection, READONLY,
+ * MASTERDOWN or LOADING makes the worker look for it again, all within
+ * STORE_FAILOVER_MS per command. Never logs record values (they may hold
+ * sealed secrets).
  */
 #include "store.h"
 
@@ -12,10 +20,26 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include <poll.h>
+
 #include <hiredis.h>
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "sentinel.h"
+
+/* The longest a command spends finding a new master after a failover. */
+#define STORE_FAILOVER_MS 3000
+
+/* What a command may do after its answer was lost. */
+enum store_kind {
+	STORE_READ, /* reads (a script may also drop expired index members): sent again */
+	STORE_IDEM, /* a write that leaves the same state and gives the same answer when
+		       applied twice (HSET of given values, SADD, whole-record put): sent again */
+	STORE_ONCE, /* a write whose second run would answer differently (a status
+		       compare-and-set, a delete that reports whether it found something):
+		       never sent again after an ambiguous failure */
+};
 
 struct store {
 	redisContext *rc;
@@ -24,6 +48,9 @@ struct store {
 	int db;
 	char path[4096];
 	char prefix[64];
+	struct sentinel *sn; /* set for sentinel:// urls */
+	int wait_replicas;   /* WAIT for this many replicas after each write (0: never) */
+	int wait_ms;         /* ... for at most this long */
 };
 
 void store_rec_free(struct store_rec *r)
@@ -43,9 +70,59 @@ const char *store_rec_get(const struct store_rec *r, const char *name)
 	return NULL;
 }
 
-struct store *store_open(const char *url, const char *prefix, struct sp_err *e)
+/* Reads "wait=N&wait_ms=T" (the part after '?') into st. */
+static int parse_query(struct store *st, const char *q)
+{
+	char buf[128], *save = NULL, *kv;
+	long long n;
+
+	if (str_copy(buf, sizeof(buf), q) < 0)
+		return -1;
+	st->wait_ms = 1000;
+	for (kv = strtok_r(buf, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+		if (strncmp(kv, "wait=", 5) == 0 && parse_ll(kv + 5, 0, 16, &n) == 0)
+			st->wait_replicas = (int)n;
+		else if (strncmp(kv, "wait_ms=", 8) == 0 && parse_ll(kv + 8, 1, 10000, &n) == 0)
+			st->wait_ms = (int)n;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+/* "h:p,h:p/name[/db]" after sentinel:// (len bytes). */
+static int parse_sentinel(struct store *st, const char *s, size_t len)
+{
+	const char *slash = memchr(s, '/', len), *name, *slash2;
+	long long n;
+	char num[8];
+
+	if (!slash)
+		return -1;
+	name = slash + 1;
+	slash2 = memchr(name, '/', len - (size_t)(name - s));
+	st->sn = calloc(1, sizeof(*st->sn));
+	if (!st->sn ||
+	    sentinel_parse(st->sn, s, (size_t)(slash - s), name,
+			   slash2 ? (size_t)(slash2 - name) : len - (size_t)(name - s)) < 0)
+		return -1;
+	if (slash2) {
+		size_t dl = len - (size_t)(slash2 + 1 - s);
+		if (dl == 0 || dl >= sizeof(num))
+			return -1;
+		memcpy(num, slash2 + 1, dl);
+		num[dl] = '\0';
+		if (parse_ll(num, 0, 1000, &n) < 0)
+			return -1;
+		st->db = (int)n;
+	}
+	return 0;
+}
+
+struct store *store_open(const char *url_in, const char *prefix, struct sp_err *e)
 {
 	struct store *st = calloc(1, sizeof(*st));
+	char url[4096], *q;
 	long long n;
 
 	if (!st) {
@@ -53,8 +130,19 @@ struct store *store_open(const char *url, const char *prefix, struct sp_err *e)
 		return NULL;
 	}
 	str_copy(st->prefix, sizeof(st->prefix), prefix);
+	if (str_copy(url, sizeof(url), url_in) < 0)
+		goto bad;
+	q = strchr(url, '?');
+	if (q) {
+		*q++ = '\0';
+		if (parse_query(st, q) < 0)
+			goto bad;
+	}
 	if (strncmp(url, "unix://", 7) == 0) {
 		if (str_copy(st->path, sizeof(st->path), url + 7) < 0)
+			goto bad;
+	} else if (strncmp(url, "sentinel://", 11) == 0) {
+		if (parse_sentinel(st, url + 11, strlen(url + 11)) < 0)
 			goto bad;
 	} else if (strncmp(url, "redis://", 8) == 0) {
 		const char *h = url + 8, *colon, *slash;
@@ -82,6 +170,7 @@ struct store *store_open(const char *url, const char *prefix, struct sp_err *e)
 	}
 	return st;
 bad:
+	free(st->sn);
 	free(st);
 	sp_err_set(e, SP_INTERNAL, "bad redis_url");
 	return NULL;
@@ -93,36 +182,47 @@ void store_close(struct store *st)
 		return;
 	if (st->rc)
 		redisFree(st->rc);
+	free(st->sn);
 	free(st);
 }
 
-static int store_connect(struct store *st, struct sp_err *e)
+static void store_drop(struct store *st)
+{
+	if (st->rc)
+		redisFree(st->rc);
+	st->rc = NULL;
+}
+
+/* Connects (through Sentinel when configured, finding the master by
+ * deadline) and selects the db. */
+static int store_connect(struct store *st, int64_t deadline, struct sp_err *e)
 {
 	struct timeval tv = { 2, 0 };
 	redisReply *r;
 
-	if (st->rc)
-		redisFree(st->rc);
-	st->rc = st->path[0] ? redisConnectUnixWithTimeout(st->path, tv)
-			     : redisConnectWithTimeout(st->host, st->port, tv);
-	if (!st->rc || st->rc->err) {
-		sp_err_set(e, SP_UNAVAILABLE, "Redis is unreachable: %s",
-			   st->rc ? st->rc->errstr : "out of memory");
-		log_error("redis connect: %s", st->rc ? st->rc->errstr : "oom");
-		if (st->rc)
-			redisFree(st->rc);
-		st->rc = NULL;
-		return -1;
+	store_drop(st);
+	if (st->sn) {
+		st->rc = sentinel_connect(st->sn, deadline, e);
+		if (!st->rc)
+			return -1;
+	} else {
+		st->rc = st->path[0] ? redisConnectUnixWithTimeout(st->path, tv)
+				     : redisConnectWithTimeout(st->host, st->port, tv);
+		if (!st->rc || st->rc->err) {
+			log_error("redis connect: %s", st->rc ? st->rc->errstr : "oom");
+			store_drop(st);
+			return sp_err_set(e, SP_UNAVAILABLE, "Redis is unavailable");
+		}
 	}
-	tv.tv_sec = 5;
+	/* a WAIT may take wait_ms; the socket must outlast it */
+	tv.tv_sec = 5 + st->wait_ms / 1000;
 	redisSetTimeout(st->rc, tv);
 	if (st->db) {
 		r = redisCommand(st->rc, "SELECT %d", st->db);
 		if (!r || r->type == REDIS_REPLY_ERROR) {
 			if (r)
 				freeReplyObject(r);
-			redisFree(st->rc);
-			st->rc = NULL;
+			store_drop(st);
 			return sp_err_set(e, SP_UNAVAILABLE, "Redis SELECT failed");
 		}
 		freeReplyObject(r);
@@ -130,30 +230,104 @@ static int store_connect(struct store *st, struct sp_err *e)
 	return 0;
 }
 
-/* Runs one command, reconnecting once on a broken connection and waiting
- * out LOADING. The caller frees the reply. Returns NULL with e set. */
-static redisReply *store_cmd(struct store *st, int argc, const char **argv, const size_t *lens,
-			     struct sp_err *e)
+/* An idle connection has nothing to read: if it has, the server closed it
+ * (or sent something unasked), so it is dropped before a command is sent
+ * on it, which keeps that command's outcome unambiguous. */
+static int store_conn_ok(struct store *st)
 {
-	redisReply *r = NULL;
-	int64_t until = mono_ms() + 5000;
-	int attempts = 0;
+	struct pollfd p = { st->rc->fd, POLLIN | POLLRDHUP, 0 };
+
+	if (st->rc->err)
+		return 0;
+	return poll(&p, 1, 0) == 0;
+}
+
+/* Error answers that mean "not done here; the master is elsewhere or not
+ * ready": the command did not run, so it may always go again elsewhere. */
+static int not_master_error(const redisReply *r)
+{
+	return strncmp(r->str, "READONLY", 8) == 0 || strncmp(r->str, "MASTERDOWN", 10) == 0 ||
+	       strncmp(r->str, "LOADING", 7) == 0 || strstr(r->str, "-READONLY") ||
+	       strstr(r->str, "READONLY You can't write");
+}
+
+/* Sends the command and, for a write when wait_replicas is set, WAIT in the
+ * same round trip. Returns the command's reply or NULL (connection lost);
+ * *unconfirmed is set when the write ran but fewer replicas than asked
+ * confirmed it in time (or the WAIT answer was lost). */
+static redisReply *send_cmd(struct store *st, enum store_kind kind, int argc, const char **argv,
+			    const size_t *lens, int *unconfirmed)
+{
+	redisReply *r = NULL, *w = NULL;
+
+	*unconfirmed = 0;
+	if (kind == STORE_READ || st->wait_replicas <= 0)
+		return redisCommandArgv(st->rc, argc, argv, lens);
+	if (redisAppendCommandArgv(st->rc, argc, argv, lens) != REDIS_OK ||
+	    redisAppendCommand(st->rc, "WAIT %d %d", st->wait_replicas, st->wait_ms) != REDIS_OK ||
+	    redisGetReply(st->rc, (void **)&r) != REDIS_OK)
+		return NULL;
+	if (redisGetReply(st->rc, (void **)&w) != REDIS_OK) {
+		log_warn("redis WAIT after %s: %s", argv[0], st->rc->errstr);
+		*unconfirmed = 1;
+		store_drop(st);
+		return r;
+	}
+	if (r->type != REDIS_REPLY_ERROR &&
+	    (w->type != REDIS_REPLY_INTEGER || w->integer < st->wait_replicas)) {
+		log_warn("redis %s: confirmed by %lld of %d replicas within %d ms", argv[0],
+			 w->type == REDIS_REPLY_INTEGER ? w->integer : -1LL, st->wait_replicas,
+			 st->wait_ms);
+		*unconfirmed = 1;
+	}
+	freeReplyObject(w);
+	return r;
+}
+
+/* Runs one command of the given kind (see enum store_kind): a connection
+ * found closed is rebuilt first; a lost answer is retried once for READ
+ * and IDEM only; LOADING is waited out (plain url) or, like READONLY and
+ * MASTERDOWN, sends the worker to Sentinel for the master (the command did
+ * not run, so it goes again whatever its kind). The caller frees the reply.
+ * Returns NULL with e set (SP_UNAVAILABLE). */
+static redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc,
+				  const char **argv, const size_t *lens, struct sp_err *e)
+{
+	int64_t start = mono_ms(), until = start + 5000, failover = start + STORE_FAILOVER_MS;
+	int resent = 0, moved = 0, unconfirmed;
+	redisReply *r;
 
 	for (;;) {
-		if (!st->rc && store_connect(st, e) < 0)
+		if (st->rc && !store_conn_ok(st)) {
+			log_info("redis connection closed by the server; reconnecting");
+			store_drop(st);
+		}
+		if (!st->rc && store_connect(st, failover, e) < 0)
 			return NULL;
-		r = redisCommandArgv(st->rc, argc, argv, lens);
+		r = send_cmd(st, kind, argc, argv, lens, &unconfirmed);
 		if (!r) {
-			log_warn("redis %s: %s", argv[0], st->rc->errstr);
-			redisFree(st->rc);
-			st->rc = NULL;
-			if (++attempts > 1) {
-				sp_err_set(e, SP_UNAVAILABLE, "Redis is unreachable");
+			log_warn("redis %s: %s", argv[0], st->rc ? st->rc->errstr : "connection lost");
+			store_drop(st);
+			if (kind == STORE_ONCE || resent++ > 0) {
+				/* it may or may not have run: never sent twice */
+				sp_err_set(e, SP_UNAVAILABLE, "Redis is unavailable");
 				return NULL;
 			}
 			continue;
 		}
-		if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "LOADING", 7) == 0 &&
+		if (r->type == REDIS_REPLY_ERROR && st->sn && not_master_error(r) &&
+		    moved++ < 3 && mono_ms() < failover) {
+			log_warn("redis %s at %s: %.60s; asking Sentinel for the master", argv[0],
+				 st->sn->master, r->str);
+			freeReplyObject(r);
+			store_drop(st);
+			if (moved > 1) {
+				struct timespec ts = { 0, 200 * 1000 * 1000 };
+				nanosleep(&ts, NULL);
+			}
+			continue;
+		}
+		if (r->type == REDIS_REPLY_ERROR && !st->sn && strncmp(r->str, "LOADING", 7) == 0 &&
 		    mono_ms() < until) {
 			struct timespec ts = { 0, 100 * 1000 * 1000 };
 			freeReplyObject(r);
@@ -162,18 +336,37 @@ static redisReply *store_cmd(struct store *st, int argc, const char **argv, cons
 		}
 		if (r->type == REDIS_REPLY_ERROR) {
 			log_error("redis %s: %s", argv[0], r->str);
-			sp_err_set(e, SP_UNAVAILABLE, "Redis error");
+			if (not_master_error(r) || strncmp(r->str, "NOREPLICAS", 10) == 0)
+				sp_err_set(e, SP_UNAVAILABLE, "Redis is unavailable");
+			else
+				sp_err_set(e, SP_UNAVAILABLE, "Redis error");
 			freeReplyObject(r);
+			return NULL;
+		}
+		if (unconfirmed) {
+			/* applied on the master, not known to be on a replica: not acknowledged */
+			freeReplyObject(r);
+			if (kind != STORE_ONCE && resent++ == 0 && !st->rc)
+				continue;
+			sp_err_set(e, SP_UNAVAILABLE, "Redis is unavailable");
 			return NULL;
 		}
 		return r;
 	}
 }
 
+/* A command that is never sent twice after a lost answer: the safe default
+ * for writes not marked STORE_IDEM. */
+static redisReply *store_cmd(struct store *st, int argc, const char **argv, const size_t *lens,
+			     struct sp_err *e)
+{
+	return store_cmd_kind(st, STORE_ONCE, argc, argv, lens, e);
+}
+
 int store_ping(struct store *st, struct sp_err *e)
 {
 	const char *argv[] = { "PING" };
-	redisReply *r = store_cmd(st, 1, argv, NULL, e);
+	redisReply *r = store_cmd_kind(st, STORE_READ, 1, argv, NULL, e);
 
 	if (!r)
 		return -1;
@@ -248,7 +441,7 @@ int store_sandbox_put(struct store *st, const char *org, const char *id, const c
 	argv[argc++] = id;
 	for (int i = 0; i < nkv; i++)
 		argv[argc++] = kv[i];
-	r = store_cmd(st, argc, argv, NULL, e);
+	r = store_cmd_kind(st, STORE_IDEM, argc, argv, NULL, e); /* same record twice = once */
 	if (!r)
 		return -1;
 	freeReplyObject(r);
@@ -284,6 +477,7 @@ int store_sandbox_update(struct store *st, const char *org, const char *id,
 	argv[argc++] = ttl;
 	for (int i = 0; i < nkv; i++)
 		argv[argc++] = kv[i];
+	/* ONCE: run twice, a compare-and-set that applied answers "changed" */
 	r = store_cmd(st, argc, argv, NULL, e);
 	if (!r)
 		return -1;
@@ -303,7 +497,7 @@ int store_sandbox_get(struct store *st, const char *org, const char *id, struct 
 	int rc;
 
 	key_sb(st, org, id, k1, sizeof(k1));
-	r = store_cmd(st, 2, argv, NULL, e);
+	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
 	if (!r)
 		return -1;
 	rc = rec_from_reply(r, out);
@@ -325,7 +519,7 @@ int store_sandbox_del(struct store *st, const char *org, const char *id, struct 
 
 	key_sb(st, org, id, k1, sizeof(k1));
 	key_idx(st, org, k2, sizeof(k2));
-	r = store_cmd(st, 6, argv, NULL, e);
+	r = store_cmd_kind(st, STORE_IDEM, 6, argv, NULL, e);
 	if (!r)
 		return -1;
 	freeReplyObject(r);
@@ -354,7 +548,7 @@ int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs
 	key_idx(st, org, k2, sizeof(k2));
 	snprintf(pfx, sizeof(pfx), "%s:{%s}:sb:", st->prefix, org);
 	snprintf(mx, sizeof(mx), "%d", max);
-	r = store_cmd(st, 6, argv, NULL, e);
+	r = store_cmd_kind(st, STORE_READ, 6, argv, NULL, e); /* drops only expired members */
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY) {
@@ -384,7 +578,7 @@ int store_key_put(struct store *st, const char *hash, const char *org, const cha
 	snprintf(k3, sizeof(k3), "%s:orgs", st->prefix);
 	snprintf(k4, sizeof(k4), "%s:{%s}:keys", st->prefix, org);
 	snprintf(now, sizeof(now), "%lld", (long long)now_ms());
-	r = store_cmd(st, 12, argv, NULL, e);
+	r = store_cmd_kind(st, STORE_IDEM, 12, argv, NULL, e); /* createdAt is fixed above */
 	if (!r)
 		return -1;
 	freeReplyObject(r);
@@ -400,7 +594,7 @@ static int hgetall(struct store *st, const char *key, struct store_rec *out, enu
 	int rc;
 
 	out->n = 0;
-	r = store_cmd(st, 2, argv, NULL, e);
+	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
 	if (!r)
 		return -1;
 	rc = rec_from_reply(r, out);
@@ -435,6 +629,7 @@ int store_key_revoke(struct store *st, const char *key_id, struct sp_err *e)
 	snprintf(k1, sizeof(k1), "%s:keyid:%s", st->prefix, key_id);
 	snprintf(pfx, sizeof(pfx), "%s:key:", st->prefix);
 	snprintf(pfx2, sizeof(pfx2), "%s:", st->prefix);
+	/* ONCE: run twice, a revocation that applied answers "no such key" */
 	r = store_cmd(st, 7, argv, NULL, e);
 	if (!r)
 		return -1;
@@ -459,7 +654,7 @@ int store_key_list(struct store *st, const char *org, struct store_rec *recs, in
 
 	snprintf(k1, sizeof(k1), "%s:{%s}:keys", st->prefix, org);
 	snprintf(pfx, sizeof(pfx), "%s:keyid:", st->prefix);
-	r = store_cmd(st, 5, argv, NULL, e);
+	r = store_cmd_kind(st, STORE_READ, 5, argv, NULL, e);
 	if (!r)
 		return -1;
 	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements && n < max; i++) {
@@ -482,7 +677,7 @@ int store_org_add(struct store *st, const char *org, struct sp_err *e)
 	redisReply *r;
 
 	snprintf(k, sizeof(k), "%s:orgs", st->prefix);
-	r = store_cmd(st, 3, argv, NULL, e);
+	r = store_cmd_kind(st, STORE_IDEM, 3, argv, NULL, e);
 	if (!r)
 		return -1;
 	freeReplyObject(r);
@@ -497,7 +692,7 @@ int store_org_exists(struct store *st, const char *org, struct sp_err *e)
 	int n;
 
 	snprintf(k, sizeof(k), "%s:orgs", st->prefix);
-	r = store_cmd(st, 3, argv, NULL, e);
+	r = store_cmd_kind(st, STORE_READ, 3, argv, NULL, e);
 	if (!r)
 		return -1;
 	n = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
@@ -514,7 +709,7 @@ int store_org_list(struct store *st, char ***names, int *n, struct sp_err *e)
 	snprintf(k, sizeof(k), "%s:orgs", st->prefix);
 	*names = NULL;
 	*n = 0;
-	r = store_cmd(st, 2, argv, NULL, e);
+	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements) {
@@ -528,9 +723,10 @@ int store_org_list(struct store *st, char ***names, int *n, struct sp_err *e)
 }
 
 /* A simple command with up to 6 arguments and an integer or status answer. */
-static int simple(struct store *st, int argc, const char **argv, long long *out, struct sp_err *e)
+static int simple_kind(struct store *st, enum store_kind kind, int argc, const char **argv,
+		       long long *out, struct sp_err *e)
 {
-	redisReply *r = store_cmd(st, argc, argv, NULL, e);
+	redisReply *r = store_cmd_kind(st, kind, argc, argv, NULL, e);
 
 	if (!r)
 		return -1;
@@ -540,6 +736,12 @@ static int simple(struct store *st, int argc, const char **argv, long long *out,
 	return 0;
 }
 
+/* The same, never sent twice (STORE_ONCE). */
+static int simple(struct store *st, int argc, const char **argv, long long *out, struct sp_err *e)
+{
+	return simple_kind(st, STORE_ONCE, argc, argv, out, e);
+}
+
 int store_role_put(struct store *st, const char *org, const char *name, const char *perms,
 		   struct sp_err *e)
 {
@@ -547,7 +749,7 @@ int store_role_put(struct store *st, const char *org, const char *name, const ch
 	const char *argv[] = { "HSET", k, name, perms };
 
 	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
-	return simple(st, 4, argv, NULL, e);
+	return simple_kind(st, STORE_IDEM, 4, argv, NULL, e);
 }
 
 int store_role_get(struct store *st, const char *org, const char *name, char **perms,
@@ -559,7 +761,7 @@ int store_role_get(struct store *st, const char *org, const char *name, char **p
 
 	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
 	*perms = NULL;
-	r = store_cmd(st, 3, argv, NULL, e);
+	r = store_cmd_kind(st, STORE_READ, 3, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_STRING)
@@ -577,6 +779,7 @@ int store_role_del(struct store *st, const char *org, const char *name, struct s
 	long long n = 0;
 
 	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
+	/* ONCE: run twice, a delete that applied answers "no such role" */
 	if (simple(st, 3, argv, &n, e) < 0)
 		return -1;
 	return n ? 0 : sp_err_set(e, SP_NOT_FOUND, "No role %s in %s", name, org);
@@ -604,7 +807,7 @@ int store_quota_set(struct store *st, const char *org, int64_t sandboxes, int64_
 		if (vals[i] < 0)
 			continue;
 		snprintf(v, sizeof(v), "%lld", (long long)vals[i]);
-		if (simple(st, vals[i] ? 4 : 3, vals[i] ? hset : hdel, NULL, e) < 0)
+		if (simple_kind(st, STORE_IDEM, vals[i] ? 4 : 3, vals[i] ? hset : hdel, NULL, e) < 0)
 			return -1;
 	}
 	return 0;
@@ -655,7 +858,8 @@ int store_reserve(struct store *st, const char *org, const char *id, int64_t dea
 	snprintf(c, sizeof(c), "%lld", (long long)cpu_milli);
 	snprintf(m, sizeof(m), "%lld", (long long)memory_mb);
 	snprintf(d, sizeof(d), "%lld", (long long)deadline_ms);
-	r = store_cmd(st, 10, argv, NULL, e);
+	/* IDEM: a second run skips id's own reservation when counting */
+	r = store_cmd_kind(st, STORE_IDEM, 10, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 && r->element[0]->integer == 1) {
@@ -682,5 +886,143 @@ int store_release(struct store *st, const char *org, const char *id, struct sp_e
 	const char *argv[] = { "HDEL", k, id };
 
 	snprintf(k, sizeof(k), "%s:{%s}:resv", st->prefix, org);
+	return simple_kind(st, STORE_IDEM, 3, argv, NULL, e); /* the count is ignored */
+}
+
+int store_server_put(struct store *st, const char *id, const char *json, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "HSET", k, id, json };
+
+	snprintf(k, sizeof(k), "%s:servers", st->prefix);
+	return simple(st, 4, argv, NULL, e);
+}
+
+int store_server_get(struct store *st, const char *id, char **json, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "HGET", k, id };
+	redisReply *r;
+
+	snprintf(k, sizeof(k), "%s:servers", st->prefix);
+	*json = NULL;
+	r = store_cmd(st, 3, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING)
+		*json = strndup(r->str, r->len);
+	freeReplyObject(r);
+	if (!*json)
+		return sp_err_set(e, SP_NOT_FOUND, "Server %s not found", id);
+	return 0;
+}
+
+int store_server_del(struct store *st, const char *id, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "HDEL", k, id };
+	long long n = 0;
+
+	snprintf(k, sizeof(k), "%s:servers", st->prefix);
+	if (simple(st, 3, argv, &n, e) < 0)
+		return -1;
+	return n ? 0 : sp_err_set(e, SP_NOT_FOUND, "Server %s not found", id);
+}
+
+int store_server_list(struct store *st, struct store_rec *out, struct sp_err *e)
+{
+	char k[256];
+
+	snprintf(k, sizeof(k), "%s:servers", st->prefix);
+	return hgetall(st, k, out, SP_OK, NULL, e);
+}
+
+/* KEYS: the candidates' reservation hashes. ARGV: now, id, cpu, mem,
+ * deadline. Returns the index (1-based) of the chosen one. */
+static const char lua_place[] =
+	"local now = tonumber(ARGV[1]) local best, bn, bc, bm = 0, 0, 0, 0 "
+	"for k = 1, #KEYS do "
+	"  local n, cpu, mem = 0, 0, 0 local r = redis.call('HGETALL', KEYS[k]) "
+	"  for i = 1, #r, 2 do "
+	"    local d, c, m = string.match(r[i + 1], '(%d+) (%d+) (%d+)') "
+	"    if d == nil or tonumber(d) < now then redis.call('HDEL', KEYS[k], r[i]) "
+	"    else n = n + 1 cpu = cpu + tonumber(c) mem = mem + tonumber(m) end "
+	"  end "
+	"  if best == 0 or n < bn or (n == bn and (cpu < bc or (cpu == bc and mem < bm))) then "
+	"    best, bn, bc, bm = k, n, cpu, mem end "
+	"end "
+	"redis.call('HSET', KEYS[best], ARGV[2], ARGV[5] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]) "
+	"return best";
+
+int store_place(struct store *st, const char *const *candidates, int n, const char *id,
+		int64_t deadline_ms, int64_t cpu_milli, int64_t memory_mb, char *out, size_t cap,
+		struct sp_err *e)
+{
+	enum { MAXC = 64 };
+	char keys[MAXC][256], nbuf[16], now[32], c[32], m[32], d[32];
+	const char *argv[8 + MAXC];
+	redisReply *r;
+	int argc = 0;
+	long long pick;
+
+	if (n < 1 || n > MAXC)
+		return sp_err_set(e, SP_INTERNAL, "placement needs 1..%d servers", MAXC);
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	snprintf(now, sizeof(now), "%lld", (long long)now_ms());
+	snprintf(c, sizeof(c), "%lld", (long long)cpu_milli);
+	snprintf(m, sizeof(m), "%lld", (long long)memory_mb);
+	snprintf(d, sizeof(d), "%lld", (long long)deadline_ms);
+	argv[argc++] = "EVAL";
+	argv[argc++] = lua_place;
+	argv[argc++] = nbuf;
+	for (int i = 0; i < n; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "%s:srv:%s:resv", st->prefix, candidates[i]);
+		argv[argc++] = keys[i];
+	}
+	argv[argc++] = now;
+	argv[argc++] = id;
+	argv[argc++] = c;
+	argv[argc++] = m;
+	argv[argc++] = d;
+	r = store_cmd(st, argc, argv, NULL, e);
+	if (!r)
+		return -1;
+	pick = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+	freeReplyObject(r);
+	if (pick < 1 || pick > n)
+		return sp_err_set(e, SP_INTERNAL, "placement failed");
+	str_copy(out, cap, candidates[pick - 1]);
+	return 0;
+}
+
+int store_server_release(struct store *st, const char *server, const char *id, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "HDEL", k, id };
+
+	snprintf(k, sizeof(k), "%s:srv:%s:resv", st->prefix, server && *server ? server : "local");
 	return simple(st, 3, argv, NULL, e);
+}
+
+int store_server_load(struct store *st, const char *server, int64_t *sandboxes, int64_t *cpu_milli,
+		      int64_t *memory_mb, struct sp_err *e)
+{
+	struct store_rec rec = { 0 };
+	char k[256];
+	int64_t now = now_ms();
+
+	*sandboxes = *cpu_milli = *memory_mb = 0;
+	snprintf(k, sizeof(k), "%s:srv:%s:resv", st->prefix, server);
+	if (hgetall(st, k, &rec, SP_OK, NULL, e) < 0)
+		return -1;
+	for (int i = 0; i < rec.n; i++) {
+		long long d = 0, c = 0, m = 0;
+		if (sscanf(rec.value[i], "%lld %lld %lld", &d, &c, &m) == 3 && d >= now) {
+			(*sandboxes)++;
+			*cpu_milli += c;
+			*memory_mb += m;
+		}
+	}
+	store_rec_free(&rec);
+	return 0;
 }

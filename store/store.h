@@ -14,6 +14,8 @@
  *   <p>:key:<hash>        hash  an API key: org, role, keyId, createdAt
  *   <p>:keyid:<keyId>     hash  hash, org, role, createdAt (for listing and revocation)
  *   <p>:orgs              set   organization names
+ *   <p>:servers           hash  server id -> its record as JSON
+ *   <p>:srv:<id>:resv     hash  sandbox id -> "deadlineMs cpuMilli memoryMb" on that server
  */
 #ifndef SANDPIT_STORE_H
 #define SANDPIT_STORE_H
@@ -100,5 +102,24 @@ int store_quota_get(struct store *st, const char *org, struct store_rec *out, st
 int store_reserve(struct store *st, const char *org, const char *id, int64_t deadline_ms,
 		  int64_t cpu_milli, int64_t memory_mb, char *msg, size_t msglen, struct sp_err *e);
 int store_release(struct store *st, const char *org, const char *id, struct sp_err *e);
+
+/* Docker servers: records are JSON texts the caller parses. get:
+ * SP_NOT_FOUND when absent; *json is new (free). list fills a record
+ * (id -> JSON). */
+int store_server_put(struct store *st, const char *id, const char *json, struct sp_err *e);
+int store_server_get(struct store *st, const char *id, char **json, struct sp_err *e);
+int store_server_del(struct store *st, const char *id, struct sp_err *e);
+int store_server_list(struct store *st, struct store_rec *out, struct sp_err *e);
+/* Placement: among the candidate server ids, picks the one with the fewest
+ * live reservations (then the least reserved CPU, then memory) and
+ * reserves sandbox id on it, atomically. Writes the chosen id into out.
+ * server_reserve: reserves on one given server. server_release drops it. */
+int store_place(struct store *st, const char *const *candidates, int n, const char *id,
+		int64_t deadline_ms, int64_t cpu_milli, int64_t memory_mb, char *out, size_t cap,
+		struct sp_err *e);
+int store_server_release(struct store *st, const char *server, const char *id, struct sp_err *e);
+/* The live reservation count and reserved CPU (milli) and memory of a server. */
+int store_server_load(struct store *st, const char *server, int64_t *sandboxes, int64_t *cpu_milli,
+		      int64_t *memory_mb, struct sp_err *e);
 
 #endif

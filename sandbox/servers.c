@@ -1,0 +1,325 @@
+/*
+ * Docker servers: the registry (records in Redis, as JSON), which
+ * organizations may use each one, per-worker connections to them kept open
+ * across requests, and placement of new sandboxes on the least-loaded
+ * allowed server of the configured pool. The local server ("local", the
+ * configuration's docker_host) always exists and every organization may
+ * use it.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../docker/docker.h"
+
+#define SERVER_RECHECK_MS 30000
+
+static void jstr(json_object *o, const char *k, char *out, size_t cap)
+{
+	json_object *v;
+
+	out[0] = '\0';
+	if (json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string))
+		str_copy(out, cap, json_object_get_string(v));
+}
+
+int server_from_json(const char *text, struct server *s, struct sp_err *e)
+{
+	json_object *o = json_tokener_parse(text), *v;
+
+	memset(s, 0, sizeof(*s));
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return sp_err_set(e, SP_INTERNAL, "Server record is damaged");
+	}
+	jstr(o, "id", s->id, sizeof(s->id));
+	jstr(o, "name", s->name, sizeof(s->name));
+	jstr(o, "endpoint", s->endpoint, sizeof(s->endpoint));
+	jstr(o, "tlsCert", s->tls_cert, sizeof(s->tls_cert));
+	jstr(o, "tlsKey", s->tls_key, sizeof(s->tls_key));
+	jstr(o, "tlsCa", s->tls_ca, sizeof(s->tls_ca));
+	jstr(o, "sshKey", s->ssh_key, sizeof(s->ssh_key));
+	jstr(o, "sshKnownHosts", s->ssh_known_hosts, sizeof(s->ssh_known_hosts));
+	jstr(o, "pool", s->pool, sizeof(s->pool));
+	jstr(o, "orgs", s->orgs, sizeof(s->orgs));
+	s->pooled = !(json_object_object_get_ex(o, "pooled", &v) && !json_object_get_boolean(v));
+	json_object_put(o);
+	return 0;
+}
+
+json_object *server_to_json(const struct server *s)
+{
+	json_object *o = json_object_new_object();
+
+#define PUT(k, f)                                                               \
+	do {                                                                    \
+		if (s->f[0])                                                    \
+			json_object_object_add(o, k, json_object_new_string(s->f)); \
+	} while (0)
+	PUT("id", id);
+	PUT("name", name);
+	PUT("endpoint", endpoint);
+	PUT("tlsCert", tls_cert);
+	PUT("tlsKey", tls_key);
+	PUT("tlsCa", tls_ca);
+	PUT("sshKey", ssh_key);
+	PUT("sshKnownHosts", ssh_known_hosts);
+	PUT("pool", pool);
+	PUT("orgs", orgs);
+#undef PUT
+	json_object_object_add(o, "pooled", json_object_new_boolean(s->pooled));
+	return o;
+}
+
+int server_allows(const struct server *s, const char *org)
+{
+	size_t n = strlen(org);
+
+	for (const char *p = s->orgs; *p;) {
+		size_t seg = strcspn(p, ",");
+		if ((seg == 1 && *p == '*') || (seg == n && memcmp(p, org, n) == 0))
+			return 1;
+		p += seg;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+/* A new client for a server record. */
+static struct docker_client *server_client(const struct config *cfg, const struct server *s,
+					   struct sp_err *e)
+{
+	struct docker_endpoint ep = { 0 };
+	char ctl[1024];
+
+	snprintf(ctl, sizeof(ctl), "%s", cfg->ssh_control_dir);
+	ep.url = s->endpoint;
+	ep.tls_cert = s->tls_cert;
+	ep.tls_key = s->tls_key;
+	ep.tls_ca = s->tls_ca;
+	ep.ssh_key = s->ssh_key;
+	ep.ssh_known_hosts = s->ssh_known_hosts;
+	ep.ssh_control_dir = ctl;
+	ep.pooled = s->pooled;
+	ep.connect_timeout_ms = cfg->server_connect_timeout_ms;
+	return docker_client_create_ex(&ep, cfg->docker_timeout_s, e);
+}
+
+/* Finds or opens the worker's connection to server id ("" = local).
+ * Re-reads the record every SERVER_RECHECK_MS so a changed endpoint is
+ * followed and a removed server stops being used. */
+static struct server_conn *conn_for(struct sandbox_ctx *ctx, const char *id, struct sp_err *e)
+{
+	struct server_conn *c = NULL;
+	struct server s;
+	char *json = NULL;
+	int64_t now = mono_ms();
+
+	if (!id || !*id || strcmp(id, "local") == 0)
+		return &ctx->conns[0];
+	for (int i = 1; i < ctx->nconns; i++)
+		if (strcmp(ctx->conns[i].id, id) == 0)
+			c = &ctx->conns[i];
+	if (c && now - c->checked_at < SERVER_RECHECK_MS)
+		return c;
+	if (store_server_get(ctx->st, id, &json, e) < 0) {
+		if (e->code == SP_NOT_FOUND)
+			sp_err_set(e, SP_UNAVAILABLE, "Server %s is not registered", id);
+		return NULL;
+	}
+	if (c && strcmp(c->record, json) == 0) {
+		c->checked_at = now;
+		free(json);
+		return c;
+	}
+	if (server_from_json(json, &s, e) < 0) {
+		free(json);
+		return NULL;
+	}
+	if (!c) {
+		if (ctx->nconns >= SB_MAX_SERVERS) {
+			/* drop the oldest remote connection */
+			docker_client_free(ctx->conns[1].dk);
+			free(ctx->conns[1].record);
+			memmove(&ctx->conns[1], &ctx->conns[2],
+				sizeof(ctx->conns[0]) * (size_t)(ctx->nconns - 2));
+			ctx->nconns--;
+		}
+		c = &ctx->conns[ctx->nconns++];
+		memset(c, 0, sizeof(*c));
+	} else {
+		docker_client_free(c->dk);
+		free(c->record);
+		memset(c, 0, sizeof(*c));
+	}
+	str_copy(c->id, sizeof(c->id), id);
+	c->record = json;
+	c->checked_at = now;
+	c->dk = server_client(ctx->cfg, &s, e);
+	if (!c->dk) {
+		free(c->record);
+		ctx->nconns--;
+		return NULL;
+	}
+	return c;
+}
+
+int sandbox_select_server(struct sandbox_ctx *ctx, const char *id, struct sp_err *e)
+{
+	struct server_conn *c = conn_for(ctx, id, e);
+
+	ctx->cur = c;
+	ctx->dk = c ? c->dk : NULL;
+	return c ? 0 : -1;
+}
+
+void sandbox_servers_cleanup(struct sandbox_ctx *ctx)
+{
+	for (int i = 1; i < ctx->nconns; i++) {
+		docker_client_free(ctx->conns[i].dk);
+		free(ctx->conns[i].record);
+	}
+	ctx->nconns = 1;
+}
+
+int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
+		  const char *requested, struct sp_err *e)
+{
+	const char *cand[64];
+	char ids[64][65];
+	struct store_rec all = { 0 };
+	int n = 0, rc = -1;
+
+	if (requested && *requested && strcmp(requested, "local") != 0) {
+		char *json = NULL;
+		struct server s;
+		if (store_server_get(ctx->st, requested, &json, e) < 0) {
+			if (e->code == SP_NOT_FOUND)
+				sp_err_field(e, SP_NOT_FOUND, "serverId", "Server %s not found",
+					     requested);
+			return -1;
+		}
+		rc = server_from_json(json, &s, e);
+		free(json);
+		if (rc < 0)
+			return -1;
+		if (!server_allows(&s, org))
+			return sp_err_field(e, SP_FORBIDDEN, "serverId",
+					    "Your organization may not use server %s", requested);
+		str_copy(sb->server_id, sizeof(sb->server_id), requested);
+		return store_place(ctx->st, (const char *const[]){ requested }, 1, sb->id,
+				   sb->deadline_at, (int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb,
+				   sb->server_id, sizeof(sb->server_id), e);
+	}
+	if (!ctx->cfg->placement_pool[0] || (requested && strcmp(requested, "local") == 0)) {
+		sb->server_id[0] = '\0';
+		return store_place(ctx->st, (const char *const[]){ "local" }, 1, sb->id,
+				   sb->deadline_at, (int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb,
+				   ids[0], sizeof(ids[0]), e);
+	}
+	if (store_server_list(ctx->st, &all, e) < 0)
+		return -1;
+	for (int i = 0; i < all.n && n < 64; i++) {
+		struct server s;
+		struct sp_err ignore;
+		if (server_from_json(all.value[i], &s, &ignore) < 0 ||
+		    strcmp(s.pool, ctx->cfg->placement_pool) != 0 || !server_allows(&s, org))
+			continue;
+		str_copy(ids[n], sizeof(ids[n]), all.name[i]);
+		cand[n] = ids[n];
+		n++;
+	}
+	store_rec_free(&all);
+	if (n == 0)
+		return sp_err_set(e, SP_UNAVAILABLE,
+				  "No server of pool %s is open to your organization",
+				  ctx->cfg->placement_pool);
+	if (store_place(ctx->st, cand, n, sb->id, sb->deadline_at,
+			(int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb, sb->server_id,
+			sizeof(sb->server_id), e) < 0)
+		return -1;
+	log_info("sandbox %s placed on %s (pool %s, %d candidates)", sb->id, sb->server_id,
+		 ctx->cfg->placement_pool, n);
+	return 0;
+}
+
+static int valid_server_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 64 || strcmp(s, "local") == 0 || s[0] == '-' || s[0] == '_')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+		      s[i] == '_'))
+			return 0;
+	return 1;
+}
+
+int sandbox_server_add(struct store *st, const struct sandbox_server_spec *sp, struct sp_err *e)
+{
+	struct docker_endpoint ep = { 0 };
+	struct server s = { 0 };
+	json_object *o;
+	int rc;
+
+	if (!sp->id || !valid_server_id(sp->id))
+		return sp_err_set(e, SP_BAD_REQUEST,
+				  "--id: lower-case letters, digits, '-' and '_', up to 64, not 'local'");
+	if (!sp->orgs || !*sp->orgs)
+		return sp_err_set(e, SP_BAD_REQUEST,
+				  "--orgs: name the organizations that may use it (or '*')");
+	ep.url = sp->endpoint;
+	ep.tls_cert = sp->tls_cert;
+	ep.tls_key = sp->tls_key;
+	ep.tls_ca = sp->tls_ca;
+	if (docker_endpoint_check(&ep, e) < 0)
+		return -1;
+	str_copy(s.id, sizeof(s.id), sp->id);
+	str_copy(s.name, sizeof(s.name), sp->name ? sp->name : sp->id);
+	str_copy(s.endpoint, sizeof(s.endpoint), sp->endpoint);
+	str_copy(s.tls_cert, sizeof(s.tls_cert), sp->tls_cert ? sp->tls_cert : "");
+	str_copy(s.tls_key, sizeof(s.tls_key), sp->tls_key ? sp->tls_key : "");
+	str_copy(s.tls_ca, sizeof(s.tls_ca), sp->tls_ca ? sp->tls_ca : "");
+	str_copy(s.ssh_key, sizeof(s.ssh_key), sp->ssh_key ? sp->ssh_key : "");
+	str_copy(s.ssh_known_hosts, sizeof(s.ssh_known_hosts),
+		 sp->ssh_known_hosts ? sp->ssh_known_hosts : "");
+	str_copy(s.pool, sizeof(s.pool), sp->pool ? sp->pool : "");
+	str_copy(s.orgs, sizeof(s.orgs), sp->orgs);
+	s.pooled = sp->pooled;
+	o = server_to_json(&s);
+	rc = store_server_put(st, s.id, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), e);
+	json_object_put(o);
+	return rc;
+}
+
+json_object *sandbox_server_list(struct store *st, struct sp_err *e)
+{
+	struct store_rec all = { 0 };
+	json_object *arr;
+
+	if (store_server_list(st, &all, e) < 0)
+		return NULL;
+	arr = json_object_new_array();
+	for (int i = 0; i < all.n; i++) {
+		struct server s;
+		int64_t n, c, m;
+		json_object *o;
+		if (server_from_json(all.value[i], &s, e) < 0)
+			continue;
+		o = server_to_json(&s);
+		if (store_server_load(st, s.id, &n, &c, &m, e) == 0) {
+			json_object_object_add(o, "sandboxes", json_object_new_int64(n));
+			json_object_object_add(o, "cpuReserved", json_object_new_double((double)c / 1000));
+			json_object_object_add(o, "memoryMbReserved", json_object_new_int64(m));
+		}
+		json_object_array_add(arr, o);
+	}
+	store_rec_free(&all);
+	return arr;
+}
