@@ -1,0 +1,267 @@
+// Abuse from inside a sandbox through sandbox.exec (RELIABILITY A4-A8, A11)
+// and the pids-exhaustion path: output floods, binary output, stream
+// framing, timeouts and their escapes, a client that goes away,
+// and a command that leaves nothing to fork the killer with.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { startStack, waitFor } from './lib/stack.mjs';
+import { docker, dockerExec } from './lib/docker.mjs';
+
+let s;
+const made = [];
+before(async () => { s = await startStack(); });
+after(async () => {
+  for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
+  await s?.stop();
+});
+
+async function create(body) {
+  const c = await s.api('POST', '/api/sandbox.create', { body });
+  assert.equal(c.status, 200, c.text);
+  made.push(c.json.sandboxId);
+  return c.json;
+}
+const exec = (id, cmd, o = {}) => s.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd, ...o } });
+const sha = (x) => createHash('sha256').update(x).digest('hex');
+
+// Every process in a container, seen through Docker (not sandpit) as the
+// sandbox user (who may read its processes' environ): pid, state, whether
+// its environment holds sandpit's exec marker, its command line.
+const SCAN = `for d in /proc/[0-9]*; do p=\${d#/proc/}; [ "$p" = "$$" ] && continue
+st=$(cat $d/stat 2>/dev/null) || continue; m=0
+tr '\\000' '\\n' 2>/dev/null <$d/environ | grep -q '^SANDPIT_EXEC=' && m=1
+printf '%s\\001%s\\001%s\\001%s\\n' "$p" "$m" "$st" "$(tr '\\000\\n' '  ' 2>/dev/null <$d/cmdline)"; done`;
+async function procs(cid) {
+  const r = await dockerExec(cid, ['sh', '-c', SCAN]);
+  return r.stdout.split('\n').filter(Boolean).map((l) => {
+    const [pid, marked, stat, cmd] = l.split('\x01');
+    return { pid: Number(pid), marked: marked === '1', state: stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3), cmd };
+  });
+}
+
+function workerPids() {
+  const master = fs.readFileSync(path.join(s.dir, 'sandpitd.pid'), 'utf8').trim();
+  return spawnSync('pgrep', ['-P', master], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
+}
+function status(pid, field) {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch { return 0; }
+}
+// A worker waiting for the next request sits in accept() (syscall 43 on x86-64).
+function busyWorkers() {
+  return workerPids().filter((p) => {
+    try { return fs.readFileSync(`/proc/${p}/syscall`, 'utf8').split(' ')[0] !== '43'; } catch { return false; }
+  }).length;
+}
+
+test('A4: both streams flooding at once are capped at exactly 1 MiB each; worker memory stays bounded', async (t) => {
+  const sb = await create({ template: 'python' });
+  // warm up every worker so the baseline includes libraries and buffers in use
+  await Promise.all([1, 2, 3].map(() => exec(sb.sandboxId, 'true')));
+  const workers = workerPids();
+  const rssBefore = Object.fromEntries(workers.map((p) => [p, status(p, 'VmRSS')]));
+  const t0 = Date.now();
+  const flood = exec(sb.sandboxId,
+    'yes abcdefgh | head -c 50000000 & yes ABCDEFGH | head -c 50000000 >&2; wait', { timeoutMs: 60000 });
+  // other requests are served while the flood runs
+  await new Promise((r) => setTimeout(r, 200));
+  const l0 = Date.now();
+  const list = await s.api('GET', '/api/sandbox.list');
+  assert.equal(list.status, 200);
+  const listMs = Date.now() - l0;
+  const r = await flood;
+  const floodMs = Date.now() - t0;
+  assert.equal(r.status, 200, r.text.slice(0, 300));
+  assert.equal(Buffer.byteLength(r.json.stdout), 1048576);
+  assert.equal(Buffer.byteLength(r.json.stderr), 1048576);
+  assert.equal(r.json.stdout, 'abcdefgh\n'.repeat(116509).slice(0, 1048576));
+  assert.equal(r.json.stderr, 'ABCDEFGH\n'.repeat(116509).slice(0, 1048576));
+  assert.equal(r.json.truncated, true);
+  assert.equal(r.json.timedOut, false, 'the flood is drained, not left to time out');
+  assert.equal(r.json.exitCode, 0);
+  // the same workers live on and still answer
+  const after = workerPids();
+  for (const p of workers) assert.ok(after.includes(p), `worker ${p} survived`);
+  const again = await exec(sb.sandboxId, 'echo ok');
+  assert.equal(again.json.stdout, 'ok\n');
+  const rssAfter = Object.fromEntries(workers.map((p) => [p, status(p, 'VmRSS')]));
+  const peak = Math.max(...workers.map((p) => status(p, 'VmHWM') - rssBefore[p]));
+  t.diagnostic(`flood ${floodMs} ms; list during flood ${listMs} ms; worker VmRSS kB before ${JSON.stringify(rssBefore)} after ${JSON.stringify(rssAfter)}; largest peak growth ${peak} kB`);
+  // 100 MB went through; a worker holds at most the two 1 MiB buffers and the answer
+  assert.ok(peak < 48 * 1024, `worker peak RSS grew by ${peak} kB`);
+  for (const p of workers) assert.ok(rssAfter[p] - rssBefore[p] < 32 * 1024, `worker ${p} RSS ${rssBefore[p]} -> ${rssAfter[p]} kB`);
+  assert.ok(listMs < 2000, `sandbox.list took ${listMs} ms during the flood`);
+});
+
+test('A5: binary output gives valid JSON, NUL kept, invalid UTF-8 becomes U+FFFD', async () => {
+  const sb = await create({ template: 'alpine' });
+  const r = await exec(sb.sandboxId,
+    "printf 'a\\000b\\377c\\342\\202\\254d\\000'; printf 'x\\000\\376y' >&2; printf '\\342'; sleep 0.3; printf '\\202\\254'");
+  assert.equal(r.status, 200);
+  assert.ok(r.json, 'the answer is JSON');
+  JSON.parse(r.text); // strict parse of the body
+  assert.ok(r.text.includes('\\u0000'), 'NUL is escaped, not cut');
+  // a character split across two writes (two stream frames) is put back together
+  assert.equal(r.json.stdout, 'a\u0000b\uFFFDc\u20ACd\u0000\u20AC');
+  assert.equal(r.json.stderr, 'x\u0000\uFFFDy');
+  assert.equal(r.json.exitCode, 0);
+  assert.equal(r.json.truncated, false);
+  // a sequence cut off at the end of the output
+  const cut = await exec(sb.sandboxId, "printf 'ok\\342\\202'");
+  assert.ok(cut.json);
+  assert.match(cut.json.stdout, /^ok\uFFFD+$/);
+  // every byte value once
+  const all = await exec(sb.sandboxId, "i=0; while [ $i -lt 256 ]; do printf \"\\\\$(printf %o $i)\"; i=$((i+1)); done");
+  assert.ok(all.json);
+  const out = all.json.stdout;
+  for (let i = 0; i < 128; i++) assert.equal(out.charCodeAt(i), i, `byte ${i} kept`);
+  assert.equal(out.slice(128), '\uFFFD'.repeat(128));
+});
+
+test('A6: 1-byte and 64 KB writes mixed on both streams demultiplex exactly', async () => {
+  const sb = await create({ template: 'python' });
+  const script = `
+import os
+def w(fd, b):
+    while b:
+        b = b[os.write(fd, b):]
+for i in range(300):
+    n = 65536 if i % 37 == 0 else (1 if i % 2 else 3)
+    fd = 1 if (i // 3) % 2 == 0 else 2
+    w(fd, bytes(33 + (i + j) % 90 for j in range(n)))
+`;
+  const expect = { 1: [], 2: [] };
+  for (let i = 0; i < 300; i++) {
+    const n = i % 37 === 0 ? 65536 : (i % 2 ? 1 : 3);
+    const fd = Math.floor(i / 3) % 2 === 0 ? 1 : 2;
+    const b = Buffer.alloc(n);
+    for (let j = 0; j < n; j++) b[j] = 33 + (i + j) % 90;
+    expect[fd].push(b);
+  }
+  const out = Buffer.concat(expect[1]), err = Buffer.concat(expect[2]);
+  const r = await exec(sb.sandboxId, 'python3 -c "$SCRIPT"', { env: { SCRIPT: script } });
+  assert.equal(r.status, 200, r.text.slice(0, 300));
+  assert.equal(r.json.exitCode, 0, r.json.stderr.slice(0, 300));
+  assert.equal(r.json.truncated, false);
+  assert.equal(Buffer.byteLength(r.json.stdout), out.length);
+  assert.equal(Buffer.byteLength(r.json.stderr), err.length);
+  assert.equal(sha(r.json.stdout), sha(out));
+  assert.equal(sha(r.json.stderr), sha(err));
+});
+
+test('A7: sleep 1000 and a busy loop end at the timeout (3 s ± 1 s) with exit 124', async (t) => {
+  const sb = await create({ template: 'alpine' });
+  const timed = async (cmd) => {
+    const t0 = Date.now();
+    const r = await exec(sb.sandboxId, cmd, { timeoutMs: 3000 });
+    return { r, ms: Date.now() - t0 };
+  };
+  const [a, b] = await Promise.all([timed('sleep 1000'), timed('while :; do :; done')]);
+  t.diagnostic(`sleep 1000: ${a.ms} ms; busy loop: ${b.ms} ms`);
+  for (const { r, ms } of [a, b]) {
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.exitCode, 124);
+    assert.equal(r.json.timedOut, true);
+    assert.ok(ms >= 2000 && ms <= 4000, `ended after ${ms} ms`);
+  }
+  const left = (await procs(sb.containerId)).filter((p) => p.marked);
+  assert.deepEqual(left, []);
+  const one = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: sb.sandboxId } });
+  assert.equal(one.json.status, 'running');
+});
+
+test('A8: setsid, a double fork, nohup and trap \'\' TERM do not survive the timeout', async () => {
+  const sb = await create({ template: 'python' });
+  const cmd = 'setsid sleep 1001 & (sleep 1002 &) ; nohup sleep 1003 >/dev/null 2>&1 & ' +
+    "sh -c \"trap '' TERM HUP INT; sleep 1004\" & (setsid sh -c 'sleep 1005 & sleep 1006' >/dev/null 2>&1 &); sleep 1000";
+  const running = exec(sb.sandboxId, cmd, { timeoutMs: 3000 });
+  // they all start
+  await waitFor(async () => {
+    const cmds = (await procs(sb.containerId)).map((p) => p.cmd);
+    return [1000, 1001, 1002, 1003, 1004, 1005, 1006].every((n) => cmds.some((c) => c.includes(`sleep ${n}`)));
+  }, 2500, 100);
+  const r = await running;
+  assert.equal(r.json.exitCode, 124);
+  assert.equal(r.json.timedOut, true);
+  const left = await procs(sb.containerId);
+  assert.deepEqual(left.filter((p) => p.marked), []);
+  assert.deepEqual(left.filter((p) => /sleep 100\d/.test(p.cmd)), []);
+  // the sandbox itself lives on
+  const ok = await exec(sb.sandboxId, 'echo ok');
+  assert.equal(ok.json.stdout, 'ok\n');
+});
+
+test('A11: a client that disconnects mid-exec: the command is killed, no worker stays busy', async () => {
+  const sb = await create({ template: 'alpine' });
+  await waitFor(() => busyWorkers() === 0, 5000, 100);
+  const body = Buffer.from(JSON.stringify({ sandboxId: sb.sandboxId, cmd: 'sleep 30; echo late', timeoutMs: 60000 }));
+  const req = https.request({
+    host: '127.0.0.1', port: s.port, servername: 'localhost', method: 'POST', path: '/api/sandbox.exec', ca: s.ca,
+    headers: { 'x-api-key': s.key, 'content-type': 'application/json', 'content-length': body.length },
+  });
+  let answered = false;
+  req.on('error', () => {});
+  req.on('response', () => { answered = true; });
+  req.end(body);
+  await waitFor(async () => (await procs(sb.containerId)).some((p) => p.marked && p.cmd.startsWith('sleep 30')), 5000, 100);
+  assert.equal(busyWorkers(), 1);
+  await new Promise((r) => setTimeout(r, 1000));
+  const gone = Date.now();
+  req.destroy();
+  await waitFor(async () => !(await procs(sb.containerId)).some((p) => p.marked), 6000, 200);
+  await waitFor(() => busyWorkers() === 0, 6000, 100);
+  assert.ok(Date.now() - gone < 8000);
+  assert.equal(answered, false);
+  const one = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: sb.sandboxId } });
+  assert.equal(one.json.status, 'running');
+  const ok = await exec(sb.sandboxId, 'echo ok');
+  assert.equal(ok.json.stdout, 'ok\n');
+  const log = await s.logTail('sandpitd.log', 400);
+  assert.ok(!log.includes('could not be killed'), 'the killer ran; the container was not killed');
+});
+
+test('pids exhausted at the timeout: the answer arrives and the sandbox reads killed', async () => {
+  const sb = await create({ template: 'alpine', pidsLimit: 32 });
+  const t0 = Date.now();
+  // fills the pids limit with sleepers, then the main process waits without forking
+  const r = await exec(sb.sandboxId, '(while :; do sleep 1000 & done) 2>/dev/null; exec sleep 1000', { timeoutMs: 3000 });
+  const ms = Date.now() - t0;
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.exitCode, 124);
+  assert.equal(r.json.timedOut, true);
+  assert.ok(ms < 12000, `answered after ${ms} ms`);
+  const one = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: sb.sandboxId } });
+  assert.equal(one.json.status, 'killed');
+  assert.ok(one.json.killedAt);
+  await waitFor(async () => (await docker('GET', `/containers/${sb.containerId}/json`)).status === 404, 10000);
+  const again = await exec(sb.sandboxId, 'echo hi');
+  assert.equal(again.status, 412);
+  assert.equal(again.json.message, 'Sandbox is killed');
+  assert.match(await s.logTail('sandpitd.log', 400), /a timed-out command could not be killed/);
+});
+
+test('a fork bomb under the pids limit ends at its timeout; the sandbox stays usable or reads killed', async () => {
+  const sb = await create({ template: 'alpine', pidsLimit: 64 });
+  const t0 = Date.now();
+  const r = await exec(sb.sandboxId, 'b(){ b | b & }; b 2>/dev/null; exec sleep 1000', { timeoutMs: 3000 });
+  assert.ok(Date.now() - t0 < 12000, `answered after ${Date.now() - t0} ms`);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.timedOut, true);
+  assert.equal(r.json.exitCode, 124);
+  const one = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: sb.sandboxId } });
+  if (one.json.status === 'running') {
+    const ok = await exec(sb.sandboxId, 'echo ok');
+    assert.equal(ok.json.stdout, 'ok\n');
+    assert.deepEqual((await procs(sb.containerId)).filter((p) => p.marked), []);
+  } else {
+    assert.equal(one.json.status, 'killed');
+    await waitFor(async () => (await docker('GET', `/containers/${sb.containerId}/json`)).status === 404, 10000);
+  }
+});

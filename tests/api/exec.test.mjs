@@ -1,0 +1,178 @@
+// sandbox.exec (issue #3): the seed's example on the python and the busybox
+// image, how a command runs (sh -c, user, cwd, env layering, exit codes),
+// H5, many commands at once while other requests are served, and the
+// error texts. The abuse cases (A4-A8, A11) are in abuse.test.mjs.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startStack } from './lib/stack.mjs';
+import { dockerExec } from './lib/docker.mjs';
+
+let s;
+const made = [];
+before(async () => { s = await startStack(); });
+after(async () => {
+  for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
+  await s?.stop();
+});
+
+async function create(body) {
+  const c = await s.api('POST', '/api/sandbox.create', { body });
+  assert.equal(c.status, 200, c.text);
+  made.push(c.json.sandboxId);
+  return c.json;
+}
+const exec = (id, cmd, o = {}) => s.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd, ...o } });
+const ok = (stdout) => ({ stdout, stderr: '', exitCode: 0, timedOut: false, truncated: false });
+
+test('seed "Run a command" on the python image and on the busybox image', async (t) => {
+  const py = await create({ template: 'python' });
+  const r = await s.api('POST', '/api/sandbox.exec', {
+    body: { sandboxId: py.sandboxId, cmd: 'python3 -c "print(1+1)"', timeoutMs: 60000 },
+  });
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.json, ok('2\n'));
+  assert.equal(r.headers['content-type'].split(';')[0], 'application/json');
+
+  const bb = await create({ template: 'alpine' });
+  const b = await s.api('POST', '/api/sandbox.exec', {
+    body: { sandboxId: bb.sandboxId, cmd: 'echo $((1+1))', timeoutMs: 60000 },
+  });
+  assert.deepEqual(b.json, ok('2\n'));
+  // busybox has no python: the shell's own answer comes back
+  const np = await exec(bb.sandboxId, 'python3 -c "print(1+1)"');
+  assert.equal(np.status, 200);
+  assert.equal(np.json.exitCode, 127);
+  assert.match(np.json.stderr, /python3: not found/);
+
+  // round trip of a trivial command, for the record
+  const times = [];
+  for (let i = 0; i < 10; i++) {
+    const t0 = Date.now();
+    const x = await exec(bb.sandboxId, 'true');
+    times.push(Date.now() - t0);
+    assert.equal(x.json.exitCode, 0);
+  }
+  times.sort((x, y) => x - y);
+  t.diagnostic(`exec round trip (true, busybox): median ${times[5]} ms, min ${times[0]} ms, max ${times[9]} ms`);
+});
+
+test('a command runs through sh -c as the sandbox user in the workdir, or in cwd', async () => {
+  const sb = await create({ template: 'python' });
+  const r = await exec(sb.sandboxId, 'id -u; id -g; pwd; echo "$0"; echo out; echo err >&2; exit 3');
+  assert.deepEqual(r.json, { stdout: '1000\n1000\n/home/user\nsh\nout\n', stderr: 'err\n', exitCode: 3, timedOut: false, truncated: false });
+  const c = await exec(sb.sandboxId, 'pwd', { cwd: '/tmp' });
+  assert.equal(c.json.stdout, '/tmp\n');
+  // pipes, quoting and redirections are the shell's
+  const q = await exec(sb.sandboxId, `printf '%s\\n' "a b" 'c"d' | wc -l; echo hi > f.txt; cat f.txt`);
+  assert.equal(q.json.stdout, '2\nhi\n');
+  // a signal death reads 128 + n
+  const k = await exec(sb.sandboxId, 'kill -9 $$');
+  assert.equal(k.json.exitCode, 137);
+  assert.equal(k.json.timedOut, false);
+  // a working directory that does not exist: the command does not run
+  const m = await exec(sb.sandboxId, 'echo ran', { cwd: '/nonexistent' });
+  assert.equal(m.status, 200);
+  assert.notEqual(m.json.exitCode, 0);
+  assert.ok(!m.json.stdout.includes('ran'));
+});
+
+test('env = template env, then the sandbox envVars, then the request env', async () => {
+  const sb = await create({ template: 'ruby', envVars: 'GEM_HOME=/tmp/gems\nFOO=envvars\nBAR=envvars\n' });
+  const show = 'echo "$GEM_HOME|$BUNDLE_APP_CONFIG|$FOO|$BAR|$BAZ"';
+  const a = await exec(sb.sandboxId, show);
+  assert.equal(a.json.stdout, '/tmp/gems|/home/user/.bundle|envvars|envvars|\n');
+  const b = await exec(sb.sandboxId, show, { env: { BAR: 'request', BUNDLE_APP_CONFIG: '/tmp/b', BAZ: 'x y\nz' } });
+  assert.equal(b.json.stdout, '/tmp/gems|/tmp/b|envvars|request|x y\nz\n');
+  const c = await exec(sb.sandboxId, show, { env: { GEM_HOME: '/tmp/req-gems' } });
+  assert.equal(c.json.stdout, '/tmp/req-gems|/home/user/.bundle|envvars|envvars|\n');
+  // the request env lasts for that command only
+  const d = await exec(sb.sandboxId, 'echo "${BAZ-unset}"');
+  assert.equal(d.json.stdout, 'unset\n');
+  // the kill marker cannot be chosen by the caller
+  const m = await exec(sb.sandboxId, 'echo "$SANDPIT_EXEC"', { env: { SANDPIT_EXEC: 'chosen' } });
+  assert.match(m.json.stdout, /^[a-z0-9]{20}\n$/);
+  const bad = await exec(sb.sandboxId, 'true', { env: { '1X': 'a' } });
+  assert.equal(bad.status, 400);
+  assert.deepEqual(bad.json.issues[0].path.slice(0, 1), ['env']);
+});
+
+test('H5: no request sets the exec User, Privileged or a cwd under /proc; commands run as uid 1000', async () => {
+  const sb = await create({ template: 'python' });
+  for (const [field, value] of [['User', 'root'], ['Privileged', true], ['user', '0:0'], ['privileged', true], ['WorkingDir', '/proc']]) {
+    const r = await exec(sb.sandboxId, 'id -u', { [field]: value });
+    assert.equal(r.status, 400, `${field}: ${r.text}`);
+    assert.equal(r.json.message, `Unrecognized key: '${field}'`);
+    assert.deepEqual(r.json.issues[0].path, [field]);
+  }
+  for (const cwd of ['/proc', '/proc/', '/proc/self', '/proc/self/fd/7', '//proc', '/./proc/1', '/tmp/../proc', '/home/../../proc/self/cwd']) {
+    const r = await exec(sb.sandboxId, 'pwd', { cwd });
+    assert.equal(r.status, 400, `${cwd}: ${r.text}`);
+    assert.equal(r.json.message, 'cwd: may not be under /proc');
+    assert.deepEqual(r.json.issues[0].path, ['cwd']);
+  }
+  for (const cwd of ['/procfs', '/tmp/proc', '/home/user/../user']) {
+    const r = await exec(sb.sandboxId, 'true', { cwd });
+    assert.equal(r.status, 200, `${cwd}: ${r.text}`);
+  }
+  const r = await exec(sb.sandboxId, "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status");
+  assert.equal(r.json.stdout, '1000\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\n');
+  // and Docker agrees: the exec processes are uid 1000
+  const d = await dockerExec(sb.containerId, ['sh', '-c', 'id -u']);
+  assert.equal(d.stdout, '1000\n');
+});
+
+test('many commands at once in one sandbox; other requests are served meanwhile', async (t) => {
+  const sb = await create({ template: 'alpine' });
+  const t0 = Date.now();
+  const runs = Array.from({ length: 6 }, (_, i) => exec(sb.sandboxId, `sleep 3; echo ${i}`).then((r) => ({ r, ms: Date.now() - t0 })));
+  await new Promise((r) => setTimeout(r, 800));
+  const l0 = Date.now();
+  const list = await s.api('GET', '/api/sandbox.list');
+  const listMs = Date.now() - l0;
+  assert.equal(list.status, 200);
+  const one = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: sb.sandboxId } });
+  assert.equal(one.status, 200);
+  const done = await Promise.all(runs);
+  const total = Date.now() - t0;
+  t.diagnostic(`6 x sleep 3: all done after ${total} ms (each ${done.map((d) => d.ms).join(', ')}); sandbox.list during them ${listMs} ms`);
+  done.forEach(({ r }, i) => assert.deepEqual(r.json, ok(`${i}\n`)));
+  assert.ok(total < 7000, `6 parallel sleep 3 took ${total} ms`);
+  assert.ok(listMs < 1500, `sandbox.list took ${listMs} ms`);
+});
+
+test('exec error texts and bounds', async () => {
+  const sb = await create({ template: 'alpine' });
+  const cases = [
+    [{ cmd: '' }, 'cmd'],
+    [{ cmd: 'x'.repeat(65537) }, 'cmd'],
+    [{ cmd: 'true', timeoutMs: 999 }, 'timeoutMs'],
+    [{ cmd: 'true', timeoutMs: 600001 }, 'timeoutMs'],
+    [{ cmd: 'true', timeoutMs: 1.5e3 + 0.5 }, 'timeoutMs'],
+    [{ cmd: 'true', cwd: 'tmp' }, 'cwd'],
+    [{ cmd: 'true', cwd: '/' + 'a'.repeat(4096) }, 'cwd'],
+    [{ cmd: 'true', env: { A: 1 } }, 'env'],
+    [{}, 'cmd'],
+  ];
+  for (const [body, field] of cases) {
+    const r = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: sb.sandboxId, ...body } });
+    assert.equal(r.status, 400, `${JSON.stringify(body).slice(0, 80)}: ${r.text}`);
+    assert.equal(r.json.code, 'BAD_REQUEST');
+    assert.equal(r.json.issues[0].path[0], field, r.text);
+    assert.ok(r.json.message.startsWith(field), r.json.message);
+  }
+  const long = await exec(sb.sandboxId, 'x=$(printf "%65000s" ""); echo ${#x}', { timeoutMs: 600000 });
+  assert.deepEqual(long.json, ok('65000\n'));
+  const min = await exec(sb.sandboxId, 'true', { timeoutMs: 1000 });
+  assert.equal(min.json.exitCode, 0);
+  const cmd64k = await exec(sb.sandboxId, `: ${'x'.repeat(65534)}`);
+  assert.equal(cmd64k.status, 200);
+  const nf = await exec('nosuchsandbox0000000', 'true');
+  assert.equal(nf.status, 404);
+  assert.equal(nf.json.message, 'Sandbox not found');
+  const k = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: sb.sandboxId } });
+  assert.equal(k.status, 200);
+  const dead = await exec(sb.sandboxId, 'true');
+  assert.equal(dead.status, 412);
+  assert.equal(dead.json.message, 'Sandbox is killed');
+  assert.equal(dead.json.code, 'PRECONDITION_FAILED');
+});
