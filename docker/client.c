@@ -357,6 +357,14 @@ struct docker_client *docker_client_create(const char *host, int timeout_s, stru
 	return docker_client_create_ex(&ep, timeout_s, e);
 }
 
+void docker_client_set_label(struct docker_client *c, const char *label)
+{
+	if (label && *label)
+		snprintf(c->label, sizeof(c->label), "%s: ", label);
+	else
+		c->label[0] = '\0';
+}
+
 void docker_client_free(struct docker_client *c)
 {
 	if (!c)
@@ -583,12 +591,12 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 		ret = 0;
 	} else if (rc == CURLE_OPERATION_TIMEDOUT || r->header_timeout) {
 		int64_t ms = r->header_timeout ? (int64_t)c->timeout_s * 1000 : timeout_ms;
-		sp_err_set(e, SP_UNAVAILABLE, "Docker did not answer within %lld s",
+		sp_err_set(e, SP_UNAVAILABLE, "%sDocker did not answer within %lld s", c->label,
 			   (long long)((ms + 999) / 1000));
 	} else if (rc == CURLE_OUT_OF_MEMORY) {
 		sp_err_set(e, SP_INTERNAL, "out of memory");
 	} else {
-		sp_err_set(e, SP_UNAVAILABLE, "Docker is unreachable: %s",
+		sp_err_set(e, SP_UNAVAILABLE, "%sDocker is unreachable: %s", c->label,
 			   errbuf[0] ? errbuf : curl_easy_strerror(rc));
 	}
 	if (ret < 0 && e && e->code == SP_UNAVAILABLE)

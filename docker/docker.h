@@ -59,6 +59,8 @@ struct docker_client *docker_client_create_ex(const struct docker_endpoint *ep, 
  * naming what is wrong. */
 int docker_endpoint_check(const struct docker_endpoint *ep, struct sp_err *e);
 void docker_client_free(struct docker_client *c);
+/* Names the daemon in "unreachable" messages ("Server x is unavailable"). */
+void docker_client_set_label(struct docker_client *c, const char *label);
 
 /* GET /version; sets the API version used in later paths (the daemon's,
  * capped at 1.43). Refuses an API below 1.41 and, unless allow_old_runc, a

@@ -39,6 +39,7 @@ struct docker_client {
 	int connect_timeout_ms;
 	int timeout_s;	/* default bound on a request */
 	char api[16];	/* "1.41" until docker_negotiate */
+	char label[96]; /* "Server x is unavailable: " or "" */
 };
 
 /* Sets the transport's options (socket path, TLS files, ssh socket

@@ -83,14 +83,8 @@ static int ensure_docker(struct sandbox_ctx *ctx, struct sp_err *e)
 		return sp_err_set(e, SP_UNAVAILABLE, "The sandbox's server cannot be reached");
 	if (ctx->cur->docker_ready)
 		return 0;
-	if (docker_negotiate(ctx->dk, ctx->cfg->allow_old_runc, &v, e) < 0) {
-		if (ctx->cur != &ctx->conns[0] && e->code == SP_UNAVAILABLE) {
-			char msg[sizeof(e->msg)];
-			str_copy(msg, sizeof(msg), e->msg);
-			sp_err_set(e, SP_UNAVAILABLE, "Server %s is unavailable: %s", ctx->cur->id, msg);
-		}
+	if (docker_negotiate(ctx->dk, ctx->cfg->allow_old_runc, &v, e) < 0)
 		return -1;
-	}
 	ctx->cur->docker_ready = 1;
 	return 0;
 }

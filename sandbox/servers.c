@@ -166,6 +166,11 @@ static struct server_conn *conn_for(struct sandbox_ctx *ctx, const char *id, str
 		ctx->nconns--;
 		return NULL;
 	}
+	{
+		char label[96];
+		snprintf(label, sizeof(label), "Server %s is unavailable", id);
+		docker_client_set_label(c->dk, label);
+	}
 	return c;
 }
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Exposes this machine's dockerd as two "remote" Docker servers on loopback,
+# for the scale-out tests and the ssh pooling benchmark:
+#   tcp+TLS  socat with a client-certificate check in front of the socket
+#   ssh      an sshd on a loopback port; `docker system dial-stdio` runs there
+# Certificates and keys are made here, in DIR.
+#
+#   tests/remote/hosts.sh start DIR    writes DIR/env (TLS_PORT, SSH_PORT, file paths)
+#   tests/remote/hosts.sh stop DIR
+set -euo pipefail
+
+cmd=${1:-}
+dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+
+free_port() {
+	node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"
+}
+
+stop() {
+	local f
+	for f in "$dir/socat.pid" "$dir/sshd.pid"; do
+		[ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+		rm -f "$f"
+	done
+	# ssh masters started for this dir's servers
+	pkill -f "ControlPath=$dir/" 2>/dev/null || true
+}
+
+case $cmd in
+stop)
+	stop
+	exit 0
+	;;
+start) ;;
+*)
+	echo "usage: $0 start|stop DIR" >&2
+	exit 2
+	;;
+esac
+
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+cd "$dir"
+q() { "$@" >/dev/null 2>&1; }
+
+# --- TLS: a CA, a server certificate for 127.0.0.1, a client certificate
+q openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=sandpit-test-ca -keyout ca.key -out ca.pem
+q openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out server.csr
+printf 'subjectAltName=IP:127.0.0.1\n' >server.ext
+q openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext -out server.pem
+q openssl req -newkey rsa:2048 -nodes -subj /CN=sandpit -keyout client.key -out client.csr
+q openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out client.pem
+chmod 600 ./*.key
+tls_port=$(free_port)
+setsid socat "OPENSSL-LISTEN:$tls_port,bind=127.0.0.1,reuseaddr,fork,cert=server.pem,key=server.key,cafile=ca.pem,verify=1" \
+	UNIX-CONNECT:/var/run/docker.sock </dev/null >socat.log 2>&1 &
+echo $! >socat.pid
+
+# --- ssh: host key, client key, an sshd on loopback
+rm -f hostkey hostkey.pub clientkey clientkey.pub
+ssh-keygen -q -t ed25519 -N '' -f hostkey
+ssh-keygen -q -t ed25519 -N '' -f clientkey
+cp clientkey.pub authorized_keys
+chmod 600 authorized_keys
+mkdir -p /run/sshd
+ssh_port=$(free_port)
+cat >sshd_config <<CONF
+Port $ssh_port
+ListenAddress 127.0.0.1
+HostKey $dir/hostkey
+PidFile $dir/sshd.pid
+AuthorizedKeysFile $dir/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+MaxStartups 200:30:400
+MaxSessions 200
+CONF
+/usr/sbin/sshd -f "$dir/sshd_config" -E "$dir/sshd.log"
+echo "[127.0.0.1]:$ssh_port $(cat hostkey.pub)" >known_hosts
+mkdir -p "$dir/ctl"
+chmod 700 "$dir/ctl"
+
+for _ in $(seq 1 50); do
+	curl -sf --cert client.pem --key client.key --cacert ca.pem "https://127.0.0.1:$tls_port/_ping" >/dev/null 2>&1 && break
+	sleep 0.1
+done
+for _ in $(seq 1 50); do
+	[ -s sshd.pid ] && break
+	sleep 0.1
+done
+
+cat >env <<ENV
+TLS_PORT=$tls_port
+TLS_CERT=$dir/client.pem
+TLS_KEY=$dir/client.key
+TLS_CA=$dir/ca.pem
+SSH_PORT=$ssh_port
+SSH_KEY=$dir/clientkey
+SSH_KNOWN_HOSTS=$dir/known_hosts
+SSH_CONTROL_DIR=$dir/ctl
+ENV
