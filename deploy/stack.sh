@@ -13,6 +13,10 @@
 # Environment:
 #   SANDPIT_BIN          folder with sandpitd, sandpit-stream and sandpit (default REPO/build)
 #   REDIS_URL            use this Redis instead of starting one in DIR
+#                        (none is started either when SANDPIT_EXTRA_CONF sets
+#                        redis_sentinels: the workers find the master there)
+#   SANDPIT_INSTANCES    sandpitd instances behind one nginx upstream (default
+#                        1); instance i > 1 uses sandpitd-i.{conf,sock,pid,log}
 #   SANDPIT_LOCAL_IMAGES 1 (default): map the templates to sandpit-test/* images
 #   SANDPIT_EXTRA_CONF   more "key = value" lines appended to sandpitd.conf
 #   SANDPIT_DOCKER_HOST  docker_host (default unix:///var/run/docker.sock)
@@ -25,6 +29,7 @@
 #   env            SANDPIT_URL, SANDPIT_KEY, SANDPIT_CONFIG, SANDPIT_DIR,
 #                  SANDPIT_CA, SANDPIT_PORT (KEY=value lines, mode 0600)
 #   sandpitd.conf  sandpitd.sock  sandpitd.pid  sandpitd.log  data.key
+#   sandpitd-2.conf sandpitd-2.sock ... (SANDPIT_INSTANCES > 1)
 #   stream.sock  sandpit-stream.pid  sandpit-stream.log
 #   tls/cert.pem tls/key.pem   redis.sock redis.pid redis.log redis/
 #   nginx.conf nginx.pid nginx/{error.log,access.log,conf/,tmp/}
@@ -106,6 +111,12 @@ cmd_stop() {
 	stop_pid "$dir/nginx.pid" nginx QUIT 10
 	stop_pid "$dir/sandpitd.pid" sandpitd TERM 15 1
 	rm -f "$dir/sandpitd.sock"
+	local p
+	for p in "$dir"/sandpitd-*.pid; do
+		[ -e "$p" ] || continue
+		stop_pid "$p" sandpitd TERM 15 1
+		rm -f "${p%.pid}.sock"
+	done
 	if [ -f "$dir/redis.started" ]; then
 		stop_pid "$dir/redis.pid" redis-server TERM 10
 		rm -f "$dir/redis.started" "$dir/redis.sock"
@@ -158,6 +169,7 @@ cmd_start() {
 		exit 2
 	fi
 	if pid_alive "$dir/sandpitd.pid" sandpitd || pid_alive "$dir/nginx.pid" nginx ||
+		pid_alive "$dir/sandpitd-2.pid" sandpitd ||
 		pid_alive "$dir/sandpit-stream.pid" sandpit-stream; then
 		say "a stack is already running in $dir (run: $0 stop $dir)"
 		exit 1
@@ -201,9 +213,12 @@ cmd_start() {
 	fi
 
 	# --- redis ---------------------------------------------------------------
-	local redis_url
+	local redis_url="" instances=${SANDPIT_INSTANCES:-1}
+	case $instances in [1-9] | [1-9][0-9]) ;; *) say "SANDPIT_INSTANCES must be 1..99"; exit 2 ;; esac
 	if [ -n "${REDIS_URL:-}" ]; then
 		redis_url=$REDIS_URL
+	elif printf '%s\n' "${SANDPIT_EXTRA_CONF:-}" | grep -q '^[[:space:]]*redis_sentinels[[:space:]]*='; then
+		: # Sentinel names the master; the db (0) needs no redis_url
 	else
 		command -v redis-server >/dev/null || { say "redis-server not installed"; exit 1; }
 		mkdir -p "$dir/redis"
@@ -234,7 +249,7 @@ cmd_start() {
 		echo "workers_min = 2"
 		echo "workers_max = 16"
 		echo "max_requests = 1000"
-		echo "redis_url = $redis_url"
+		[ -z "$redis_url" ] || echo "redis_url = $redis_url"
 		echo "docker_host = ${SANDPIT_DOCKER_HOST:-unix:///var/run/docker.sock}"
 		echo "data_key_file = $dir/data.key"
 		echo "log_level = info"
@@ -268,19 +283,33 @@ cmd_start() {
 		exit 1
 	fi
 
-	rm -f "$dir/sandpitd.sock"
-	setsid "$BIN/sandpitd" -c "$conf" </dev/null >>"$dir/sandpitd.log" 2>&1 &
-	echo $! >"$dir/sandpitd.pid"
-	sandpitd_up() { [ -S "$dir/sandpitd.sock" ] || return 1; }
-	if ! wait_for 15 sandpitd_up; then
-		if pid_alive "$dir/sandpitd.pid" sandpitd; then
-			say "sandpitd did not create $dir/sandpitd.sock within 15 s"
-		else
-			say "sandpitd exited during start-up"
+	# Instance 1 is sandpitd.*, instance i > 1 sandpitd-i.*: the same
+	# configuration but for its listen socket (workers are stateless).
+	local i name app_servers=""
+	for ((i = 1; i <= instances; i++)); do
+		name=sandpitd
+		[ $i -eq 1 ] || name=sandpitd-$i
+		[ $i -eq 1 ] || sed "s|^listen = .*|listen = $dir/$name.sock|" "$conf" >"$dir/$name.conf"
+		chmod 600 "$dir/$name.conf"
+		rm -f "$dir/$name.sock"
+		setsid "$BIN/sandpitd" -c "$dir/$name.conf" </dev/null >>"$dir/$name.log" 2>&1 &
+		echo $! >"$dir/$name.pid"
+		app_servers="$app_servers\n\t\tserver unix:$dir/$name.sock;"
+	done
+	for ((i = 1; i <= instances; i++)); do
+		name=sandpitd
+		[ $i -eq 1 ] || name=sandpitd-$i
+		sandpitd_up() { [ -S "$dir/$name.sock" ] || return 1; }
+		if ! wait_for 15 sandpitd_up; then
+			if pid_alive "$dir/$name.pid" sandpitd; then
+				say "sandpitd did not create $dir/$name.sock within 15 s"
+			else
+				say "sandpitd exited during start-up"
+			fi
+			tail_log "$dir/$name.log"
+			exit 1
 		fi
-		tail_log "$dir/sandpitd.log"
-		exit 1
-	fi
+	done
 
 	# --- sandpit-stream (same configuration file) --------------------------------
 	if ! out=$("$BIN/sandpit-stream" -t -c "$conf" 2>&1); then
@@ -314,7 +343,8 @@ cmd_start() {
 	render() { # SRC DST
 		sed -e "s|@DIR@|$dir|g" -e "s|@CONF@|$nconf|g" -e "s|@PORT@|$port|g" \
 			-e "s|@RATE@|$rate|g" -e "s|@BURST@|$burst|g" -e "s|@LOCAL_ORG@|$local_org|g" \
-			-e "s|@USER@|$user_line|g" "$1" >"$2"
+			-e "s|@USER@|$user_line|g" -e "s|^\([[:space:]]*\)@APP_SERVERS@|\1${app_servers#\\n\\t\\t}|" \
+			"$1" >"$2"
 	}
 	local f tries=0
 	for f in "$REPO"/nginx/*.conf; do

@@ -85,7 +85,8 @@ int sentinel_parse(struct sentinel *sn, const char *list, size_t len, const char
 		while (l > 0 && p[l - 1] == ' ')
 			l--;
 		if (sn->n == SENTINEL_MAX ||
-		    parse_hostport(p, l, sn->host[sn->n], sizeof(sn->host[0]), &sn->port[sn->n]) < 0)
+		    parse_hostport(p, l, sn->host[sn->n], sizeof(sn->host[0]), &sn->port[sn->n]) <
+			    0)
 			return -1;
 		sn->n++;
 		if (!comma)
@@ -103,8 +104,8 @@ int sentinel_addr_from_reply(const redisReply *r, char *host, size_t cap, int *p
 	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
 		return -1;
 	if (r->element[0]->len == 0 || r->element[0]->len >= cap ||
-	    memchr(r->element[0]->str, '\0', r->element[0]->len) ||
-	    r->element[1]->len == 0 || r->element[1]->len >= sizeof(num))
+	    memchr(r->element[0]->str, '\0', r->element[0]->len) || r->element[1]->len == 0 ||
+	    r->element[1]->len >= sizeof(num))
 		return -1;
 	memcpy(num, r->element[1]->str, r->element[1]->len);
 	num[r->element[1]->len] = '\0';
@@ -226,15 +227,16 @@ redisContext *sentinel_connect(struct sentinel *sn, int64_t deadline, struct sp_
 				freeReplyObject(r);
 				snprintf(now, sizeof(now), "%s:%d", host, port);
 				if (strcmp(now, sn->master) != 0)
-					log_info("redis master of %s is %s (sentinel %s:%d)", sn->name,
-						 now, sn->host[i], sn->port[i]);
+					log_info("redis master of %s is %s (sentinel %s:%d)",
+						 sn->name, now, sn->host[i], sn->port[i]);
 				str_copy(sn->master, sizeof(sn->master), now);
 				sn->first = i;
 				return m;
 			}
-			snprintf(err, sizeof(err), "%s:%d named by sentinel %s:%d is not a master (%s)",
-				 host, port, sn->host[i], sn->port[i],
-				 !r ? m->errstr
+			snprintf(err, sizeof(err),
+				 "%s:%d named by sentinel %s:%d is not a master (%s)", host, port,
+				 sn->host[i], sn->port[i],
+				 !r				? m->errstr
 				 : r->type == REDIS_REPLY_ERROR ? r->str
 				 : r->type == REDIS_REPLY_ARRAY && r->elements &&
 						 r->element[0]->type == REDIS_REPLY_STRING
