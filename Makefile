@@ -34,7 +34,7 @@ STREAM_LIBS = -lwslay $(shell pkg-config --libs libcrypto 2>/dev/null || echo -l
 UNIT_SRC    = $(wildcard tests/unit/test_*.c)
 UNIT_BIN    = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all deps test unit api up down clean lint images bench bench-ws
+.PHONY: all deps test unit api up down clean lint images bench bench-ssh bench-ws
 
 all: $(B)/sandpitd $(B)/sandpit $(B)/sandpit-stream
 
@@ -73,6 +73,15 @@ unit: $(UNIT_BIN)
 # stack on free loopback ports.
 test:
 	bash tests/run.sh
+
+$(B)/bench/%: bench/%.c $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	@$(CC) $(ALL_CFLAGS) -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(LIBS)
+
+# 200 small Docker operations over ssh://, pooled and not, in one run.
+bench-ssh:
+	bash bench/ssh_pool.sh
 
 up:
 	bash deploy/up.sh

@@ -41,6 +41,23 @@ static const char killer_script[] =
 	"done\n"
 	"exit 1\n";
 
+/*
+ * Runs a command ($4, with $0 = sh and $5... as its arguments) between two
+ * writes of the watcher's expiry: $1 as it starts (now + timeoutMs + the
+ * command's own timeout), and end + timeoutMs ($2 s, never past the
+ * deadline $3) as it ends. The file belongs to the sandbox user, so this
+ * costs no extra Docker call; tampering with it only moves the inactivity
+ * stop, never the deadline.
+ */
+static const char activity_wrapper[] =
+	"printf '%s\\n' \"$1\" >/.sandpit/expires 2>/dev/null\n"
+	"t=$2 d=$3 c=$4; shift 4\n"
+	"sh -c \"$c\" sh \"$@\"\n"
+	"r=$?\n"
+	"n=$(date +%s) && e=$((n + t)) && { [ \"$e\" -le \"$d\" ] || e=$d; } && "
+	"printf '%s\\n' \"$e\" >/.sandpit/expires 2>/dev/null\n"
+	"exit $r\n";
+
 int sandbox_path_check(const char *field, const char *path, struct sp_err *e)
 {
 	size_t n = strlen(path);
@@ -201,12 +218,28 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string("sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string_len(rq->cmd, (int)rq->cmd_len));
-	if (rq->args) {
+	if (rq->no_activity) {
+		json_object_array_add(cmd, json_object_new_string_len(rq->cmd, (int)rq->cmd_len));
+		json_object_array_add(cmd, json_object_new_string("sh"));
+	} else {
+		/* the wrapper moves the watcher's clock as the command starts
+		 * (covering its whole timeout) and again as it ends */
+		char start[32], tsec[32], dl[32];
+		int64_t end = now_ms() + sb->timeout_ms + timeout;
+		if (end > sb->deadline_at)
+			end = sb->deadline_at;
+		snprintf(start, sizeof(start), "%lld", (long long)((end + 999) / 1000));
+		snprintf(tsec, sizeof(tsec), "%lld", (long long)((sb->timeout_ms + 999) / 1000));
+		snprintf(dl, sizeof(dl), "%lld", (long long)((sb->deadline_at + 999) / 1000));
+		json_object_array_add(cmd, json_object_new_string(activity_wrapper));
 		json_object_array_add(cmd, json_object_new_string("sandpit"));
-		for (const char *const *a = rq->args; *a; a++)
-			json_object_array_add(cmd, json_object_new_string(*a));
+		json_object_array_add(cmd, json_object_new_string(start));
+		json_object_array_add(cmd, json_object_new_string(tsec));
+		json_object_array_add(cmd, json_object_new_string(dl));
+		json_object_array_add(cmd, json_object_new_string_len(rq->cmd, (int)rq->cmd_len));
 	}
+	for (const char *const *a = rq->args; a && *a; a++)
+		json_object_array_add(cmd, json_object_new_string(*a));
 	json_object_object_add(body, "Cmd", cmd);
 	env = json_object_new_array();
 	if (rq->env) {
@@ -231,7 +264,7 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	json_object_object_add(body, "Tty", json_object_new_boolean(0));
 
 	/* a running command is activity until it ends (plus timeoutMs after) */
-	if (!rq->no_activity && sandbox_touch(ctx, sb, timeout, e) < 0)
+	if (!rq->no_activity && sandbox_touch_record(ctx, sb, timeout, e) < 0)
 		goto out;
 	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0) {
 		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
@@ -248,10 +281,11 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		}
 		goto out;
 	}
-	if (!timed_out && !watch.fired)
-		still_running(ctx, eid, 2000); /* the stream can end a moment before the exit */
 	if (docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
 		goto out;
+	if (running && !timed_out && !watch.fired && !still_running(ctx, eid, 2000) &&
+	    docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
+		goto out; /* the stream can end a moment before the exit is recorded */
 	if (running || timed_out || watch.fired) {
 		/* timed out, or the caller went away: end the whole process tree */
 		if (kill_marked(ctx, sb, marker) < 0 || still_running(ctx, eid, 2000))
@@ -265,7 +299,7 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	}
 	if (sb->status == SB_RUNNING && !rq->no_activity) {
 		struct sp_err ignore;
-		sandbox_touch(ctx, sb, 0, &ignore);
+		sandbox_touch_record(ctx, sb, 0, &ignore);
 	}
 	rc = 0;
 out:

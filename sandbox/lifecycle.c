@@ -652,21 +652,28 @@ out:
 	buf_free(&passwd);
 }
 
-static int write_expires(struct sandbox_ctx *ctx, const char *cid, int64_t expires_ms,
+/* Rewrites the watcher's expiry inside the container, keeping the file the
+ * sandbox user's (its commands move it too). */
+static int write_expires(struct sandbox_ctx *ctx, const struct sandbox *sb, int64_t expires_ms,
 			 struct sp_err *e)
 {
 	char val[32];
 	struct buf tar;
+	unsigned uid, gid, mode;
 	struct docker_tar_entry ent = { "expires", 0, 0644, 0, 0, val, 0, 0 };
 	int rc;
 
+	sandbox_owner(sb, &uid, &gid, &mode);
+	ent.uid = uid;
+	ent.gid = gid;
+	ent.mode = mode == 0755 ? 0644 : 0666;
 	snprintf(val, sizeof(val), "%lld\n", (long long)((expires_ms + 999) / 1000));
 	ent.len = strlen(val);
 	ent.mtime = now_ms() / 1000;
 	buf_init(&tar, 64 * 1024);
 	rc = docker_tar_build(&ent, 1, &tar, e);
 	if (rc == 0)
-		rc = docker_archive_put(ctx->dk, cid, "/" STATE_DIR, tar.data, tar.len, e);
+		rc = docker_archive_put(ctx->dk, sb->container_id, "/" STATE_DIR, tar.data, tar.len, e);
 	buf_free(&tar);
 	return rc;
 }
@@ -686,8 +693,9 @@ static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct 
 	sandbox_owner(sb, &uid, &gid, &mode);
 	snprintf(expires, sizeof(expires), "%lld\n", (long long)((sb->expires_at + 999) / 1000));
 	ents[n++] = (struct docker_tar_entry){ STATE_DIR, 1, 0755, 0, 0, NULL, 0, t };
-	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/expires", 0, 0644, 0, 0, expires,
-					       strlen(expires), t };
+	/* the sandbox user's own commands move its expiry (see exec.c) */
+	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/expires", 0, mode == 0755 ? 0644 : 0666,
+					       uid, gid, expires, strlen(expires), t };
 	if (sb->template_name[0] && strcmp(sb->workdir, TEMPLATE_HOME) != 0)
 		ents[n++] = (struct docker_tar_entry){ TEMPLATE_HOME + 1, 1, 0755, uid, gid, NULL, 0, t };
 	if (strcmp(sb->workdir, "/") != 0)
@@ -919,7 +927,7 @@ int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id
 		return -1;
 	out->timeout_ms = timeout_ms;
 	out->expires_at = min64(now + timeout_ms, out->deadline_at);
-	if (write_expires(ctx, out->container_id, out->expires_at, e) < 0) {
+	if (write_expires(ctx, out, out->expires_at, e) < 0) {
 		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
 			return container_gone(ctx, out, e);
 		return -1;
@@ -939,6 +947,21 @@ int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id
 	return 0;
 }
 
+int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms,
+			 struct sp_err *e)
+{
+	int64_t now = now_ms();
+	int64_t expires = min64(now + sb->timeout_ms + extra_ms, sb->deadline_at);
+	char a[32], x[32];
+	const char *kv[] = { "lastActivityAt", a, "expiresAt", x };
+
+	sb->last_activity_at = now;
+	sb->expires_at = expires;
+	snprintf(a, sizeof(a), "%lld", (long long)now);
+	snprintf(x, sizeof(x), "%lld", (long long)expires);
+	return store_sandbox_update(ctx->st, sb->org, sb->id, "running", kv, 4, 0, e) < 0 ? -1 : 0;
+}
+
 int sandbox_touch(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms, struct sp_err *e)
 {
 	int64_t now = now_ms();
@@ -946,7 +969,7 @@ int sandbox_touch(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms,
 	char a[32], x[32];
 	const char *kv[] = { "lastActivityAt", a, "expiresAt", x };
 
-	if (write_expires(ctx, sb->container_id, expires, e) < 0) {
+	if (write_expires(ctx, sb, expires, e) < 0) {
 		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
 			return container_gone(ctx, sb, e);
 		return -1;

@@ -125,6 +125,10 @@ int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, str
  * in the container's watcher. extra_ms keeps the sandbox alive that much
  * longer (a running command counts as activity). */
 int sandbox_touch(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms, struct sp_err *e);
+/* Like sandbox_touch for the record only (the container's expiry is moved
+ * by the command wrapper in exec.c). */
+int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms,
+			 struct sp_err *e);
 /* Marks a sandbox killed after its container was found gone. */
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);
 

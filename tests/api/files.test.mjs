@@ -336,7 +336,7 @@ test('activity: exec, writeFile and listFiles move expiresAt and the watcher clo
   await write(id, '/home/user/f.txt', 'hello');
   const pause = () => new Promise((r) => setTimeout(r, 1200));
   let prev = await state();
-  assert.equal(prev.file, Math.ceil(prev.expiresAt / 1000));
+  assert.ok(Math.abs(prev.file - Math.ceil(prev.expiresAt / 1000)) <= 1);
 
   await pause();
   const r = await read(id, '/home/user/f.txt');
@@ -357,7 +357,9 @@ test('activity: exec, writeFile and listFiles move expiresAt and the watcher clo
     assert.ok(now.expiresAt >= t0 + 60000 - 50 && now.expiresAt <= Date.now() + 60000 + 50,
       `${name}: expiresAt ${now.expiresAt - t0} ms after the call started`);
     assert.ok(now.expiresAt >= prev.expiresAt + 1000, `${name} moved expiresAt`);
-    assert.equal(now.file, Math.ceil(now.expiresAt / 1000), `${name}: /.sandpit/expires follows`);
+    // the command wrapper writes the container's copy itself, from the
+    // container's clock in whole seconds: it agrees with the record within 1 s
+    assert.ok(Math.abs(now.file - Math.ceil(now.expiresAt / 1000)) <= 1, `${name}: /.sandpit/expires follows (${now.file} vs ${Math.ceil(now.expiresAt / 1000)})`);
     assert.notEqual(now.last, prev.last);
     prev = now;
   }
