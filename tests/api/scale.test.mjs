@@ -242,7 +242,10 @@ test('Sentinel failover while requests run: 503s only, no restart, no acknowledg
     `${n503.length} x 503 (${n503.filter((x) => x.kind === 'read').length} reads, ` +
     `${n503.filter((x) => x.kind === 'create').length} creates) of ${during.length} requests; ` +
     `last failure ended ${lastFail - killedAt} ms after; old master rejoined ${rejoinedAt - killedAt} ms after; ` +
-    `slowest request ${slowest} ms`);
+    `slowest request ${slowest} ms; 503s before promotion: ${n503.filter((x) => x.at < promotedAt).length}, ` +
+    `between promotion and rejoin (writes not confirmed by a replica): ${n503.filter((x) => x.at >= promotedAt && x.at < rejoinedAt).length}, ` +
+    `after rejoin: ${n503.filter((x) => x.at >= rejoinedAt).length}; creates acknowledged during the switch: ` +
+    `${during.filter((x) => x.kind === 'create' && x.status === 200).length}`);
 
   // sandpitd was never restarted; no worker crashed
   assert.equal(fs.readFileSync(path.join(s.dir, 'sandpitd.pid'), 'utf8').trim(), sandpitdPid);
@@ -260,5 +263,22 @@ test('Sentinel failover while requests run: 503s only, no restart, no acknowledg
   const list = await s.api('GET', '/api/sandbox.list');
   assert.equal(list.status, 200);
   for (const id of acked) assert.ok(list.json.some((x) => x.sandboxId === id));
+
+  // A switchover (SENTINEL FAILOVER): the master becomes a replica under the
+  // workers' open connections; their next write meets READONLY and they
+  // ask Sentinel again, without a restart.
+  assert.equal(await cliRaw(ps[0], 'SENTINEL', 'failover', 'mymaster'), 'OK');
+  await waitFor(async () => (await cliRaw(ps[0], 'SENTINEL', 'get-master-addr-by-name', 'mymaster')).endsWith(String(pm)) &&
+    (await cliRaw(pm, 'ROLE')).startsWith('master') && (await cliRaw(pr, 'ROLE')).includes('connected'), 20000, 100);
+  const switched = [];
+  await waitFor(async () => {
+    const r = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', name: 'after-switchover' }, timeoutMs: 20000 });
+    switched.push(r.status);
+    if (r.status === 200) ackedDuring.push(r.json.sandboxId);
+    return r.status === 200;
+  }, 15000, 100);
+  assert.ok(switched.every((x) => x === 200 || x === 503), switched.join(','));
+  assert.match(await readFile(path.join(s.dir, 'sandpitd.log'), 'utf8'), new RegExp(`redis master of mymaster is 127\\.0\\.0\\.1:${pm}`));
+  console.log(`# switchover: creates answered ${switched.join(', ')}`);
   for (const id of [...acked, ...ackedDuring]) await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: id } });
 });
