@@ -16,6 +16,8 @@ int parse_double(const char *s, double *out);
 int64_t now_ms(void);
 /* Milliseconds of a monotonic clock, for timeouts. */
 int64_t mono_ms(void);
+/* Microseconds of a monotonic clock, for measuring. */
+int64_t mono_us(void);
 /* Formats ms since the epoch as ISO 8601 UTC with milliseconds into out (>= 25 bytes). */
 void iso8601_ms(int64_t ms, char *out, size_t cap);
 /* Copies at most cap-1 bytes and terminates; returns -1 if s was cut. */

@@ -138,7 +138,8 @@ void req_send_error(struct req *r, const struct sp_err *e, json_object *issues)
 	}
 	if (status >= 500)
 		log_warn("answer %d: %s", status, e->msg);
-	req_send_json(r, status, NULL, o);
+	/* a busy or briefly unavailable service: tell the client when to retry */
+	req_send_json(r, status, status == 503 || status == 429 ? "Retry-After: 1\r\n" : NULL, o);
 	json_object_put(o);
 }
 

@@ -26,6 +26,7 @@ struct req {
 	const char *request_id; /* SANDPIT_REQUEST_ID */
 	struct buf body;
 	int status;             /* status of the answer sent, 0 until sent */
+	char headers[512];      /* extra answer headers a handler adds ("Name: v\r\n" lines) */
 };
 
 /* Fills r from the accepted FastCGI request. Allocates nothing yet. */

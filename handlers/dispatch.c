@@ -94,7 +94,7 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 	/* A route without fields may have answered itself (MCP's 202). */
 	if (r->status)
 		goto done;
-	req_send_json(r, 200, NULL, out);
+	req_send_json(r, 200, r->headers[0] ? r->headers : NULL, out);
 	goto done;
 fail:
 	if (e.code == SP_OK)

@@ -5,11 +5,13 @@
  */
 #include "handlers.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int h_sandbox_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	struct sandbox_create_req rq = { 0 };
+	struct sandbox_timing tm = { 0 };
 	struct sandbox sb;
 
 	rq.template_name = hin_str(in, "template", NULL);
@@ -24,8 +26,16 @@ int h_sandbox_create(struct handler_ctx *h, json_object *in, json_object **out, 
 	rq.network_mode = hin_str(in, "networkMode", NULL);
 	rq.env_vars = hin_str(in, "envVars", &rq.env_vars_len);
 	rq.workdir = hin_str(in, "workdir", NULL);
+	rq.timing = &tm;
 	if (sandbox_create(h->sb, h->r->org, &rq, &sb, e) < 0)
 		return -1;
+	/* where the time went, for clients and browsers' dev tools */
+	snprintf(h->r->headers, sizeof(h->r->headers),
+		 "Server-Timing: %s;dur=%.1f, create;dur=%.1f, start;dur=%.1f, ready;dur=%.1f, "
+		 "place;dur=%.1f\r\n",
+		 tm.pooled ? "pool" : tm.pulled ? "pull" : "image", tm.image_us / 1000.0,
+		 tm.create_us / 1000.0, tm.start_us / 1000.0, tm.ready_us / 1000.0,
+		 tm.place_us / 1000.0);
 	*out = sandbox_to_json(&sb);
 	return 0;
 }

@@ -747,13 +747,14 @@ static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_
 }
 
 static int prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_object **img,
-			 struct sp_err *e)
+			 struct sp_err *e, int *pulled)
 {
 	if (docker_image_inspect(ctx->dk, sb->image, img, e) == 0)
 		return 0;
 	if (e->code != SP_NOT_FOUND)
 		return -1;
 	log_info("sandbox %s: pulling %s", sb->id, sb->image);
+	*pulled = 1;
 	if (docker_image_pull(ctx->dk, sb->image, ctx->cfg->pull_timeout_s, e) < 0) {
 		char msg[sizeof(e->msg)];
 		str_copy(msg, sizeof(msg), e->msg);
@@ -777,8 +778,14 @@ static int reserve(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e
 		json_object *all = NULL;
 		rc = store_reserve(ctx->st, sb->org, sb->id, sb->deadline_at,
 				   (int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb, msg, sizeof(msg), e);
-		if (rc <= 0)
-			return rc;
+		if (rc < 0) {
+			/* the answer was lost, perhaps after the write: undo it */
+			struct sp_err ignore;
+			store_release(ctx->st, sb->org, sb->id, &ignore);
+			return -1;
+		}
+		if (rc == 0)
+			return 0;
 		if (attempt == 0 && sandbox_list(ctx, sb->org, &all, e) == 0)
 			json_object_put(all);
 	}
@@ -794,6 +801,8 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	struct buf sealed;
 	char missing[32];
 	int64_t now = now_ms();
+	struct sandbox_timing tm = { 0 };
+	int64_t t0 = mono_us(), t1;
 	int rc = -1;
 
 	buf_init(&sealed, 256 * 1024);
@@ -854,7 +863,9 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		store_server_release(ctx->st, sb->server_id, sb->id, &ignore);
 		goto out;
 	}
-	if (ensure_networks(ctx, e) < 0 || prepare_image(ctx, sb, &img, e) < 0) {
+	t1 = mono_us();
+	tm.place_us = t1 - t0;
+	if (ensure_networks(ctx, e) < 0 || prepare_image(ctx, sb, &img, e, &tm.pulled) < 0) {
 		create_failed(ctx, sb, e);
 		goto out;
 	}
@@ -866,6 +877,8 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		if (!sb->user[0])
 			str_copy(sb->user, sizeof(sb->user), "root");
 	}
+	t0 = mono_us();
+	tm.image_us = t0 - t1;
 	body = container_body(ctx, sb, env);
 	{
 		char cname[64];
@@ -893,10 +906,18 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	}
 	if (!t)
 		resolve_owner(ctx, sb);
-	if (seed_files(ctx, sb, e) < 0 || docker_container_start(ctx->dk, sb->container_id, e) < 0) {
+	if (seed_files(ctx, sb, e) < 0) {
 		create_failed(ctx, sb, e);
 		goto out;
 	}
+	t1 = mono_us();
+	tm.create_us = t1 - t0;
+	if (docker_container_start(ctx->dk, sb->container_id, e) < 0) {
+		create_failed(ctx, sb, e);
+		goto out;
+	}
+	t0 = mono_us();
+	tm.start_us = t0 - t1;
 	sb->status = SB_RUNNING;
 	if (save_if(ctx, sb, SB_CREATING, e) != 0) {
 		/* someone removed or changed the row meanwhile: do not leave the container */
@@ -906,6 +927,9 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 			sp_err_set(e, SP_CONFLICT, "Sandbox was removed while it was being created");
 		goto out;
 	}
+	tm.ready_us = mono_us() - t0;
+	if (rq->timing)
+		*rq->timing = tm;
 	log_info("sandbox %s created (org %s, image %s)", sb->id, org, sb->image);
 	rc = 0;
 out:

@@ -72,6 +72,17 @@ struct sandbox {
 	char error_message[512];
 };
 
+/* Where a create spent its time, in microseconds (for Server-Timing). */
+struct sandbox_timing {
+	int64_t place_us;  /* quota, placement, the creating record */
+	int64_t image_us;  /* image inspect, and a pull when needed */
+	int64_t create_us; /* container create, image checks, seeding files */
+	int64_t start_us;  /* container start */
+	int64_t ready_us;  /* the running record */
+	int pulled;        /* the image was pulled */
+	int pooled;        /* claimed from a warm pool */
+};
+
 /* A create request as validated at the edge; strings NULL when not given,
  * numbers < 0 when not given. */
 struct sandbox_create_req {
@@ -85,6 +96,7 @@ struct sandbox_create_req {
 	const char *env_vars;
 	size_t env_vars_len;
 	const char *workdir;
+	struct sandbox_timing *timing; /* filled when not NULL */
 };
 
 /* Defaults and bounds (dokploy-reference.md). */
