@@ -24,6 +24,10 @@
 #   SANDPIT_BURST        requests allowed above the rate at once (default 100)
 #   SANDPIT_LOCAL_ORG    organization of the local socket DIR/local/sandpit.sock
 #                        (default "default"; trusted through the 0700 folder)
+#   SANDPIT_METRICS_ALLOW addresses/CIDRs (space separated) that may read
+#                        /metrics without a key (default 127.0.0.1)
+#   SANDPIT_NGINX_EXTRA  an nginx snippet (file) rendered like nginx/*.conf and
+#                        included in the TLS server (benchmarks add locations)
 #
 # DIR after start:
 #   env            SANDPIT_URL, SANDPIT_KEY, SANDPIT_CONFIG, SANDPIT_DIR,
@@ -337,12 +341,18 @@ cmd_start() {
 	case $rate in *[!0-9rsm/]* | "") say "SANDPIT_RATE must look like 50r/s"; exit 1 ;; esac
 	case $burst in *[!0-9]* | "") say "SANDPIT_BURST must be a number"; exit 1 ;; esac
 	case $local_org in *[!a-z0-9_-]* | "") say "SANDPIT_LOCAL_ORG: lower-case letters, digits, - and _"; exit 1 ;; esac
+	local metrics_allow="" a
+	for a in ${SANDPIT_METRICS_ALLOW:-127.0.0.1}; do
+		case $a in *[!0-9A-Fa-f.:/]*) say "SANDPIT_METRICS_ALLOW: addresses or CIDRs only: $a"; exit 1 ;; esac
+		metrics_allow="${metrics_allow}allow $a; "
+	done
 	mkdir -p "$dir/nginx/tmp" "$dir/nginx/conf" "$dir/nginx/logs" "$dir/local"
 	chmod 700 "$dir/local"
 	[ "$(id -u)" -eq 0 ] && user_line="user root root;"
 	render() { # SRC DST
 		sed -e "s|@DIR@|$dir|g" -e "s|@CONF@|$nconf|g" -e "s|@PORT@|$port|g" \
 			-e "s|@RATE@|$rate|g" -e "s|@BURST@|$burst|g" -e "s|@LOCAL_ORG@|$local_org|g" \
+			-e "s|@METRICS_ALLOW@|$metrics_allow|g" \
 			-e "s|@USER@|$user_line|g" -e "s|^\([[:space:]]*\)@APP_SERVERS@|\1${app_servers#\\n\\t\\t}|" \
 			"$1" >"$2"
 	}
@@ -351,6 +361,9 @@ cmd_start() {
 		[ -e "$f" ] || continue
 		render "$f" "$nconf/$(basename "$f")"
 	done
+	mkdir -p "$nconf/extra"
+	rm -f "$nconf/extra/"*.conf
+	[ -z "${SANDPIT_NGINX_EXTRA:-}" ] || render "$SANDPIT_NGINX_EXTRA" "$nconf/extra/extra.conf"
 	local ngx=(nginx -e "$dir/nginx/error.log" -p "$dir/nginx/" -c "$dir/nginx.conf")
 	while :; do
 		render "$REPO/nginx/sandpit.conf.tmpl" "$dir/nginx.conf"

@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "../common/log.h"
+#include "../common/metrics.h"
 #include "../common/util.h"
 
 /* The only requests this client may send. {id}: a docker_valid_id segment;
@@ -183,12 +184,13 @@ static int tmpl_match(const char *tmpl, const char *path, size_t n)
 	return t == tend && p == pend;
 }
 
-int docker_path_allowed(const char *method, const char *path)
+/* The allow-list template that method + path matches, or NULL. */
+static const char *path_template(const char *method, const char *path)
 {
 	size_t n;
 
 	if (!method || !path || path[0] != '/')
-		return 0;
+		return NULL;
 	n = strcspn(path, "?");
 	/* an optional "/v<major>.<minor>" prefix */
 	if (n > 2 && path[1] == 'v' && path[2] >= '0' && path[2] <= '9') {
@@ -199,15 +201,20 @@ int docker_path_allowed(const char *method, const char *path)
 			i++;
 		}
 		if (dots != 1 || path[i - 1] == '.' || i >= n || path[i] != '/')
-			return 0;
+			return NULL;
 		path += i;
 		n -= i;
 	}
 	for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) {
 		if (strcmp(method, allowed[k].method) == 0 && tmpl_match(allowed[k].tmpl, path, n))
-			return 1;
+			return allowed[k].tmpl;
 	}
-	return 0;
+	return NULL;
+}
+
+int docker_path_allowed(const char *method, const char *path)
+{
+	return path_template(method, path) != NULL;
 }
 
 /* A query built by docker_req_query holds only these bytes. */
@@ -496,7 +503,9 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 
 int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struct sp_err *e)
 {
-	char errbuf[CURL_ERROR_SIZE], safe[160];
+	char errbuf[CURL_ERROR_SIZE], safe[160], series[96];
+	const char *tmpl;
+	int64_t t0;
 	struct curl_slist *hdrs = NULL, *tmp;
 	struct buf url;
 	int64_t timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : (int64_t)c->timeout_s * 1000;
@@ -512,7 +521,8 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 		sp_err_set(e, SP_INTERNAL, "Docker request URL is too long");
 		goto done;
 	}
-	if (!docker_path_allowed(r->method, url.data + strlen(c->base)) ||
+	tmpl = path_template(r->method, url.data + strlen(c->base));
+	if (!tmpl ||
 	    !query_ok(r->query.data ? r->query.data : "", r->query.len)) {
 		log_safe(url.data, safe, sizeof(safe));
 		log_error("docker: refused %s %s: not in the allow-list", r->method, safe);
@@ -578,8 +588,11 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
 	}
 
+	t0 = mono_us();
 	rc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+	snprintf(series, sizeof(series), "%s %s", r->method, tmpl);
+	metrics_observe(METRICS_DOCKER, series, (int)r->status, mono_us() - t0);
 	if (rc == CURLE_OK || ((rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK) &&
 				r->aborted)) {
 		ret = 0;

@@ -30,6 +30,7 @@
 #include <fcgiapp.h>
 
 #include "../common/log.h"
+#include "../common/metrics.h"
 #include "../common/util.h"
 
 #define PM_TICK_MS 100
@@ -532,6 +533,9 @@ static int pm_setup_master(void)
 	}
 	pm.board = p;
 	memset(pm.board, 0, len);
+	/* GET /metrics: counters every worker adds to, shared like the board */
+	if (metrics_init() < 0)
+		log_warn("mmap metrics: %s (metrics stay empty)", strerror(errno));
 	if (pm_sigaction(SIGTERM, pm_master_signal, SA_RESTART) < 0 ||
 	    pm_sigaction(SIGINT, pm_master_signal, SA_RESTART) < 0 ||
 	    pm_sigaction(SIGQUIT, pm_master_signal, SA_RESTART) < 0 ||

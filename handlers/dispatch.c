@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../common/log.h"
+#include "../common/metrics.h"
 #include "../common/util.h"
 #include "../store/store.h"
 
@@ -70,11 +71,13 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 	const struct route *rt;
 	struct sp_err e;
 	int method_ok;
-	int64_t t0 = mono_ms();
+	const char *op = "unrouted";
+	int64_t t0 = mono_us();
 
 	sp_err_clear(&e);
 	log_set_request_id(r->request_id);
 	if (strcmp(req_param(r, "SANDPIT_AUTH"), "1") == 0) {
+		op = "auth";
 		handlers_auth(sb, r);
 		goto done;
 	}
@@ -83,6 +86,7 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 		sp_err_set(&e, SP_NOT_FOUND, "No procedure at %.200s", r->path);
 		goto fail;
 	}
+	op = rt->op_id;
 	if (!method_ok) {
 		sp_err_set(&e, SP_METHOD_NOT_ALLOWED, "%s needs %s", rt->path, rt->method);
 		goto fail;
@@ -101,7 +105,9 @@ fail:
 		sp_err_set(&e, SP_INTERNAL, "Internal error");
 	req_send_error(r, &e, issues);
 done:
-	log_info("%s %s %d %lldms", r->method, r->path, r->status, (long long)(mono_ms() - t0));
+	t0 = mono_us() - t0;
+	metrics_observe(METRICS_REQUEST, op, r->status, t0);
+	log_info("%s %s %d %lldms", r->method, r->path, r->status, (long long)(t0 / 1000));
 	json_object_put(in);
 	json_object_put(out);
 	json_object_put(issues);

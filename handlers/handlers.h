@@ -66,6 +66,8 @@ int h_sandbox_list_files(struct handler_ctx *h, json_object *in, json_object **o
 			 struct sp_err *e);
 /* handlers/health.c */
 int h_health(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+/* handlers/metrics.c: Prometheus text; answers the request itself. */
+int h_metrics(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 
 /* handlers/openapi.c: the OpenAPI 3.1 document and the schemas it holds,
  * all generated from handler_routes. */

@@ -132,5 +132,8 @@ const struct route handler_routes[] = {
 	  "sandbox-exec-stream", "Streaming exec (WebSocket, served by sandpit-stream)", NULL, 0 },
 	{ "GET", "/healthz", h_health, no_fields, NULL, ROUTE_PUBLIC, "health", "Liveness", NULL,
 	  0 },
+	/* Prometheus metrics: no key; nginx allows only the operator's addresses. */
+	{ "GET", "/metrics", h_metrics, no_fields, NULL, ROUTE_PUBLIC, "metrics",
+	  "Prometheus metrics", NULL, 0 },
 	{ NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0 },
 };

@@ -1,0 +1,141 @@
+// GET /metrics (issue #8): Prometheus text without a key from an allowed
+// address, counts that move after calls (summed across workers through
+// shared memory), cumulative and consistent histograms, Docker call series
+// keyed by endpoint template, sandboxes by status, and 403 from an address
+// that SANDPIT_METRICS_ALLOW does not list.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startStack } from './lib/stack.mjs';
+
+let stack;
+let denied;
+before(async () => {
+  stack = await startStack();
+  // loopback is not in this list, so the test's own address is denied
+  denied = await startStack({ env: { SANDPIT_METRICS_ALLOW: '10.9.9.9' } });
+});
+after(async () => {
+  await stack?.stop();
+  await denied?.stop();
+});
+
+// Parses the text exposition into [{ name, labels, value }].
+function parse(text) {
+  const out = [];
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/);
+    assert.ok(m, `malformed line: ${line}`);
+    const labels = {};
+    if (m[2]) {
+      for (const kv of m[2].matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+        labels[kv[1]] = kv[2];
+    }
+    out.push({ name: m[1], labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+async function scrape(s = stack) {
+  const r = await s.api('GET', '/metrics', { key: null });
+  assert.equal(r.status, 200, r.text);
+  assert.match(r.headers['content-type'], /^text\/plain; version=0\.0\.4/);
+  return parse(r.text);
+}
+
+function value(samples, name, labels) {
+  const hit = samples.find((x) => x.name === name &&
+    Object.entries(labels).every(([k, v]) => x.labels[k] === v));
+  return hit ? hit.value : 0;
+}
+
+test('/metrics answers 200 from 127.0.0.1 without a key, in Prometheus text', async () => {
+  const r = await stack.api('GET', '/metrics', { key: null });
+  assert.equal(r.status, 200, r.text);
+  assert.match(r.text, /^# TYPE sandpit_requests_total counter$/m);
+  assert.match(r.text, /^# TYPE sandpit_request_duration_seconds histogram$/m);
+  assert.match(r.text, /^# TYPE sandpit_sandboxes gauge$/m);
+  parse(r.text);
+});
+
+test('request counts go up after calls, across workers', async () => {
+  const before = await scrape();
+  const n = 12;
+  // in parallel, so more than one worker answers
+  const rs = await Promise.all(Array.from({ length: n }, () => stack.api('GET', '/api/sandbox.list')));
+  for (const r of rs) assert.equal(r.status, 200, r.text);
+  const missing = await stack.api('GET', '/api/sandbox.one', { query: { sandboxId: 'nope' } });
+  assert.equal(missing.status, 404, missing.text);
+  const afterS = await scrape();
+  const ok = { operation: 'sandbox-list', status: '200' };
+  assert.equal(value(afterS, 'sandpit_requests_total', ok) - value(before, 'sandpit_requests_total', ok), n);
+  assert.equal(value(afterS, 'sandpit_request_duration_seconds_count', ok) -
+    value(before, 'sandpit_request_duration_seconds_count', ok), n);
+  assert.ok(value(afterS, 'sandpit_requests_total', { operation: 'sandbox-one', status: '404' }) >= 1);
+  assert.ok(value(afterS, 'sandpit_requests_total', { operation: 'auth', status: '200' }) >=
+    value(before, 'sandpit_requests_total', { operation: 'auth', status: '200' }) + n);
+});
+
+test('histogram buckets are cumulative and agree with _count and the counter', async () => {
+  await stack.api('GET', '/api/sandbox.templates');
+  const s = await scrape();
+  const series = new Map();
+  for (const x of s) {
+    if (!x.name.endsWith('_bucket')) continue;
+    const base = x.name.slice(0, -'_bucket'.length);
+    const id = `${base}|${x.labels.operation ?? x.labels.endpoint}|${x.labels.status}`;
+    if (!series.has(id)) series.set(id, []);
+    series.get(id).push(x);
+  }
+  assert.ok(series.size > 0, 'some histogram series');
+  for (const [id, buckets] of series) {
+    const [base, name, status] = id.split('|');
+    const les = buckets.map((b) => (b.labels.le === '+Inf' ? Infinity : Number(b.labels.le)));
+    assert.equal(les.at(-1), Infinity, `${id}: last bucket is +Inf`);
+    for (let i = 1; i < buckets.length; i++) {
+      assert.ok(les[i] > les[i - 1], `${id}: le ascending`);
+      assert.ok(buckets[i].value >= buckets[i - 1].value, `${id}: cumulative`);
+    }
+    const lbl = base.startsWith('sandpit_docker') ? 'endpoint' : 'operation';
+    const labels = { [lbl]: name, status };
+    assert.equal(value(s, `${base}_count`, labels), buckets.at(-1).value, `${id}: _count = +Inf`);
+    const counter = base.startsWith('sandpit_docker') ? 'sandpit_docker_requests_total' : 'sandpit_requests_total';
+    assert.equal(value(s, counter, labels), buckets.at(-1).value, `${id}: counter = _count`);
+    assert.ok(value(s, `${base}_sum`, labels) >= 0);
+  }
+});
+
+test('Docker calls are counted per endpoint template; sandboxes per status', async () => {
+  const c = await stack.api('POST', '/api/sandbox.create', { body: { template: 'alpine', memoryMb: 64 } });
+  assert.equal(c.status, 200, c.text);
+  const id = c.json.sandboxId;
+  try {
+    const s = await scrape();
+    assert.ok(value(s, 'sandpit_docker_requests_total', { endpoint: 'POST /containers/create', status: '201' }) >= 1);
+    assert.ok(value(s, 'sandpit_docker_requests_total', { endpoint: 'POST /containers/{id}/start', status: '204' }) >= 1);
+    for (const x of s) {
+      if (x.name === 'sandpit_docker_requests_total')
+        assert.match(x.labels.endpoint, /^(GET|POST|PUT|HEAD|DELETE) \/[a-z{}/]*$/, 'templates, never ids');
+    }
+    assert.ok(value(s, 'sandpit_sandboxes', { status: 'running' }) >= 1);
+    const e = await stack.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd: 'true' } });
+    assert.equal(e.status, 200, e.text);
+    const s2 = await scrape();
+    assert.ok(value(s2, 'sandpit_requests_total', { operation: 'sandbox-exec', status: '200' }) >= 1);
+  } finally {
+    await stack.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } });
+  }
+  const s3 = await scrape();
+  assert.equal(value(s3, 'sandpit_sandboxes_scan_truncated', {}), 0);
+});
+
+test('an address outside SANDPIT_METRICS_ALLOW gets 403, even with a key', async () => {
+  const r = await denied.api('GET', '/metrics', { key: null });
+  assert.equal(r.status, 403, r.text);
+  assert.equal(r.json?.code, 'FORBIDDEN');
+  const k = await denied.api('GET', '/metrics');
+  assert.equal(k.status, 403, k.text);
+  // the rest of that stack works as usual
+  const h = await denied.api('GET', '/healthz', { key: null });
+  assert.equal(h.status, 200, h.text);
+});
