@@ -59,6 +59,9 @@ void config_defaults(struct config *cfg)
 	str_copy(cfg->label_prefix, sizeof(cfg->label_prefix), "sandpit");
 	cfg->retention_s = 7 * 24 * 3600;
 	cfg->create_timeout_s = 600;
+	str_copy(cfg->default_runtime, sizeof(cfg->default_runtime), "runc");
+	str_copy(cfg->gvisor_runtime_isolated, sizeof(cfg->gvisor_runtime_isolated), "runsc-isolated");
+	str_copy(cfg->gvisor_runtime_internet, sizeof(cfg->gvisor_runtime_internet), "runsc-internet");
 	str_copy(cfg->stream_listen, sizeof(cfg->stream_listen), "/run/sandpit/stream.sock");
 	cfg->stream_workers = 1;
 	cfg->stream_stuck_timeout_s = 30;
@@ -118,6 +121,9 @@ static const struct key {
 	{ S(label_prefix) },
 	{ I(retention_s, 0, 365 * 86400) },
 	{ I(create_timeout_s, 10, 86400) },
+	{ S(default_runtime) },
+	{ S(gvisor_runtime_isolated) },
+	{ S(gvisor_runtime_internet) },
 	{ S(stream_listen) },
 	{ I(stream_workers, 1, 64) },
 	{ I(stream_stuck_timeout_s, 1, 3600) },
@@ -162,9 +168,69 @@ static int set_template(struct config *cfg, const char *name, const char *image)
 	return str_copy(t->image, sizeof(t->image), image);
 }
 
+/* Parses "template=NAME size=N [network=isolated|internet] [ttl=S]". */
+static int add_pool(struct config *cfg, const char *v, char *err, size_t errlen)
+{
+	struct pool_conf p = { "", "isolated", 0, 600 };
+	char item[128];
+	long long n;
+
+	if (cfg->npools >= CONFIG_MAX_POOLS) {
+		snprintf(err, errlen, "at most %d warm_pool lines", CONFIG_MAX_POOLS);
+		return -1;
+	}
+	while (*v) {
+		size_t len = strcspn(v, " \t");
+		char *eq;
+		if (len == 0) {
+			v++;
+			continue;
+		}
+		if (len >= sizeof(item)) {
+			snprintf(err, errlen, "warm_pool: item too long");
+			return -1;
+		}
+		memcpy(item, v, len);
+		item[len] = '\0';
+		v += len;
+		eq = strchr(item, '=');
+		if (!eq) {
+			snprintf(err, errlen, "warm_pool: '%s' is not key=value", item);
+			return -1;
+		}
+		*eq++ = '\0';
+		if (strcmp(item, "template") == 0 && valid_name_chars(eq) &&
+		    strlen(eq) < sizeof(p.template_name))
+			str_copy(p.template_name, sizeof(p.template_name), eq);
+		else if (strcmp(item, "network") == 0 &&
+			 (strcmp(eq, "isolated") == 0 || strcmp(eq, "internet") == 0))
+			str_copy(p.network, sizeof(p.network), eq);
+		else if (strcmp(item, "size") == 0 && parse_ll(eq, 1, 64, &n) == 0)
+			p.size = (int)n;
+		else if (strcmp(item, "ttl") == 0 && parse_ll(eq, 60, 86400, &n) == 0)
+			p.ttl_s = (int)n;
+		else {
+			snprintf(err, errlen,
+				 "warm_pool: bad %s (template=NAME size=1..64 network=isolated|internet "
+				 "ttl=60..86400)",
+				 item);
+			return -1;
+		}
+	}
+	if (!p.template_name[0] || !p.size) {
+		snprintf(err, errlen, "warm_pool needs template=NAME and size=N");
+		return -1;
+	}
+	cfg->pools[cfg->npools++] = p;
+	return 0;
+}
+
 static int set_key(struct config *cfg, const char *k, const char *v, char *err, size_t errlen)
 {
 	long long n;
+
+	if (strcmp(k, "warm_pool") == 0)
+		return add_pool(cfg, v, err, errlen);
 
 	if (strncmp(k, "template.", 9) == 0) {
 		if (!valid_name_chars(k + 9) || strlen(k + 9) >= sizeof(cfg->templates[0].name)) {
@@ -382,6 +448,18 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 			goto out;
 		}
 	}
+	if (strcmp(cfg->default_runtime, "runc") != 0 && strcmp(cfg->default_runtime, "gvisor") != 0) {
+		snprintf(err, errlen, "%s: default_runtime must be runc or gvisor", path);
+		goto out;
+	}
+	if (!valid_name_chars(cfg->gvisor_runtime_isolated) ||
+	    !valid_name_chars(cfg->gvisor_runtime_internet)) {
+		snprintf(err, errlen,
+			 "%s: gvisor_runtime_isolated and gvisor_runtime_internet must be dockerd "
+			 "runtime names (letters, digits, - and _)",
+			 path);
+		goto out;
+	}
 	if (strncmp(cfg->docker_host, "unix://", 7) != 0) {
 		snprintf(err, errlen, "%s: docker_host must be unix:///path (got %s)", path,
 			 cfg->docker_host);
@@ -399,6 +477,12 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", path, msg);
 		goto out;
 	}
+	for (int i = 0; i < cfg->npools; i++)
+		if (!config_template(cfg, cfg->pools[i].template_name)) {
+			snprintf(err, errlen, "%s: warm_pool names an unknown template '%s'", path,
+				 cfg->pools[i].template_name);
+			goto out;
+		}
 	if (load_data_key(cfg, msg, sizeof(msg)) < 0) {
 		snprintf(err, errlen, "%s: %s", path, msg);
 		goto out;

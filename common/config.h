@@ -18,6 +18,18 @@ struct template_conf {
 	char env[512]; /* extra env, "K=V\n" lines; "~" expands to the home */
 };
 
+#define CONFIG_MAX_POOLS 8
+
+/* A warm pool: started containers of one template and network mode kept
+ * ready for creates that fit them. From lines like
+ *   warm_pool = template=python size=4 network=isolated ttl=600 */
+struct pool_conf {
+	char template_name[32];
+	char network[16]; /* isolated (default) or internet */
+	int size;         /* containers kept ready, 1..64 */
+	int ttl_s;        /* an unused container ends after this, default 600 */
+};
+
 struct config {
 	char path[4096];          /* the file it came from */
 	/* process manager */
@@ -57,6 +69,11 @@ struct config {
 	char label_prefix[64];    /* container labels <prefix>.sandbox etc, default "sandpit" */
 	int retention_s;          /* killed rows are kept this long, default 604800 */
 	int create_timeout_s;     /* a creation still "creating" after this reads "error", default 600 */
+	char default_runtime[16]; /* runc|gvisor: a create without `runtime`, default runc */
+	char gvisor_runtime_isolated[64]; /* the dockerd runtime (runsc --network=none) for isolated
+					     gVisor sandboxes, default runsc-isolated */
+	char gvisor_runtime_internet[64]; /* ... (runsc --network=host) for internet ones, default
+					     runsc-internet */
 	/* sandpit-stream (the /sandbox-exec WebSocket daemon) */
 	char stream_listen[4096]; /* its unix socket, default /run/sandpit/stream.sock */
 	int stream_workers;       /* event-loop processes, default 1 */
@@ -64,6 +81,8 @@ struct config {
 	int stream_max_message;   /* largest client message in bytes, default 1048576 */
 	int ntemplates;
 	struct template_conf templates[CONFIG_MAX_TEMPLATES];
+	int npools;
+	struct pool_conf pools[CONFIG_MAX_POOLS];
 };
 
 /* Fills cfg with defaults and the eleven built-in templates. */

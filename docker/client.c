@@ -26,12 +26,14 @@ static const struct {
 	const char *tmpl;
 } allowed[] = {
 	{ "GET", "/version" },
+	{ "GET", "/info" },
 	{ "GET", "/containers/json" },
 	{ "POST", "/containers/create" },
 	{ "GET", "/containers/{id}/json" },
 	{ "POST", "/containers/{id}/start" },
 	{ "POST", "/containers/{id}/stop" },
 	{ "POST", "/containers/{id}/kill" },
+	{ "POST", "/containers/{id}/update" },
 	{ "DELETE", "/containers/{id}" },
 	{ "PUT", "/containers/{id}/archive" },
 	{ "HEAD", "/containers/{id}/archive" },
@@ -932,6 +934,40 @@ int docker_negotiate(struct docker_client *c, int allow_old_runc, struct docker_
 	rc = 0;
 done:
 	json_object_put(ver);
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+int docker_runtimes(struct docker_client *c, char *out, size_t cap, struct sp_err *e)
+{
+	struct docker_req r;
+	json_object *info = NULL, *rts;
+	size_t n = 0;
+	int rc = -1;
+
+	if (cap == 0)
+		return sp_err_set(e, SP_INTERNAL, "docker_runtimes: no room");
+	out[0] = '\0';
+	docker_req_init(&r, "GET");
+	if (docker_req_path(&r, e, "/info") < 0 || docker_call(c, &r, NULL, &info, e) < 0)
+		goto done;
+	if (json_object_object_get_ex(info, "Runtimes", &rts) &&
+	    json_object_is_type(rts, json_type_object)) {
+		json_object_object_foreach(rts, name, v)
+		{
+			size_t len = strlen(name);
+			(void)v;
+			if (n + len + 2 > cap)
+				break; /* a daemon with that many runtimes: the rest is not listed */
+			memcpy(out + n, name, len);
+			n += len;
+			out[n++] = '\n';
+			out[n] = '\0';
+		}
+	}
+	rc = 0;
+done:
+	json_object_put(info);
 	docker_req_cleanup(&r);
 	return rc;
 }

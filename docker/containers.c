@@ -197,3 +197,21 @@ done:
 	docker_req_cleanup(&r);
 	return rc;
 }
+
+/* POST /containers/{id}/update with a resources body (not consumed).
+ * Missing: SP_NOT_FOUND. */
+int docker_container_update(struct docker_client *c, const char *id, json_object *body,
+			    struct sp_err *e)
+{
+	struct docker_req r;
+	int rc = -1;
+
+	docker_req_init(&r, "POST");
+	if (docker_check_id(id, "container", e) < 0 ||
+	    docker_req_path(&r, e, "/containers/%s/update", id) < 0)
+		goto done;
+	rc = docker_call(c, &r, body, NULL, e);
+done:
+	docker_req_cleanup(&r);
+	return rc;
+}

@@ -69,6 +69,11 @@ void docker_client_set_label(struct docker_client *c, const char *label);
 int docker_negotiate(struct docker_client *c, int allow_old_runc, struct docker_version *v,
 		     struct sp_err *e);
 
+/* GET /info: writes the names of the daemon's registered runtimes
+ * (Runtimes), each followed by '\n', into out (cap bytes, NUL-terminated;
+ * names that do not fit are left out). */
+int docker_runtimes(struct docker_client *c, char *out, size_t cap, struct sp_err *e);
+
 /* Images. inspect: *out is a new json object (caller puts it). pull: POST
  * /images/create, reads the progress stream to the end, fails with the
  * stream's error message; bounded by timeout_s. */
@@ -90,6 +95,10 @@ int docker_container_kill(struct docker_client *c, const char *id, const char *s
 int docker_container_remove(struct docker_client *c, const char *id, int force, struct sp_err *e);
 int docker_container_inspect(struct docker_client *c, const char *id, json_object **out,
 			     struct sp_err *e);
+/* POST /containers/{id}/update: body holds resources (NanoCpus, Memory,
+ * MemorySwap, PidsLimit); not consumed. */
+int docker_container_update(struct docker_client *c, const char *id, json_object *body,
+			    struct sp_err *e);
 int docker_container_list(struct docker_client *c, const char *label, int all, json_object **out,
 			  struct sp_err *e);
 
@@ -150,6 +159,8 @@ int docker_exec_create(struct docker_client *c, const char *id, json_object *bod
 int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
 		      docker_output_fn on_data, int (*should_stop)(void *arg), void *arg,
 		      int *timed_out, struct sp_err *e);
+/* Starts an exec detached: returns once the process runs. */
+int docker_exec_start_detached(struct docker_client *c, const char *exec_id, struct sp_err *e);
 int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_code,
 			int *running, struct sp_err *e);
 

@@ -146,3 +146,24 @@ done:
 	docker_req_cleanup(&r);
 	return rc;
 }
+
+/* Starts an exec detached: Docker answers once the process runs, and the
+ * process goes on without anyone reading its output. */
+int docker_exec_start_detached(struct docker_client *c, const char *exec_id, struct sp_err *e)
+{
+	static const char body[] = "{\"Detach\":true,\"Tty\":false}";
+	struct docker_req r;
+	int rc = -1;
+
+	docker_req_init(&r, "POST");
+	if (docker_check_id(exec_id, "exec instance", e) < 0 ||
+	    docker_req_path(&r, e, "/exec/%s/start", exec_id) < 0)
+		goto done;
+	r.body = body;
+	r.body_len = sizeof(body) - 1;
+	r.ctype = "application/json";
+	rc = docker_call(c, &r, NULL, NULL, e);
+done:
+	docker_req_cleanup(&r);
+	return rc;
+}

@@ -49,6 +49,7 @@ static void worker_main(const struct config *cfg, int listen_fd)
 		sandbox_ctx_cleanup(&ctx);
 		return;
 	}
+	sandbox_pool_maintain(&ctx);
 	while (!pm_worker_should_stop()) {
 		struct req r;
 		if (FCGX_Accept_r(&fx) < 0)
@@ -59,6 +60,8 @@ static void worker_main(const struct config *cfg, int listen_fd)
 		req_cleanup(&r);
 		FCGX_Finish_r(&fx);
 		pm_worker_busy(0);
+		/* between requests: keep the warm pools topped up */
+		sandbox_pool_maintain(&ctx);
 	}
 	FCGX_Free(&fx, 1);
 	sandbox_ctx_cleanup(&ctx);

@@ -196,6 +196,33 @@ static int pass_output(void *arg, int stream, const char *data, size_t len)
 	return 0;
 }
 
+/* A sandbox from a warm pool was started before its envVars were known:
+ * they go to each command instead, decrypted just for it. */
+static int pooled_env(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *env,
+		      struct sp_err *e)
+{
+	struct buf sealed, plain;
+	int rc = -1;
+
+	buf_init(&sealed, 1 << 20);
+	buf_init(&plain, 1 << 20);
+	if (store_sandbox_field(ctx->st, sb->org, sb->id, "envVars", &sealed, e) < 0)
+		goto out;
+	if (!sealed.len) {
+		rc = 0;
+		goto out;
+	}
+	if (crypto_open(ctx->cfg->data_key, sb->id, sealed.data, sealed.len, &plain) < 0) {
+		sp_err_set(e, SP_INTERNAL, "The sandbox's envVars cannot be opened");
+		goto out;
+	}
+	rc = sandbox_env_lines(plain.data ? plain.data : "", plain.len, env, e);
+out:
+	buf_free(&sealed);
+	buf_wipe(&plain);
+	return rc;
+}
+
 int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct sandbox_exec_req *rq,
 		     const struct sandbox_exec_io *io, struct sandbox_exec_result *res,
 		     struct sp_err *e)
@@ -242,6 +269,8 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		json_object_array_add(cmd, json_object_new_string(*a));
 	json_object_object_add(body, "Cmd", cmd);
 	env = json_object_new_array();
+	if (sb->pooled && pooled_env(ctx, sb, env, e) < 0)
+		goto out;
 	if (rq->env) {
 		json_object_object_foreach(rq->env, k, v)
 		{

@@ -5,7 +5,7 @@
 #include "../store/store.h"
 #include "sandbox.h"
 
-#define SB_RECORD_FIELDS 24
+#define SB_RECORD_FIELDS 25
 
 /* Fills sb from a record; -1 if the record is not a sandbox. */
 int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb);
@@ -38,5 +38,24 @@ void sandbox_servers_cleanup(struct sandbox_ctx *ctx);
  * sandbox's share there. Sets sb->server_id ("" = local). */
 int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
 		  const char *requested, struct sp_err *e);
+
+/* lifecycle.c, for pool.c: negotiate and make the networks of the current
+ * server; the container body of a template sandbox (*img: the image
+ * inspect, new); the sh/sleep/date check; the files seeded before start. */
+int sandbox_prepare_server(struct sandbox_ctx *ctx, struct sp_err *e);
+json_object *sandbox_container_body(struct sandbox_ctx *ctx, struct sandbox *sb,
+				    const struct template_conf *t, json_object **img, struct sp_err *e);
+int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
+			char *missing, size_t cap, struct sp_err *e);
+int sandbox_seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e);
+/* Appends a .env body's KEY=value lines to env (Docker's "K=V" list). */
+int sandbox_env_lines(const char *s, size_t len, json_object *env, struct sp_err *e);
+
+/* pool.c: claims a warm container for rq into sb (sets id, container id,
+ * pooled) if one fits and is ready: 1 claimed, 0 none. activate arms it
+ * with sb's limits and lifetimes. */
+int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req *rq,
+		       struct sandbox *sb);
+int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
 
 #endif

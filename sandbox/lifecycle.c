@@ -111,6 +111,63 @@ static int ensure_networks(struct sandbox_ctx *ctx, struct sp_err *e)
 	return 0;
 }
 
+/* The dockerd runtime a sandbox runs under: "" for Docker's default (runc),
+ * else the configured gVisor runtime of its network mode. */
+static const char *docker_runtime(const struct config *cfg, const struct sandbox *sb)
+{
+	if (strcmp(sb->runtime, "gvisor") != 0)
+		return "";
+	return strcmp(sb->network_mode, "internet") == 0 ? cfg->gvisor_runtime_internet
+							 : cfg->gvisor_runtime_isolated;
+}
+
+/* Whether the daemon has runtime `name` registered. The list (GET /info) is
+ * kept per worker and server; a name it lacks is asked again at most every
+ * 10 s, so registering runsc later needs no restart of sandpit. */
+static int runtime_registered(struct sandbox_ctx *ctx, const char *name, struct sp_err *e)
+{
+	struct server_conn *sc = ctx->cur;
+	char want[80];
+
+	snprintf(want, sizeof(want), "%s\n", name);
+	for (int pass = 0; pass < 2; pass++) {
+		const char *p = sc->runtimes;
+		if (sc->runtimes_at) {
+			/* names are whole lines */
+			while ((p = strstr(p, want)) && p != sc->runtimes && p[-1] != '\n')
+				p++;
+			if (p)
+				return 1;
+		}
+		if (pass == 1 || (sc->runtimes_at && mono_ms() - sc->runtimes_at < 10000))
+			break;
+		if (docker_runtimes(ctx->dk, sc->runtimes, sizeof(sc->runtimes), e) < 0)
+			return -1;
+		sc->runtimes_at = mono_ms();
+	}
+	return 0;
+}
+
+/* 0 when the sandbox's runtime can run on the current server; else -1 with
+ * a 400 naming `runtime` (or why the daemon could not be asked). */
+static int runtime_ok(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e)
+{
+	const char *name = docker_runtime(ctx->cfg, sb);
+	int reg;
+
+	if (!name[0])
+		return 0;
+	reg = runtime_registered(ctx, name, e);
+	if (reg < 0)
+		return -1;
+	if (reg == 0)
+		return sp_err_field(e, SP_BAD_REQUEST, "runtime",
+				    "runtime: gVisor is not available on this server: register runsc "
+				    "with dockerd (see README); runtime '%s' is missing",
+				    name);
+	return 0;
+}
+
 static int64_t min64(int64_t a, int64_t b)
 {
 	return a < b ? a : b;
@@ -310,7 +367,9 @@ int sandbox_list(struct sandbox_ctx *ctx, const char *org, json_object **out, st
 	n = store_sandbox_list(ctx->st, org, recs, MAX_LIST, e);
 	if (n < 0)
 		goto out;
-	snprintf(label, sizeof(label), "%s.organizationId=%s", ctx->cfg->label_prefix, org);
+	/* by the sandbox label, not the org's: a container from a warm pool was
+	 * made before its org was known */
+	snprintf(label, sizeof(label), "%s.sandbox=true", ctx->cfg->label_prefix);
 	arr = json_object_new_array();
 	for (int i = 0; i < n; i++) {
 		struct sandbox sb;
@@ -487,6 +546,8 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_object_add(hc, "Privileged", json_object_new_boolean(0));
 	json_object_object_add(hc, "CgroupnsMode", json_object_new_string("private"));
 	json_object_object_add(hc, "IpcMode", json_object_new_string("private"));
+	if (docker_runtime(cfg, sb)[0])
+		json_object_object_add(hc, "Runtime", json_object_new_string(docker_runtime(cfg, sb)));
 	ep = json_object_new_object();
 	json_object_object_add(ep, "Name", json_object_new_string("no"));
 	json_object_object_add(hc, "RestartPolicy", ep);
@@ -652,9 +713,46 @@ out:
 	buf_free(&passwd);
 }
 
+static int drop_output(void *arg, int stream, const char *data, size_t len)
+{
+	(void)arg;
+	(void)stream;
+	(void)data;
+	(void)len;
+	return 0;
+}
+
+/* Under gVisor the sandbox's kernel caches the root file system: a file the
+ * archive API replaces after start may still read as its old content inside
+ * (measured with runsc 20221219: the watcher kept the old expiry). The
+ * expiry is then written from inside, as the sandbox user, like exec's
+ * wrapper does. */
+static int write_expires_inside(struct sandbox_ctx *ctx, struct sandbox *sb, const char *val,
+				struct sp_err *e)
+{
+	static const char script[] = "printf '%s' \"$1\" >/" STATE_DIR "/expires";
+	const char *args[] = { val, NULL };
+	struct sandbox_exec_req rq = { 0 };
+	struct sandbox_exec_io io = { drop_output, NULL, NULL };
+	struct sandbox_exec_result res;
+
+	rq.cmd = script;
+	rq.cmd_len = strlen(script);
+	rq.cwd = "/";
+	rq.timeout_ms = 10000;
+	rq.args = args;
+	rq.no_activity = 1;
+	if (sandbox_exec_run(ctx, sb, &rq, &io, &res, e) < 0)
+		return -1;
+	if (res.exit_code != 0)
+		return sp_err_set(e, SP_INTERNAL, "Could not write the sandbox's expiry (exit %d)",
+				  res.exit_code);
+	return 0;
+}
+
 /* Rewrites the watcher's expiry inside the container, keeping the file the
  * sandbox user's (its commands move it too). */
-static int write_expires(struct sandbox_ctx *ctx, const struct sandbox *sb, int64_t expires_ms,
+static int write_expires(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t expires_ms,
 			 struct sp_err *e)
 {
 	char val[32];
@@ -663,11 +761,13 @@ static int write_expires(struct sandbox_ctx *ctx, const struct sandbox *sb, int6
 	struct docker_tar_entry ent = { "expires", 0, 0644, 0, 0, val, 0, 0 };
 	int rc;
 
+	snprintf(val, sizeof(val), "%lld\n", (long long)((expires_ms + 999) / 1000));
+	if (strcmp(sb->runtime, "gvisor") == 0)
+		return write_expires_inside(ctx, sb, val, e);
 	sandbox_owner(sb, &uid, &gid, &mode);
 	ent.uid = uid;
 	ent.gid = gid;
 	ent.mode = mode == 0755 ? 0644 : 0666;
-	snprintf(val, sizeof(val), "%lld\n", (long long)((expires_ms + 999) / 1000));
 	ent.len = strlen(val);
 	ent.mtime = now_ms() / 1000;
 	buf_init(&tar, 64 * 1024);
@@ -682,7 +782,7 @@ static int write_expires(struct sandbox_ctx *ctx, const struct sandbox *sb, int6
  * folder with the first expiry, before the container starts. */
 static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e)
 {
-	struct docker_tar_entry ents[4];
+	struct docker_tar_entry ents[6];
 	char expires[32];
 	struct buf tar;
 	unsigned uid, gid, mode;
@@ -696,6 +796,9 @@ static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct 
 	/* the sandbox user's own commands move its expiry (see exec.c) */
 	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/expires", 0, mode == 0755 ? 0644 : 0666,
 					       uid, gid, expires, strlen(expires), t };
+	/* for a warm container (pool.c): how it is armed, and its main pid */
+	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/activate", 0, 0644, uid, gid, "", 0, t };
+	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/main.pid", 0, 0644, uid, gid, "", 0, t };
 	if (sb->template_name[0] && strcmp(sb->workdir, TEMPLATE_HOME) != 0)
 		ents[n++] = (struct docker_tar_entry){ TEMPLATE_HOME + 1, 1, 0755, uid, gid, NULL, 0, t };
 	if (strcmp(sb->workdir, "/") != 0)
@@ -826,6 +929,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		str_copy(sb->image, sizeof(sb->image), rq->image);
 	}
 	crypto_random_id(sb->id, SANDBOX_ID_LEN);
+	sandbox_pool_claim(ctx, rq, sb); /* a warm container brings its own id */
 	str_copy(sb->org, sizeof(sb->org), org);
 	str_copy(sb->name, sizeof(sb->name), rq->name ? rq->name : "");
 	sb->status = SB_CREATING;
@@ -837,7 +941,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	str_copy(sb->network_mode, sizeof(sb->network_mode),
 		 rq->network_mode ? rq->network_mode : "isolated");
 	str_copy(sb->workdir, sizeof(sb->workdir), rq->workdir ? rq->workdir : TEMPLATE_HOME);
-	str_copy(sb->runtime, sizeof(sb->runtime), "runc");
+	str_copy(sb->runtime, sizeof(sb->runtime), rq->runtime ? rq->runtime : ctx->cfg->default_runtime);
 	sb->created_at = now;
 	sb->last_activity_at = now;
 	sb->deadline_at = now + sb->max_lifetime_ms;
@@ -857,7 +961,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		goto out;
 	if (sandbox_place(ctx, org, sb, rq->server_id, e) < 0 ||
 	    sandbox_select_server(ctx, sb->server_id, e) < 0 || ensure_docker(ctx, e) < 0 ||
-	    save(ctx, sb, sealed.len ? sealed.data : NULL, e) < 0) {
+	    runtime_ok(ctx, sb, e) < 0 || save(ctx, sb, sealed.len ? sealed.data : NULL, e) < 0) {
 		struct sp_err ignore;
 		store_release(ctx->st, sb->org, sb->id, &ignore);
 		store_server_release(ctx->st, sb->server_id, sb->id, &ignore);
@@ -865,6 +969,23 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	}
 	t1 = mono_us();
 	tm.place_us = t1 - t0;
+	if (sb->pooled) {
+		if (sandbox_pool_activate(ctx, sb, e) == 0) {
+			tm.pooled = 1;
+			t0 = mono_us();
+			tm.start_us = t0 - t1;
+			goto running;
+		}
+		/* the warm container is gone or refused: make a cold one */
+		log_warn("sandbox %s: warm container failed (%s); creating it cold", sb->id, e->msg);
+		{
+			struct sp_err ignore;
+			docker_container_remove(ctx->dk, sb->container_id, 1, &ignore);
+		}
+		sb->pooled = 0;
+		sb->container_id[0] = '\0';
+		sp_err_clear(e);
+	}
 	if (ensure_networks(ctx, e) < 0 || prepare_image(ctx, sb, &img, e, &tm.pulled) < 0) {
 		create_failed(ctx, sb, e);
 		goto out;
@@ -918,6 +1039,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	}
 	t0 = mono_us();
 	tm.start_us = t0 - t1;
+running:
 	sb->status = SB_RUNNING;
 	if (save_if(ctx, sb, SB_CREATING, e) != 0) {
 		/* someone removed or changed the row meanwhile: do not leave the container */
@@ -1083,4 +1205,49 @@ json_object *sandbox_templates_json(const struct config *cfg)
 		json_object_array_add(arr, o);
 	}
 	return arr;
+}
+
+/* For the warm pools (pool.c): the same container as a cold create makes,
+ * and the same checks, so a pooled sandbox keeps every promise of the
+ * security model. */
+int sandbox_prepare_server(struct sandbox_ctx *ctx, struct sp_err *e)
+{
+	return ensure_docker(ctx, e) < 0 || ensure_networks(ctx, e) < 0 ? -1 : 0;
+}
+
+json_object *sandbox_container_body(struct sandbox_ctx *ctx, struct sandbox *sb,
+				    const struct template_conf *t, json_object **img, struct sp_err *e)
+{
+	json_object *env = json_object_new_array(), *body;
+	int pulled = 0;
+
+	template_env(t, env);
+	if (prepare_image(ctx, sb, img, e, &pulled) < 0) {
+		json_object_put(env);
+		return NULL;
+	}
+	body = container_body(ctx, sb, env);
+	json_object_put(env);
+	return body;
+}
+
+int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
+			char *missing, size_t cap, struct sp_err *e)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(img, "Id", &v))
+		return sp_err_set(e, SP_INTERNAL, "Image has no id");
+	return find_missing_tools(ctx, sb->container_id, json_object_get_string(v), image_path(img),
+				  missing, cap, e);
+}
+
+int sandbox_seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e)
+{
+	return seed_files(ctx, sb, e);
+}
+
+int sandbox_env_lines(const char *s, size_t len, json_object *env, struct sp_err *e)
+{
+	return parse_env_vars(s, len, env, e);
 }

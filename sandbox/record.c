@@ -68,6 +68,7 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
 	rec_str(r, "workdir", sb->workdir, sizeof(sb->workdir));
 	rec_str(r, "user", sb->user, sizeof(sb->user));
 	rec_str(r, "owner", sb->owner, sizeof(sb->owner));
+	sb->pooled = rec_i64(r, "pooled") == 1;
 	rec_str(r, "runtime", sb->runtime, sizeof(sb->runtime));
 	sb->created_at = rec_i64(r, "createdAt");
 	sb->expires_at = rec_i64(r, "expiresAt");
@@ -103,6 +104,7 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 	KV("workdir", sb->workdir);
 	KV("user", sb->user);
 	KV("owner", sb->owner);
+	NUM("pooled", "%d", sb->pooled);
 	KV("runtime", sb->runtime);
 	NUM("createdAt", "%lld", (long long)sb->created_at);
 	NUM("expiresAt", "%lld", (long long)sb->expires_at);

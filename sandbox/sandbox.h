@@ -27,6 +27,8 @@ struct server_conn {
 	int64_t checked_at;     /* mono ms */
 	int docker_ready;       /* version negotiated */
 	int networks_ready;     /* sandbox networks ensured */
+	char runtimes[1024];    /* the daemon's runtime names, '\n'-ended ("" = not asked yet) */
+	int64_t runtimes_at;    /* mono ms when asked */
 };
 
 #define SB_MAX_SERVERS 16
@@ -43,6 +45,8 @@ struct sandbox_ctx {
 	struct server_conn conns[SB_MAX_SERVERS];
 	int nconns;
 	struct sp_err server_err; /* why dk is NULL */
+	int pool_dirty;           /* a pooled container was claimed: refill soon */
+	int64_t pool_checked_at;  /* mono ms */
 };
 
 enum sandbox_status { SB_CREATING, SB_RUNNING, SB_KILLED, SB_ERROR };
@@ -68,6 +72,7 @@ struct sandbox {
 	char user[64];          /* as the image or template names it */
 	char owner[32];         /* the same user as numeric "uid:gid", "" if unknown */
 	char runtime[16];
+	int pooled;             /* came from a warm pool: envVars go to each exec */
 	int64_t created_at, expires_at, deadline_at, last_activity_at, killed_at; /* ms, 0 = none */
 	char error_message[512];
 };
@@ -96,6 +101,7 @@ struct sandbox_create_req {
 	const char *env_vars;
 	size_t env_vars_len;
 	const char *workdir;
+	const char *runtime;           /* "runc" | "gvisor"; NULL: the configured default */
 	struct sandbox_timing *timing; /* filled when not NULL */
 };
 
@@ -141,6 +147,9 @@ int sandbox_touch(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms,
  * by the command wrapper in exec.c). */
 int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms,
 			 struct sp_err *e);
+/* Tops the warm pools up (at most one container each), at most once a
+ * second unless a claim made it urgent. Call between requests. */
+void sandbox_pool_maintain(struct sandbox_ctx *ctx);
 /* Marks a sandbox killed after its container was found gone. */
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);
 

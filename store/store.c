@@ -1026,3 +1026,103 @@ int store_server_load(struct store *st, const char *server, int64_t *sandboxes, 
 	store_rec_free(&rec);
 	return 0;
 }
+
+int store_pool_claim(struct store *st, const char *pool, int64_t min_expiry_ms, char *member,
+		     size_t cap, struct sp_err *e)
+{
+	static const char lua_claim[] =
+		"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) "
+		"local m = redis.call('ZPOPMAX', KEYS[1]) "
+		"if #m == 0 then return false end return m[1]";
+	char key[300], limit[32];
+	const char *argv[] = { "EVAL", lua_claim, "1", key, limit };
+	redisReply *r;
+	int got = 0;
+
+	snprintf(key, sizeof(key), "%s:pool:%s", st->prefix, pool);
+	snprintf(limit, sizeof(limit), "%lld", (long long)min_expiry_ms);
+	/* a lost answer must not hand the same container out again: once only */
+	r = store_cmd(st, 5, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING && r->len < cap) {
+		memcpy(member, r->str, r->len);
+		member[r->len] = '\0';
+		got = 1;
+	}
+	freeReplyObject(r);
+	return got;
+}
+
+int store_pool_add(struct store *st, const char *pool, int64_t expiry_ms, const char *member,
+		   struct sp_err *e)
+{
+	char key[300], score[32];
+	const char *argv[] = { "ZADD", key, score, member };
+
+	snprintf(key, sizeof(key), "%s:pool:%s", st->prefix, pool);
+	snprintf(score, sizeof(score), "%lld", (long long)expiry_ms);
+	return simple(st, 4, argv, NULL, e);
+}
+
+int store_pool_fill_begin(struct store *st, const char *pool, int64_t min_expiry_ms, int size,
+			  struct sp_err *e)
+{
+	static const char lua_need[] =
+		"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) "
+		"local have = redis.call('ZCARD', KEYS[1]) "
+		"local busy = tonumber(redis.call('GET', KEYS[2]) or '0') "
+		"if have + busy >= tonumber(ARGV[2]) then return 0 end "
+		"redis.call('INCR', KEYS[2]) redis.call('EXPIRE', KEYS[2], 120) return 1";
+	char key[300], fill[320], limit[32], sz[16];
+	const char *argv[] = { "EVAL", lua_need, "2", key, fill, limit, sz };
+	long long go = 0;
+
+	snprintf(key, sizeof(key), "%s:pool:%s", st->prefix, pool);
+	snprintf(fill, sizeof(fill), "%s:pool:%s:filling", st->prefix, pool);
+	snprintf(limit, sizeof(limit), "%lld", (long long)min_expiry_ms);
+	snprintf(sz, sizeof(sz), "%d", size);
+	if (simple(st, 7, argv, &go, e) < 0)
+		return -1;
+	return go == 1;
+}
+
+int store_pool_fill_end(struct store *st, const char *pool, struct sp_err *e)
+{
+	char fill[320];
+	const char *argv[] = { "DECR", fill };
+
+	snprintf(fill, sizeof(fill), "%s:pool:%s:filling", st->prefix, pool);
+	return simple(st, 2, argv, NULL, e);
+}
+
+int store_pool_size(struct store *st, const char *pool, int64_t min_expiry_ms, struct sp_err *e)
+{
+	char key[300], lo[32];
+	const char *argv[] = { "ZCOUNT", key, lo, "+inf" };
+	long long n = 0;
+
+	snprintf(key, sizeof(key), "%s:pool:%s", st->prefix, pool);
+	snprintf(lo, sizeof(lo), "%lld", (long long)min_expiry_ms);
+	if (simple(st, 4, argv, &n, e) < 0)
+		return -1;
+	return (int)n;
+}
+
+int store_sandbox_field(struct store *st, const char *org, const char *id, const char *field,
+			struct buf *out, struct sp_err *e)
+{
+	char k1[256];
+	const char *argv[] = { "HGET", k1, field };
+	redisReply *r;
+	int rc = 0;
+
+	key_sb(st, org, id, k1, sizeof(k1));
+	r = store_cmd(st, 3, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING && buf_append(out, r->str, r->len) < 0)
+		rc = sp_err_set(e, SP_INTERNAL, "record field too large");
+	freeReplyObject(r);
+	return rc;
+}

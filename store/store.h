@@ -16,6 +16,8 @@
  *   <p>:orgs              set   organization names
  *   <p>:servers           hash  server id -> its record as JSON
  *   <p>:srv:<id>:resv     hash  sandbox id -> "deadlineMs cpuMilli memoryMb" on that server
+ *   <p>:pool:<pool>       zset  "containerId sandboxId" of warm containers, scored by expiry
+ *   <p>:pool:<pool>:filling  string  fills in progress (expires)
  */
 #ifndef SANDPIT_STORE_H
 #define SANDPIT_STORE_H
@@ -23,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/buf.h"
 #include "../common/err.h"
 
 struct store;
@@ -60,6 +63,9 @@ int store_sandbox_update(struct store *st, const char *org, const char *id,
 int store_sandbox_get(struct store *st, const char *org, const char *id, struct store_rec *out,
 		      struct sp_err *e);
 int store_sandbox_del(struct store *st, const char *org, const char *id, struct sp_err *e);
+/* One field of a record into out (capped); 0 when absent (out empty). */
+int store_sandbox_field(struct store *st, const char *org, const char *id, const char *field,
+			struct buf *out, struct sp_err *e);
 /* Lists up to max records of org, newest first; recs is an array of max
  * records the caller frees with store_rec_free. Index members whose record
  * has expired are dropped. Returns the count, or -1. */
@@ -121,5 +127,19 @@ int store_server_release(struct store *st, const char *server, const char *id, s
 /* The live reservation count and reserved CPU (milli) and memory of a server. */
 int store_server_load(struct store *st, const char *server, int64_t *sandboxes, int64_t *cpu_milli,
 		      int64_t *memory_mb, struct sp_err *e);
+
+/* Warm pools. claim: atomically pops the freshest container whose pool
+ * expiry is at least min_expiry_ms (older ones are dropped) into member:
+ * 1 got one, 0 empty, -1 error. fill_begin: 1 when the pool (live
+ * containers plus fills in progress) is below size, and counts a fill in
+ * progress; fill_end uncounts it. size: live containers. */
+int store_pool_claim(struct store *st, const char *pool, int64_t min_expiry_ms, char *member,
+		     size_t cap, struct sp_err *e);
+int store_pool_add(struct store *st, const char *pool, int64_t expiry_ms, const char *member,
+		   struct sp_err *e);
+int store_pool_fill_begin(struct store *st, const char *pool, int64_t min_expiry_ms, int size,
+			  struct sp_err *e);
+int store_pool_fill_end(struct store *st, const char *pool, struct sp_err *e);
+int store_pool_size(struct store *st, const char *pool, int64_t min_expiry_ms, struct sp_err *e);
 
 #endif

@@ -1,0 +1,265 @@
+/*
+ * Warm pools: started containers of a template kept ready, so a create
+ * that fits one costs a claim instead of a container create and start.
+ * A pooled container is made exactly like a cold one (container_body: the
+ * whole security model) with its sandbox id given in advance; only its main
+ * process differs: it waits, with a pool expiry of its own, for a USR1
+ * that arms it. Arming writes the deadline and the first expiry into files
+ * the sandbox user owns and signals the main process from a detached exec,
+ * which then sleeps until the deadline like any sandbox: the container ends
+ * on time with nothing of sandpit running. Claims are atomic in Redis
+ * (ZPOPMAX), so a container is never handed out twice, across workers and
+ * hosts. Unused containers end at their pool expiry on their own; workers
+ * refill pools between requests.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "../common/crypto.h"
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../docker/docker.h"
+
+#define POOL_MARGIN_MS 60000   /* never hand out a container this close to its pool expiry */
+#define POOL_CHECK_MS 1000     /* how often a worker looks at the pools */
+
+/* $1: the pool expiry (epoch s); $2, $3: the default lifetime and
+ * inactivity timeout (s). USR1 arms it with those defaults, computed here
+ * (a claim then costs one signal); USR2 with "deadline seconds-left" read
+ * from /.sandpit/activate (written by arm_script). Then it becomes the
+ * usual main process: the watcher plus sleep until the deadline. */
+static const char pool_script[] =
+	"trap 'go=1' USR1\n"
+	"trap 'go=2' USR2\n"
+	"for c in sleep date; do command -v $c >/dev/null 2>&1 || exit 127; done\n"
+	"echo $$ >/.sandpit/main.pid\n"
+	"go=; e=$1\n"
+	"while [ -z \"$go\" ]; do\n"
+	"  n=$(date +%s) || exit 0\n"
+	"  [ \"$n\" -lt \"$e\" ] || exit 0\n"
+	"  sleep $((e - n)) & w=$!\n"
+	"  wait $w; kill $w 2>/dev/null\n"
+	"done\n"
+	"if [ \"$go\" = 1 ]; then n=$(date +%s); d=$((n + $2)); r=$2; "
+	"printf '%s\\n' $((n + $3)) >/.sandpit/expires; "
+	"else read d r </.sandpit/activate; fi\n"
+	"(while sleep 5; do "
+	"x=$d; read x </.sandpit/expires 2>/dev/null; "
+	"case $x in ''|*[!0-9]*) x=$d;; esac; "
+	"n=$(date +%s) || exit 0; "
+	"[ \"$n\" -ge \"$x\" ] && kill $$ && exit 0; "
+	"done) &\n"
+	"exec sleep \"$r\"\n";
+
+/* Run detached as the sandbox user: writes the deadline and the first
+ * expiry, then wakes the main process (waiting briefly for it to be ready). */
+static const char arm_script[] =
+	"printf '%s %s\\n' \"$1\" \"$2\" >/.sandpit/activate &&\n"
+	"printf '%s\\n' \"$3\" >/.sandpit/expires &&\n"
+	"i=0; while [ ! -s /.sandpit/main.pid ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i+1)); done\n"
+	"kill -USR2 \"$(cat /.sandpit/main.pid)\"\n";
+
+/* The pool's name in the store: server, template, network mode, and a
+ * digest of the pool script, so a container made by another version of
+ * sandpit (with another script) is never handed out. */
+static void pool_name(const struct pool_conf *p, char *out, size_t cap)
+{
+	static char version[17];
+
+	if (!version[0]) {
+		unsigned char h[8];
+		crypto_generichash(h, sizeof(h), (const unsigned char *)pool_script,
+				   sizeof(pool_script) - 1, NULL, 0);
+		sodium_bin2hex(version, sizeof(version), h, sizeof(h));
+	}
+	snprintf(out, cap, "local:%s.%s.%s", p->template_name, p->network, version);
+}
+
+static const struct pool_conf *pool_for(const struct config *cfg,
+					const struct sandbox_create_req *rq)
+{
+	const char *net = rq->network_mode ? rq->network_mode : "isolated";
+	const char *runtime = rq->runtime ? rq->runtime : cfg->default_runtime;
+
+	if (!rq->template_name || rq->image || rq->workdir ||
+	    (rq->server_id && *rq->server_id && strcmp(rq->server_id, "local") != 0) ||
+	    (cfg->placement_pool[0] && !(rq->server_id && strcmp(rq->server_id, "local") == 0)) ||
+	    strcmp(runtime, cfg->default_runtime) != 0)
+		return NULL;
+	for (int i = 0; i < cfg->npools; i++)
+		if (strcmp(cfg->pools[i].template_name, rq->template_name) == 0 &&
+		    strcmp(cfg->pools[i].network, net) == 0)
+			return &cfg->pools[i];
+	return NULL;
+}
+
+int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req *rq,
+		       struct sandbox *sb)
+{
+	const struct pool_conf *p = pool_for(ctx->cfg, rq);
+	char name[128], member[160], cid[80], id[40];
+	struct sp_err e;
+
+	if (!p)
+		return 0;
+	pool_name(p, name, sizeof(name));
+	ctx->pool_dirty = 1;
+	if (store_pool_claim(ctx->st, name, now_ms() + POOL_MARGIN_MS, member, sizeof(member), &e) !=
+	    1)
+		return 0;
+	if (sscanf(member, "%79s %39s", cid, id) != 2 || strlen(id) != SANDBOX_ID_LEN)
+		return 0;
+	str_copy(sb->container_id, sizeof(sb->container_id), cid);
+	str_copy(sb->id, sizeof(sb->id), id);
+	sb->pooled = 1;
+	return 1;
+}
+
+int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	json_object *body = NULL, *cmd;
+	char eid[65], dl[32], left[32], exp[32];
+	int64_t now = now_ms(), rest = sb->deadline_at - now;
+	int rc = -1;
+
+	/* the request's limits; the pool made its containers with the defaults */
+	if (sb->cpu != SB_DEFAULT_CPU || sb->memory_mb != SB_DEFAULT_MEMORY_MB ||
+	    sb->pids_limit != SB_DEFAULT_PIDS) {
+		json_object *u = json_object_new_object();
+		json_object_object_add(u, "NanoCpus", json_object_new_int64((int64_t)(sb->cpu * 1e9 + 0.5)));
+		json_object_object_add(u, "Memory", json_object_new_int64(sb->memory_mb * 1024 * 1024));
+		json_object_object_add(u, "MemorySwap", json_object_new_int64(sb->memory_mb * 1024 * 1024));
+		json_object_object_add(u, "PidsLimit", json_object_new_int64(sb->pids_limit));
+		rc = docker_container_update(ctx->dk, sb->container_id, u, e);
+		json_object_put(u);
+		if (rc < 0)
+			return -1;
+		rc = -1;
+	}
+	if (sb->max_lifetime_ms == SB_MAX_LIFETIME_MS && sb->timeout_ms == SB_DEFAULT_TIMEOUT_MS) {
+		/* the defaults: the container computes them itself on a signal */
+		return docker_container_kill(ctx->dk, sb->container_id, "USR1", e);
+	}
+	snprintf(dl, sizeof(dl), "%lld", (long long)((sb->deadline_at + 999) / 1000));
+	snprintf(left, sizeof(left), "%lld.%03lld", (long long)(rest > 0 ? rest / 1000 : 0),
+		 (long long)(rest > 0 ? rest % 1000 : 0));
+	snprintf(exp, sizeof(exp), "%lld", (long long)((sb->expires_at + 999) / 1000));
+	body = json_object_new_object();
+	cmd = json_object_new_array();
+	json_object_array_add(cmd, json_object_new_string("sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(arm_script));
+	json_object_array_add(cmd, json_object_new_string("sandpit-arm"));
+	json_object_array_add(cmd, json_object_new_string(dl));
+	json_object_array_add(cmd, json_object_new_string(left));
+	json_object_array_add(cmd, json_object_new_string(exp));
+	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
+	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) == 0 &&
+	    docker_exec_start_detached(ctx->dk, eid, e) == 0)
+		rc = 0;
+	json_object_put(body);
+	return rc;
+}
+
+/* Makes one pooled container of p and registers it. */
+static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const char *key,
+		    struct sp_err *e)
+{
+	const struct template_conf *t = config_template(ctx->cfg, p->template_name);
+	struct sandbox sb = { 0 };
+	json_object *img = NULL, *body = NULL, *cmd, *labels;
+	char missing[32] = "", cname[64], expiry[32], member[128], lname[128];
+	int64_t until = now_ms() + (int64_t)p->ttl_s * 1000;
+	int rc = -1;
+
+	if (!t)
+		return sp_err_set(e, SP_INTERNAL, "pool template %s is gone", p->template_name);
+	crypto_random_id(sb.id, SANDBOX_ID_LEN);
+	str_copy(sb.template_name, sizeof(sb.template_name), t->name);
+	str_copy(sb.image, sizeof(sb.image), t->image);
+	str_copy(sb.user, sizeof(sb.user), "1000:1000");
+	str_copy(sb.owner, sizeof(sb.owner), "1000:1000");
+	sb.cpu = SB_DEFAULT_CPU;
+	sb.memory_mb = SB_DEFAULT_MEMORY_MB;
+	sb.pids_limit = SB_DEFAULT_PIDS;
+	str_copy(sb.network_mode, sizeof(sb.network_mode), p->network);
+	str_copy(sb.workdir, sizeof(sb.workdir), "/home/user");
+	str_copy(sb.runtime, sizeof(sb.runtime), ctx->cfg->default_runtime);
+	sb.deadline_at = until;
+	sb.expires_at = until;
+	if (sandbox_select_server(ctx, "", e) < 0 || sandbox_prepare_server(ctx, e) < 0)
+		return -1;
+	body = sandbox_container_body(ctx, &sb, t, &img, e);
+	if (!body)
+		goto out;
+	/* the pool's main process, and a label saying it waits in a pool */
+	snprintf(expiry, sizeof(expiry), "%lld", (long long)(until / 1000));
+	cmd = json_object_new_array();
+	json_object_array_add(cmd, json_object_new_string("sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(pool_script));
+	json_object_array_add(cmd, json_object_new_string("sandpit-pool"));
+	json_object_array_add(cmd, json_object_new_string(expiry));
+	snprintf(lname, sizeof(lname), "%d", SB_MAX_LIFETIME_MS / 1000);
+	json_object_array_add(cmd, json_object_new_string(lname));
+	snprintf(lname, sizeof(lname), "%d", SB_DEFAULT_TIMEOUT_MS / 1000);
+	json_object_array_add(cmd, json_object_new_string(lname));
+	json_object_object_add(body, "Cmd", cmd);
+	if (json_object_object_get_ex(body, "Labels", &labels)) {
+		snprintf(lname, sizeof(lname), "%s.pool", ctx->cfg->label_prefix);
+		json_object_object_add(labels, lname, json_object_new_string(key));
+	}
+	snprintf(cname, sizeof(cname), "sandpit-%s", sb.id);
+	if (docker_container_create(ctx->dk, cname, body, sb.container_id, e) < 0)
+		goto out;
+	if (sandbox_check_tools(ctx, &sb, img, missing, sizeof(missing), e) < 0 || missing[0] ||
+	    sandbox_seed_files(ctx, &sb, e) < 0 || docker_container_start(ctx->dk, sb.container_id, e) < 0) {
+		struct sp_err ignore;
+		if (missing[0])
+			sp_err_set(e, SP_BAD_REQUEST, "image %s lacks %s", sb.image, missing);
+		docker_container_remove(ctx->dk, sb.container_id, 1, &ignore);
+		goto out;
+	}
+	snprintf(member, sizeof(member), "%s %s", sb.container_id, sb.id);
+	if (store_pool_add(ctx->st, key, until, member, e) < 0)
+		goto out;
+	log_info("pool %s: container %.12s ready", key, sb.container_id);
+	rc = 0;
+out:
+	json_object_put(img);
+	json_object_put(body);
+	return rc;
+}
+
+/* Tops one pool up by at most one container. A short-lived counter of
+ * fills in progress keeps workers from overfilling together. */
+static void refill(struct sandbox_ctx *ctx, const struct pool_conf *p)
+{
+	char name[128];
+	struct sp_err e;
+
+	pool_name(p, name, sizeof(name));
+	if (store_pool_fill_begin(ctx->st, name, now_ms() + POOL_MARGIN_MS, p->size, &e) != 1)
+		return;
+	if (fill_one(ctx, p, name, &e) < 0)
+		log_warn("pool %s: could not make a container: %s", name, e.msg);
+	store_pool_fill_end(ctx->st, name, &e);
+}
+
+void sandbox_pool_maintain(struct sandbox_ctx *ctx)
+{
+	int64_t now = mono_ms();
+
+	if (!ctx->cfg->npools || (!ctx->pool_dirty && now - ctx->pool_checked_at < POOL_CHECK_MS))
+		return;
+	ctx->pool_checked_at = now;
+	ctx->pool_dirty = 0;
+	for (int i = 0; i < ctx->cfg->npools; i++)
+		refill(ctx, &ctx->cfg->pools[i]);
+}

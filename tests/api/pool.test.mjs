@@ -1,0 +1,90 @@
+// Warm pools (issue 8): started containers kept ready per template; a
+// create that fits claims one (never the same twice), gets the request's
+// limits, env and lifetimes, and still ends on time with nothing of
+// sandpit running. Pools refill; a request that no pool fits is served cold.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startStack, waitFor } from './lib/stack.mjs';
+import { docker, dockerExec } from './lib/docker.mjs';
+
+let s;
+const poolLabel = (v) => '/containers/json?filters=' + encodeURIComponent(JSON.stringify({ label: [v] }));
+async function pooled() {
+  const r = await docker('GET', poolLabel('sandpit.pool'));
+  // only this stack's pool: containers made by it carry no org yet
+  return r.json.filter((c) => c.Labels['sandpit.organizationId'] === '');
+}
+const timing = (r) => r.headers['server-timing'] || '';
+
+before(async () => {
+  s = await startStack({ extraConf: ['warm_pool = template=alpine size=3 ttl=600'] });
+  await waitFor(async () => (await pooled()).length >= 3, 30000, 250);
+});
+after(async () => { await s?.stop(); });
+
+test('a create that fits claims a warm container, with the request applied', async () => {
+  const t0 = Date.now();
+  const c = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', cpu: 0.5, memoryMb: 128, pidsLimit: 64, envVars: 'SECRET=pooled-canary\nX=1' } });
+  assert.equal(c.status, 200, c.text);
+  assert.match(timing(c), /^pool;/);
+  const info = (await docker('GET', `/containers/${c.json.containerId}/json`)).json;
+  assert.ok(Date.parse(info.Created) < t0, 'the container was made before the create: it came from the pool');
+  // the request's limits, the full security model, its sandbox id
+  assert.equal(info.HostConfig.NanoCpus, 0.5e9);
+  assert.equal(info.HostConfig.Memory, 128 * 1024 * 1024);
+  assert.equal(info.HostConfig.MemorySwap, 128 * 1024 * 1024);
+  assert.equal(info.HostConfig.PidsLimit, 64);
+  assert.deepEqual(info.HostConfig.CapDrop, ['ALL']);
+  assert.ok(info.HostConfig.SecurityOpt.includes('no-new-privileges'));
+  assert.equal(info.HostConfig.Init, true);
+  assert.equal(info.HostConfig.AutoRemove, true);
+  assert.equal(info.Config.User, '1000:1000');
+  assert.equal(info.Config.Labels['sandpit.sandboxId'], c.json.sandboxId);
+  assert.ok(!info.Config.Env.some((e) => e.includes('pooled-canary')), 'envVars are not in the container config');
+  // envVars reach every command; the main process sleeps until the deadline
+  const e = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.sandboxId, cmd: 'echo $SECRET $X; id -u; cat /sys/fs/cgroup/pids/pids.max' } });
+  assert.equal(e.status, 200, e.text);
+  assert.equal(e.json.stdout, 'pooled-canary 1\n1000\n64\n');
+  const ps = await dockerExec(c.json.containerId, ['ps']);
+  assert.match(ps.stdout, /sleep 86400/);
+  await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
+});
+
+test('concurrent creates never share a container; the pool refills', async () => {
+  const rs = await Promise.all(Array.from({ length: 6 }, () => s.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } })));
+  for (const r of rs) assert.equal(r.status, 200, r.text);
+  const ids = rs.map((r) => r.json.containerId);
+  assert.equal(new Set(ids).size, 6, 'six distinct containers');
+  assert.ok(rs.filter((r) => /^pool;/.test(timing(r))).length >= 1);
+  for (const r of rs) {
+    const e = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: r.json.sandboxId, cmd: 'echo ok' } });
+    assert.equal(e.json.stdout, 'ok\n');
+  }
+  await waitFor(async () => (await pooled()).length >= 3, 30000, 250);
+  for (const r of rs) await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: r.json.sandboxId } });
+});
+
+test('a request no pool fits is served cold', async () => {
+  for (const body of [{ template: 'alpine', workdir: '/srv' }, { template: 'python' }, { template: 'alpine', networkMode: 'internet' }]) {
+    const c = await s.api('POST', '/api/sandbox.create', { body });
+    assert.equal(c.status, 200, c.text);
+    assert.doesNotMatch(timing(c), /^pool;/, JSON.stringify(body));
+    await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
+  }
+});
+
+test('a pooled sandbox ends at its deadline and its timeout with nothing of sandpit running', async () => {
+  await waitFor(async () => (await pooled()).length >= 2, 30000, 250);
+  const d = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', maxLifetimeMs: 10000, timeoutMs: 60000 } });
+  const i = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', timeoutMs: 10000 } });
+  assert.equal(d.status, 200, d.text);
+  assert.equal(i.status, 200, i.text);
+  assert.match(timing(d), /^pool;/);
+  assert.match(timing(i), /^pool;/);
+  await s.stop();
+  s = null;
+  const gone = async (cid) => { await waitFor(async () => (await docker('GET', `/containers/${cid}/json`)).status === 404, 30000, 250); return Date.now(); };
+  const [dg, ig] = await Promise.all([gone(d.json.containerId), gone(i.json.containerId)]);
+  assert.ok(Math.abs(dg - Date.parse(d.json.deadlineAt)) < 2000, `deadline: ${dg - Date.parse(d.json.deadlineAt)} ms`);
+  assert.ok(ig - Date.parse(i.json.expiresAt) > -1000 && ig - Date.parse(i.json.expiresAt) < 7000, `timeout: ${ig - Date.parse(i.json.expiresAt)} ms`);
+});
