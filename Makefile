@@ -79,6 +79,11 @@ $(B)/bench/%: bench/%.c $(CORE_OBJ)
 	@echo "  LINK    $@"
 	@$(CC) $(ALL_CFLAGS) -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(LIBS)
 
+# sandpit against the raw Docker Engine API in one run: one table (stdout
+# and bench/results/latest.md). Needs dockerd and wrk; about 6 minutes.
+bench: all $(B)/bench/bench $(B)/bench/hello_fcgi
+	SANDPIT_BIN=$(abspath $(B)) bash bench/bench.sh
+
 # 200 small Docker operations over ssh://, pooled and not, in one run.
 bench-ssh:
 	bash bench/ssh_pool.sh

@@ -10,6 +10,7 @@ PKGS=(
   libarchive-dev libcmocka-dev libwslay-dev libssl-dev
   libfcgi-bin redis-server nginx-light socat openssh-server openssh-client
   docker.io busybox-static debootstrap
+  wrk  # make bench: sandbox.one throughput
 )
 
 missing=()

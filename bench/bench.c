@@ -1,0 +1,740 @@
+/*
+ * sandpit against the raw Docker Engine API, measured in one run and
+ * interleaved (issue #8). The sandpit side talks HTTPS to nginx with libcurl
+ * over ONE kept-alive connection, like a real client; the raw side does the
+ * same work with the docker/ client (the same libcurl, over the same
+ * socket sandpitd uses). Prints markdown table rows: p50, p95, the p50
+ * ratio, the target and whether it is met. bench/bench.sh starts the stack
+ * and assembles the whole table.
+ *
+ *   bench latency            the latency rows
+ *   bench warm               create → first exec from a warm pool
+ *   bench gvisor RUNTIME     create → first exec under gVisor
+ *   bench mem-up N P         creates N small alpine sandboxes with P
+ *                            processes; prints their ids, one a line
+ *   bench mem-down P         removes the sandboxes whose ids are on stdin
+ *   bench one-id             creates one sandbox, prints its id (for wrk)
+ *
+ * Environment: SANDPIT_URL, SANDPIT_KEY, SANDPIT_CA (DIR/env of
+ * deploy/stack.sh); DOCKER_HOST (unix:///var/run/docker.sock);
+ * BENCH_COLD (30), BENCH_EXEC (200), BENCH_BIG_EXEC (40), BENCH_SMALL_FILE
+ * (100), BENCH_BIG_FILE (20), BENCH_GVISOR (10): sample counts.
+ * Never leaves a container behind on a normal exit.
+ */
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/util.h"
+#include "docker/docker.h"
+
+#define MIB (1024 * 1024)
+#define BIG_EXEC_CMD "head -c 1048576 /dev/zero | tr '\\0' a"
+
+static const char *sp_url, *sp_key, *sp_ca;
+static const char *docker_host = "unix:///var/run/docker.sock";
+static CURL *sp; /* the one kept-alive HTTPS connection */
+static int sp_soft; /* sp_call answers NULL instead of dying on a non-200 */
+static struct docker_client *dk;
+
+/* Server-Timing of the creates, summed per phase (ms). */
+static struct {
+	char name[16];
+	double sum;
+	int n;
+} st_phase[8];
+
+static void die(const char *what, const char *msg)
+{
+	fprintf(stderr, "bench: %s: %s\n", what, msg);
+	exit(1);
+}
+
+static long long env_n(const char *name, long long def)
+{
+	const char *v = getenv(name);
+	long long n;
+
+	if (!v || !*v)
+		return def;
+	if (parse_ll(v, 1, 100000, &n) < 0)
+		die(name, "must be 1..100000");
+	return n;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* ---- the sandpit side ---------------------------------------------------- */
+
+static size_t on_sp_body(char *p, size_t sz, size_t n, void *arg)
+{
+	return buf_append(arg, p, sz * n) < 0 ? 0 : sz * n;
+}
+
+/* Adds "name;dur=12.3" entries of a Server-Timing header to st_phase. */
+static size_t on_sp_header(char *p, size_t sz, size_t n, void *arg)
+{
+	size_t len = sz * n;
+	char line[512], *s, *save = NULL;
+
+	(void)arg;
+	if (len < 14 || len >= sizeof(line) || strncasecmp(p, "server-timing:", 14) != 0)
+		return len;
+	memcpy(line, p + 14, len - 14);
+	line[len - 14] = '\0';
+	for (s = strtok_r(line, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+		char name[16] = "";
+		double dur = 0;
+		const char *d = strstr(s, "dur=");
+		while (*s == ' ')
+			s++;
+		size_t k = strcspn(s, ";, \r\n");
+		if (!d || k == 0 || k >= sizeof(name))
+			continue;
+		memcpy(name, s, k);
+		dur = strtod(d + 4, NULL);
+		for (int i = 0; i < 8; i++) {
+			if (!st_phase[i].name[0])
+				snprintf(st_phase[i].name, sizeof(st_phase[i].name), "%s", name);
+			if (strcmp(st_phase[i].name, name) == 0) {
+				st_phase[i].sum += dur;
+				st_phase[i].n++;
+				break;
+			}
+		}
+	}
+	return len;
+}
+
+/* One API call on the kept-alive connection: GET with query q, or POST with
+ * body (a JSON object, not consumed). Returns the parsed answer (new) and
+ * dies on anything but 200: a benchmark of failures measures nothing. */
+static json_object *sp_call(const char *method, const char *proc, const char *q,
+			    json_object *body, int timing)
+{
+	static struct buf out;
+	static struct curl_slist *hdrs;
+	char url[1024];
+	long status = 0;
+	CURLcode rc;
+	json_object *o;
+
+	if (!hdrs) {
+		char h[512];
+		snprintf(h, sizeof(h), "x-api-key: %s", sp_key);
+		hdrs = curl_slist_append(NULL, h);
+		hdrs = curl_slist_append(hdrs, "content-type: application/json");
+		hdrs = curl_slist_append(hdrs, "Expect:");
+		buf_init(&out, 64 * MIB);
+	}
+	buf_reset(&out);
+	snprintf(url, sizeof(url), "%s/api/%s%s%s", sp_url, proc, q ? "?" : "", q ? q : "");
+	curl_easy_setopt(sp, CURLOPT_URL, url);
+	curl_easy_setopt(sp, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(sp, CURLOPT_WRITEFUNCTION, on_sp_body);
+	curl_easy_setopt(sp, CURLOPT_WRITEDATA, &out);
+	curl_easy_setopt(sp, CURLOPT_HEADERFUNCTION, timing ? on_sp_header : NULL);
+	if (strcmp(method, "POST") == 0) {
+		const char *s = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+		curl_easy_setopt(sp, CURLOPT_POSTFIELDS, s);
+		curl_easy_setopt(sp, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(s));
+		rc = curl_easy_perform(sp);
+	} else {
+		curl_easy_setopt(sp, CURLOPT_HTTPGET, 1L);
+		rc = curl_easy_perform(sp);
+	}
+	if (rc != CURLE_OK)
+		die(proc, curl_easy_strerror(rc));
+	curl_easy_getinfo(sp, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 200 && sp_soft)
+		return NULL;
+	if (status != 200) {
+		fprintf(stderr, "bench: %s: HTTP %ld: %.300s\n", proc, status,
+			out.data ? out.data : "");
+		exit(1);
+	}
+	o = json_tokener_parse(out.data ? out.data : "null");
+	if (!o)
+		die(proc, "answer is not JSON");
+	return o;
+}
+
+static void sp_open(void)
+{
+	sp = curl_easy_init();
+	if (!sp)
+		die("curl", "init");
+	curl_easy_setopt(sp, CURLOPT_CAINFO, sp_ca);
+	curl_easy_setopt(sp, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(sp, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(sp, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(sp, CURLOPT_TIMEOUT, 700L);
+}
+
+/* sandbox.create; writes the id (new string in *id). */
+static void sp_create(const char *extra_json, char **id, int timing)
+{
+	char body[512];
+	json_object *b, *o, *v;
+
+	snprintf(body, sizeof(body), "{\"template\":\"alpine\"%s%s}", extra_json ? "," : "",
+		 extra_json ? extra_json : "");
+	b = json_tokener_parse(body);
+	o = sp_call("POST", "sandbox.create", NULL, b, timing);
+	if (!json_object_object_get_ex(o, "sandboxId", &v))
+		die("sandbox.create", "no sandboxId");
+	*id = strdup(json_object_get_string(v));
+	json_object_put(o);
+	json_object_put(b);
+}
+
+static void sp_id_call(const char *proc, const char *id)
+{
+	json_object *b = json_object_new_object();
+	json_object_object_add(b, "sandboxId", json_object_new_string(id));
+	json_object_put(sp_call("POST", proc, NULL, b, 0));
+	json_object_put(b);
+}
+
+/* sandbox.exec; checks exit 0 and the output length. */
+static void sp_exec(const char *id, const char *cmd, size_t want_len)
+{
+	json_object *b = json_object_new_object(), *o, *v;
+
+	json_object_object_add(b, "sandboxId", json_object_new_string(id));
+	json_object_object_add(b, "cmd", json_object_new_string(cmd));
+	o = sp_call("POST", "sandbox.exec", NULL, b, 0);
+	if (!json_object_object_get_ex(o, "exitCode", &v) || json_object_get_int(v) != 0)
+		die("sandbox.exec", json_object_to_json_string(o));
+	if (!json_object_object_get_ex(o, "stdout", &v) ||
+	    (size_t)json_object_get_string_len(v) != want_len)
+		die("sandbox.exec", "unexpected stdout length");
+	json_object_put(o);
+	json_object_put(b);
+}
+
+static void sp_write(const char *id, const char *path, const char *data, size_t len)
+{
+	json_object *b = json_object_new_object();
+
+	json_object_object_add(b, "sandboxId", json_object_new_string(id));
+	json_object_object_add(b, "path", json_object_new_string(path));
+	json_object_object_add(b, "content", json_object_new_string_len(data, (int)len));
+	json_object_put(sp_call("POST", "sandbox.writeFile", NULL, b, 0));
+	json_object_put(b);
+}
+
+static void sp_read(const char *id, const char *path, size_t want)
+{
+	char q[256];
+	json_object *o, *v;
+
+	snprintf(q, sizeof(q), "sandboxId=%s&path=%s", id, path);
+	o = sp_call("GET", "sandbox.readFile", q, NULL, 0);
+	if (!json_object_object_get_ex(o, "content", &v) ||
+	    (size_t)json_object_get_string_len(v) != want)
+		die("sandbox.readFile", "unexpected length");
+	json_object_put(o);
+}
+
+/* ---- the raw side ---------------------------------------------------------- */
+
+static void dk_check(int rc, const char *what, const struct sp_err *e)
+{
+	if (rc < 0)
+		die(what, e->msg);
+}
+
+/* The ContainerConfig of a sandbox: the same security options sandpit
+ * sets (sandbox/lifecycle.c container_body), a plain sleep as the main
+ * process. runtime NULL = the daemon's default. New object. */
+static json_object *raw_body(const char *image, const char *runtime)
+{
+	char body[2048];
+
+	snprintf(body, sizeof(body),
+		 "{\"Image\":\"%s\",\"Entrypoint\":[],\"Cmd\":[\"sleep\",\"3600\"],"
+		 "\"User\":\"1000:1000\",\"WorkingDir\":\"/home/user\",\"Hostname\":\"sandbox\","
+		 "\"Env\":[\"HOME=/home/user\"],\"Labels\":{\"sandpit-bench\":\"true\"},"
+		 "\"HostConfig\":{\"CapDrop\":[\"ALL\"],\"SecurityOpt\":[\"no-new-privileges\"],"
+		 "\"Init\":true,\"NanoCpus\":1000000000,\"Memory\":536870912,"
+		 "\"MemorySwap\":536870912,\"PidsLimit\":256,\"AutoRemove\":true,"
+		 "\"Privileged\":false,\"CgroupnsMode\":\"private\",\"IpcMode\":\"private\","
+		 "\"RestartPolicy\":{\"Name\":\"no\"},\"LogConfig\":{\"Type\":\"json-file\","
+		 "\"Config\":{\"max-size\":\"10m\",\"max-file\":\"1\"}},"
+		 "\"NetworkMode\":\"sandpit-isolated\"%s%s%s},"
+		 "\"NetworkingConfig\":{\"EndpointsConfig\":{\"sandpit-isolated\":{}}}}",
+		 image, runtime ? ",\"Runtime\":\"" : "", runtime ? runtime : "",
+		 runtime ? "\"" : "");
+	return json_tokener_parse(body);
+}
+
+static int count_out(void *arg, int stream, const char *data, size_t len)
+{
+	(void)stream;
+	(void)data;
+	*(size_t *)arg += len;
+	return 0;
+}
+
+/* docker exec: create, start attached (output read to the end), inspect. */
+static void raw_exec(const char *cid, const char *cmd, size_t want_len)
+{
+	json_object *b = json_object_new_object(), *c = json_object_new_array();
+	char eid[65];
+	struct sp_err e;
+	size_t got = 0;
+	int timed_out = 0, code = -1, running = 0;
+
+	json_object_array_add(c, json_object_new_string("sh"));
+	json_object_array_add(c, json_object_new_string("-c"));
+	json_object_array_add(c, json_object_new_string(cmd));
+	json_object_object_add(b, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(b, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(b, "Cmd", c);
+	json_object_object_add(b, "User", json_object_new_string("1000:1000"));
+	json_object_object_add(b, "WorkingDir", json_object_new_string("/home/user"));
+	dk_check(docker_exec_create(dk, cid, b, eid, &e), "exec create", &e);
+	dk_check(docker_exec_start(dk, eid, 60000, count_out, NULL, &got, &timed_out, &e),
+		 "exec start", &e);
+	dk_check(docker_exec_inspect(dk, eid, &code, &running, &e), "exec inspect", &e);
+	if (code != 0 || got != want_len)
+		die("raw exec", "bad exit code or output length");
+	json_object_put(b);
+}
+
+static void raw_create(const char *image, const char *runtime, char cid[65])
+{
+	json_object *b = raw_body(image, runtime);
+	struct sp_err e;
+
+	if (!b)
+		die("raw", "container body");
+	dk_check(docker_container_create(dk, NULL, b, cid, &e), "container create", &e);
+	dk_check(docker_container_start(dk, cid, &e), "container start", &e);
+	json_object_put(b);
+}
+
+static void raw_remove(const char *cid)
+{
+	struct sp_err e;
+	docker_container_remove(dk, cid, 1, &e); /* AutoRemove may have won: ignore */
+}
+
+static void raw_write(const char *cid, const char *name, const char *data, size_t len)
+{
+	struct docker_tar_entry ent = { name, 0, 0644, 1000, 1000, data, len, 0 };
+	struct buf tar;
+	struct sp_err e;
+
+	buf_init(&tar, 16 * MIB);
+	dk_check(docker_tar_build(&ent, 1, &tar, &e), "tar build", &e);
+	dk_check(docker_archive_put(dk, cid, "/home/user", tar.data, tar.len, &e), "archive put",
+		 &e);
+	buf_free(&tar);
+}
+
+static void raw_read(const char *cid, const char *path, size_t want)
+{
+	struct buf tar, file;
+	struct sp_err e;
+
+	buf_init(&tar, 16 * MIB);
+	buf_init(&file, 16 * MIB);
+	dk_check(docker_archive_get(dk, cid, path, &tar, &e), "archive get", &e);
+	dk_check(docker_tar_first_file(tar.data, tar.len, &file, &e), "tar read", &e);
+	if (file.len != want)
+		die("raw read", "unexpected length");
+	buf_free(&tar);
+	buf_free(&file);
+}
+
+/* ---- rows ------------------------------------------------------------------ */
+
+struct samples {
+	int64_t *v;
+	int n;
+};
+
+static void samples_init(struct samples *s, int n)
+{
+	s->v = calloc((size_t)n, sizeof(*s->v));
+	s->n = 0;
+	if (!s->v)
+		die("calloc", "out of memory");
+}
+
+static double pct(struct samples *s, int p)
+{
+	int k;
+
+	qsort(s->v, (size_t)s->n, sizeof(*s->v), cmp_i64);
+	k = (s->n * p + 99) / 100 - 1; /* nearest rank */
+	if (k < 0)
+		k = 0;
+	return (double)s->v[k] / 1000.0;
+}
+
+enum target { T_NONE, T_RATIO, T_RATIO_OR_MS };
+
+/* Prints one row; returns 1 when the target is met (or there is none). */
+static int row(const char *what, struct samples *a, struct samples *b, enum target t,
+	       double ratio_max, double ms_slack)
+{
+	double a50 = pct(a, 50), a95 = pct(a, 95), b50 = pct(b, 50), b95 = pct(b, 95);
+	double r = a50 / b50;
+	int met = 1;
+	char tgt[64] = "—";
+
+	if (t == T_RATIO) {
+		met = r <= ratio_max;
+		snprintf(tgt, sizeof(tgt), "≤ %.2f×", ratio_max);
+	} else if (t == T_RATIO_OR_MS) {
+		met = r <= ratio_max || a50 - b50 <= ms_slack;
+		snprintf(tgt, sizeof(tgt), "≤ %.2f× or +%.0f ms", ratio_max, ms_slack);
+	}
+	printf("| %s (n=%d) | %.1f | %.1f | %.1f | %.1f | %.2f× (+%.1f ms) | %s | %s |\n", what,
+	       a->n, a50, a95, b50, b95, r, a50 - b50, tgt, t == T_NONE ? "—" : met ? "✓" : "✗");
+	fflush(stdout);
+	return met;
+}
+
+#define TIMED(s, stmt)                                                  \
+	do {                                                            \
+		int64_t t0_ = mono_us();                                \
+		stmt;                                                   \
+		(s)->v[(s)->n++] = mono_us() - t0_;                     \
+	} while (0)
+
+static void cold_row(const char *label, int n, const char *sp_extra, const char *runtime,
+		     const char *image, enum target t, int with_sp)
+{
+	struct samples a, b;
+
+	samples_init(&a, n);
+	samples_init(&b, n);
+	for (int i = -1; i < n; i++) { /* i = -1: one warm-up each, not counted */
+		char *id = NULL, cid[65];
+		int64_t t0;
+		for (int side = 0; side < 2; side++) {
+			/* alternate which side goes first */
+			if ((side ^ (i & 1)) == 0) {
+				if (!with_sp)
+					continue;
+				t0 = mono_us();
+				sp_create(sp_extra, &id, i >= 0 && !runtime);
+				sp_exec(id, "true", 0);
+				if (i >= 0)
+					a.v[a.n++] = mono_us() - t0;
+			} else {
+				t0 = mono_us();
+				raw_create(image, runtime, cid);
+				raw_exec(cid, "true", 0);
+				if (i >= 0)
+					b.v[b.n++] = mono_us() - t0;
+			}
+		}
+		if (id)
+			sp_id_call("sandbox.remove", id);
+		raw_remove(cid);
+		free(id);
+	}
+	if (with_sp) {
+		row(label, &a, &b, t, 1.10, 0);
+	} else {
+		double b50 = pct(&b, 50), b95 = pct(&b, 95);
+		printf("| %s (n=%d) | n/a | n/a | %.1f | %.1f | n/a (sandpit has no gVisor "
+		       "runtime option yet) | — | — |\n",
+		       label, b.n, b50, b95);
+	}
+	free(a.v);
+	free(b.v);
+}
+
+static void mode_latency(void)
+{
+	int n_cold = (int)env_n("BENCH_COLD", 30), n_exec = (int)env_n("BENCH_EXEC", 200),
+	    n_big = (int)env_n("BENCH_BIG_EXEC", 40), n_small = (int)env_n("BENCH_SMALL_FILE", 100),
+	    n_bigf = (int)env_n("BENCH_BIG_FILE", 20);
+	struct samples a, b;
+	char *id, cid[65], *small, *big;
+	const char *image = getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE")
+						  : "sandpit-test/busybox:latest";
+
+	cold_row("create → first exec `true`, cold", n_cold, NULL, NULL, image, T_RATIO, 1);
+	printf("<!-- server-timing");
+	for (int i = 0; i < 8 && st_phase[i].name[0]; i++)
+		printf(" %s=%.1fms", st_phase[i].name, st_phase[i].sum / st_phase[i].n);
+	printf(" -->\n");
+
+	sp_create(NULL, &id, 0);
+	raw_create(image, NULL, cid);
+	sp_exec(id, "true", 0); /* warm-up */
+	raw_exec(cid, "true", 0);
+
+	samples_init(&a, n_exec);
+	samples_init(&b, n_exec);
+	for (int i = 0; i < n_exec; i++) {
+		if (i & 1) {
+			TIMED(&a, sp_exec(id, "true", 0));
+			TIMED(&b, raw_exec(cid, "true", 0));
+		} else {
+			TIMED(&b, raw_exec(cid, "true", 0));
+			TIMED(&a, sp_exec(id, "true", 0));
+		}
+	}
+	row("exec `true` round trip", &a, &b, T_RATIO_OR_MS, 1.10, 3.0);
+
+	samples_init(&a, n_big);
+	samples_init(&b, n_big);
+	for (int i = 0; i < n_big; i++) {
+		TIMED(&a, sp_exec(id, BIG_EXEC_CMD, MIB));
+		TIMED(&b, raw_exec(cid, BIG_EXEC_CMD, MIB));
+	}
+	row("exec printing 1 MiB", &a, &b, T_RATIO_OR_MS, 1.10, 3.0);
+
+	small = malloc(1024);
+	big = malloc(10 * MIB);
+	if (!small || !big)
+		die("malloc", "out of memory");
+	for (size_t k = 0; k < 10 * MIB; k++)
+		big[k] = (char)('a' + k % 26);
+	memcpy(small, big, 1024);
+
+	struct {
+		const char *label;
+		const char *data;
+		size_t len;
+		int n;
+	} files[] = { { "1 KiB", small, 1024, n_small }, { "10 MiB", big, 10 * MIB, n_bigf } };
+	for (int f = 0; f < 2; f++) {
+		struct samples wa, wb, ra, rb;
+		char label[64];
+		samples_init(&wa, files[f].n);
+		samples_init(&wb, files[f].n);
+		samples_init(&ra, files[f].n);
+		samples_init(&rb, files[f].n);
+		sp_write(id, "/home/user/bench.txt", files[f].data, files[f].len); /* warm-up */
+		raw_write(cid, "bench.txt", files[f].data, files[f].len);
+		for (int i = 0; i < files[f].n; i++) {
+			TIMED(&wa, sp_write(id, "/home/user/bench.txt", files[f].data, files[f].len));
+			TIMED(&wb, raw_write(cid, "bench.txt", files[f].data, files[f].len));
+			TIMED(&rb, raw_read(cid, "/home/user/bench.txt", files[f].len));
+			TIMED(&ra, sp_read(id, "/home/user/bench.txt", files[f].len));
+		}
+		snprintf(label, sizeof(label), "writeFile %s", files[f].label);
+		row(label, &wa, &wb, T_RATIO, 1.15, 0);
+		snprintf(label, sizeof(label), "readFile %s", files[f].label);
+		row(label, &ra, &rb, T_RATIO, 1.15, 0);
+		free(wa.v);
+		free(wb.v);
+		free(ra.v);
+		free(rb.v);
+	}
+	sp_id_call("sandbox.remove", id);
+	raw_remove(cid);
+	free(id);
+	free(small);
+	free(big);
+	free(a.v);
+	free(b.v);
+}
+
+/* The gVisor row: raw runsc when dockerd has such a runtime; the sandpit
+ * side when create accepts "runtime":"gvisor". */
+static void mode_gvisor(const char *runtime)
+{
+	int n = (int)env_n("BENCH_GVISOR", 10);
+	const char *image = getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE")
+						  : "sandpit-test/busybox:latest";
+	char label[128];
+	json_object *b, *o;
+	int with_sp;
+
+	/* does this sandpit take "runtime": "gvisor"? */
+	b = json_tokener_parse("{\"template\":\"alpine\",\"runtime\":\"gvisor\"}");
+	sp_soft = 1;
+	o = sp_call("POST", "sandbox.create", NULL, b, 0);
+	sp_soft = 0;
+	with_sp = o != NULL;
+	if (o) {
+		json_object *v;
+		if (json_object_object_get_ex(o, "sandboxId", &v))
+			sp_id_call("sandbox.remove", json_object_get_string(v));
+		json_object_put(o);
+	}
+	json_object_put(b);
+	snprintf(label, sizeof(label), "gVisor (%s): create → first exec `true`", runtime);
+	cold_row(label, n, "\"runtime\":\"gvisor\"", runtime, image, T_NONE, with_sp);
+}
+
+/* The warm-pool row: sandpit's create (template alpine, network internet:
+ * the pool bench.sh configures) → first exec, beside the raw cold create →
+ * first exec, with a pause between samples so the pool is refilled, as it
+ * would be between an agent's sessions. Counts the creates that really came
+ * from the pool (Server-Timing "pool"). */
+static void mode_warm(void)
+{
+	int n = (int)env_n("BENCH_WARM", 20), pooled = 0;
+	const char *image = getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE")
+						  : "sandpit-test/busybox:latest";
+	struct samples a, b;
+	double a50, b50;
+
+	samples_init(&a, n);
+	samples_init(&b, n);
+	for (int i = -1; i < n; i++) {
+		char *id = NULL, cid[65];
+		int64_t t0;
+		usleep(1500 * 1000); /* the pool refills between requests */
+		t0 = mono_us();
+		sp_create("\"networkMode\":\"internet\"", &id, 1);
+		sp_exec(id, "true", 0);
+		if (i >= 0)
+			a.v[a.n++] = mono_us() - t0;
+		t0 = mono_us();
+		raw_create(image, NULL, cid);
+		raw_exec(cid, "true", 0);
+		if (i >= 0)
+			b.v[b.n++] = mono_us() - t0;
+		sp_id_call("sandbox.remove", id);
+		raw_remove(cid);
+		free(id);
+	}
+	for (int i = 0; i < 8; i++)
+		if (strcmp(st_phase[i].name, "pool") == 0)
+			pooled = st_phase[i].n;
+	a50 = pct(&a, 50);
+	b50 = pct(&b, 50);
+	printf("| create → first exec `true`, warm pool (n=%d; %d of %d creates from the pool; raw = cold) | %.1f "
+	       "| %.1f | %.1f | %.1f | %.2f× | p50 ≤ 100 ms and ≤ 0.35× cold raw | %s |\n",
+	       a.n, pooled, n + 1, a50, pct(&a, 95), b50, pct(&b, 95), a50 / b50,
+	       a50 <= 100.0 && a50 / b50 <= 0.35 ? "✓" : "✗");
+	free(a.v);
+	free(b.v);
+}
+
+/* ---- memory: many sandboxes at once ------------------------------------------- */
+
+static void mode_mem_up(int n, int procs)
+{
+	for (int p = 0; p < procs; p++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			die("fork", "failed");
+		if (pid == 0) {
+			sp_open();
+			for (int i = p; i < n; i += procs) {
+				char *id;
+				sp_create("\"memoryMb\":64,\"cpu\":0.1", &id, 0);
+				printf("%s\n", id);
+				fflush(stdout);
+				free(id);
+			}
+			_exit(0);
+		}
+	}
+	int bad = 0, st;
+	while (wait(&st) > 0)
+		bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	exit(bad);
+}
+
+static void mode_mem_down(int procs)
+{
+	char line[128];
+	char **ids = NULL;
+	int n = 0, cap = 0;
+
+	while (fgets(line, sizeof(line), stdin)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (!line[0])
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			ids = realloc(ids, (size_t)cap * sizeof(*ids));
+			if (!ids)
+				die("realloc", "out of memory");
+		}
+		ids[n++] = strdup(line);
+	}
+	for (int p = 0; p < procs; p++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			die("fork", "failed");
+		if (pid == 0) {
+			sp_open();
+			for (int i = p; i < n; i += procs)
+				sp_id_call("sandbox.remove", ids[i]);
+			_exit(0);
+		}
+	}
+	int bad = 0, st;
+	while (wait(&st) > 0)
+		bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	exit(bad);
+}
+
+int main(int argc, char **argv)
+{
+	struct sp_err e;
+	struct docker_version v;
+	long long n = 0, p = 1;
+
+	sp_url = getenv("SANDPIT_URL");
+	sp_key = getenv("SANDPIT_KEY");
+	sp_ca = getenv("SANDPIT_CA");
+	if (getenv("DOCKER_HOST") && *getenv("DOCKER_HOST"))
+		docker_host = getenv("DOCKER_HOST");
+	if (argc < 2 || !sp_url || !sp_key || !sp_ca) {
+		fprintf(stderr, "usage: bench latency|warm|gvisor RUNTIME|mem-up N P|mem-down P|one-id "
+				"(with SANDPIT_URL, SANDPIT_KEY, SANDPIT_CA set)\n");
+		return 2;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (strcmp(argv[1], "mem-up") == 0) {
+		if (argc < 4 || parse_ll(argv[2], 1, 10000, &n) < 0 ||
+		    parse_ll(argv[3], 1, 64, &p) < 0)
+			die("mem-up", "N P");
+		mode_mem_up((int)n, (int)p);
+	}
+	if (strcmp(argv[1], "mem-down") == 0) {
+		if (argc < 3 || parse_ll(argv[2], 1, 64, &p) < 0)
+			die("mem-down", "P");
+		mode_mem_down((int)p);
+	}
+	sp_open();
+	if (strcmp(argv[1], "one-id") == 0) {
+		char *id;
+		sp_create("\"memoryMb\":64", &id, 0);
+		printf("%s\n", id);
+		free(id);
+		return 0;
+	}
+	dk = docker_client_create(docker_host, 60, &e);
+	if (!dk)
+		die("docker", e.msg);
+	dk_check(docker_negotiate(dk, 1, &v, &e), "docker version", &e);
+	if (strcmp(argv[1], "latency") == 0)
+		mode_latency();
+	else if (strcmp(argv[1], "warm") == 0)
+		mode_warm();
+	else if (strcmp(argv[1], "gvisor") == 0 && argc >= 3)
+		mode_gvisor(argv[2]);
+	else
+		die(argv[1], "unknown mode");
+	docker_client_free(dk);
+	curl_easy_cleanup(sp);
+	return 0;
+}
