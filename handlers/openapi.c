@@ -397,10 +397,11 @@ json_object *openapi_document(void)
 	json_object_object_add(doc, "security", security);
 
 	for (const struct route *rt = handler_routes; rt->path; rt++) {
-		json_object *item = json_object_new_object();
+		json_object *item;
 		char path[160];
 		if (rt->kind != ROUTE_QUERY && rt->kind != ROUTE_MUTATION)
 			continue;
+		item = json_object_new_object();
 		/* the server url is /api */
 		snprintf(path, sizeof(path), "%s",
 			 strncmp(rt->path, "/api/", 5) == 0 ? rt->path + 4 : rt->path);
