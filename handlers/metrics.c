@@ -3,8 +3,8 @@
  * counts and latencies come from the table the master shares with every
  * worker (common/metrics.c); sandboxes by status are counted from the
  * records in Redis, reading at most METRICS_SCAN_MAX of them per scrape so
- * a scrape stays cheap however many sandboxes there are. Warm-pool series
- * are absent until warm pools exist. No key: nginx limits who may reach
+ * a scrape stays cheap however many sandboxes there are. Warm pools: the
+ * configured size of each (sandpit_pool_target); absent without pools. No key: nginx limits who may reach
  * it by address.
  */
 #include "handlers.h"
@@ -98,6 +98,18 @@ int h_metrics(struct handler_ctx *h, json_object *in, json_object **out, struct 
 		       "# TYPE sandpit_store_up gauge\nsandpit_store_up %d\n",
 		       METRICS_SCAN_MAX, truncated, store_ok) < 0)
 		goto too_big;
+	/* The configured warm pools. How many containers are ready and how many
+	 * were claimed needs the pool's store name, which only sandbox/pool.c
+	 * knows: not exported yet. */
+	if (h->cfg->npools > 0 &&
+	    buf_puts(&body, "# HELP sandpit_pool_target Warm containers a pool keeps ready.\n"
+			    "# TYPE sandpit_pool_target gauge\n") < 0)
+		goto too_big;
+	for (int i = 0; i < h->cfg->npools; i++)
+		if (buf_printf(&body, "sandpit_pool_target{template=\"%s\",network=\"%s\"} %d\n",
+			       h->cfg->pools[i].template_name, h->cfg->pools[i].network,
+			       h->cfg->pools[i].size) < 0)
+			goto too_big;
 	snprintf(head, sizeof(head),
 		 "Status: 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
 		 "Content-Length: %zu\r\nCache-Control: no-store\r\n\r\n",
