@@ -12,20 +12,11 @@
 #include <fcgiapp.h>
 
 #include "../common/config.h"
-#include "../common/crypto.h"
 #include "../common/log.h"
 #include "../docker/docker.h"
 #include "../handlers/handlers.h"
-#include "pm.h"
+#include "daemon.h"
 #include "request.h"
-
-static void apply_logging(const struct config *cfg)
-{
-	enum log_level lv = LOG_INFO;
-
-	log_level_parse(cfg->log_level, &lv);
-	log_setup("sandpitd", lv, cfg->log_json);
-}
 
 static int load_config(const char *path, struct config *cfg, char *err, size_t errlen)
 {
@@ -38,7 +29,7 @@ static void worker_main(const struct config *cfg, int listen_fd)
 	FCGX_Request fx;
 	struct sp_err e;
 
-	apply_logging(cfg);
+	daemon_logging("sandpitd", cfg);
 	if (sandbox_ctx_init(&ctx, cfg, &e) < 0) {
 		log_error("worker start: %s", e.msg);
 		return;
@@ -96,55 +87,10 @@ static int check_docker(const struct config *cfg)
 	return rc;
 }
 
-static void usage(void)
-{
-	fprintf(stderr, "usage: sandpitd [-c CONFIG] [-t]\n"
-			"  -c CONFIG  configuration file (default $SANDPIT_CONFIG or "
-			"/etc/sandpit/sandpitd.conf)\n"
-			"  -t         check the configuration and exit\n");
-}
-
 int main(int argc, char **argv)
 {
-	const char *path = getenv("SANDPIT_CONFIG");
-	static struct config cfg;
-	char err[1024];
-	int test = 0, opt, rc;
+	static const struct daemon_spec d = { "sandpitd", "configuration file", load_config,
+					      worker_main, check_docker };
 
-	if (!path || !*path)
-		path = "/etc/sandpit/sandpitd.conf";
-	while ((opt = getopt(argc, argv, "c:th")) != -1) {
-		switch (opt) {
-		case 'c':
-			path = optarg;
-			break;
-		case 't':
-			test = 1;
-			break;
-		default:
-			usage();
-			return opt == 'h' ? 0 : 2;
-		}
-	}
-	if (crypto_init() < 0) {
-		fprintf(stderr, "sandpitd: libsodium failed to initialise\n");
-		return 1;
-	}
-	if (config_load(path, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sandpitd: configuration error: %s\n", err);
-		return 1;
-	}
-	if (test) {
-		printf("sandpitd: configuration %s OK\n", path);
-		config_wipe(&cfg);
-		return 0;
-	}
-	apply_logging(&cfg);
-	if (check_docker(&cfg) < 0) {
-		config_wipe(&cfg);
-		return 1;
-	}
-	rc = pm_run(&cfg, load_config, worker_main);
-	config_wipe(&cfg);
-	return rc;
+	return daemon_main(&d, argc, argv);
 }

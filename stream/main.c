@@ -16,19 +16,10 @@
 #include <curl/curl.h>
 
 #include "../common/config.h"
-#include "../common/crypto.h"
 #include "../common/log.h"
 #include "../common/util.h"
-#include "../fcgi/pm.h"
+#include "../fcgi/daemon.h"
 #include "stream.h"
-
-static void apply_logging(const struct config *cfg)
-{
-	enum log_level lv = LOG_INFO;
-
-	log_level_parse(cfg->log_level, &lv);
-	log_setup("sandpit-stream", lv, cfg->log_json);
-}
 
 /* Loads the shared file and points the process manager at the stream
  * socket: a fixed pool of stream_workers, never recycled by count. */
@@ -50,7 +41,7 @@ static int load_config(const char *path, struct config *cfg, char *err, size_t e
 
 static void worker_main(const struct config *cfg, int listen_fd)
 {
-	apply_logging(cfg);
+	daemon_logging("sandpit-stream", cfg);
 	/* once, before any thread: libcurl's global state stays up for good */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		log_error("curl_global_init failed");
@@ -73,52 +64,19 @@ static void raise_nofile(void)
 	}
 }
 
-static void usage(void)
+/* In the master: more descriptors for the connections. */
+static int prepare(const struct config *cfg)
 {
-	fprintf(stderr, "usage: sandpit-stream [-c CONFIG] [-t]\n"
-			"  -c CONFIG  configuration file, shared with sandpitd (default "
-			"$SANDPIT_CONFIG or /etc/sandpit/sandpitd.conf)\n"
-			"  -t         check the configuration and exit\n");
+	(void)cfg;
+	raise_nofile();
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	const char *path = getenv("SANDPIT_CONFIG");
-	static struct config cfg;
-	char err[1024];
-	int test = 0, opt, rc;
+	static const struct daemon_spec d = { "sandpit-stream",
+					      "configuration file, shared with sandpitd",
+					      load_config, worker_main, prepare };
 
-	if (!path || !*path)
-		path = "/etc/sandpit/sandpitd.conf";
-	while ((opt = getopt(argc, argv, "c:th")) != -1) {
-		switch (opt) {
-		case 'c':
-			path = optarg;
-			break;
-		case 't':
-			test = 1;
-			break;
-		default:
-			usage();
-			return opt == 'h' ? 0 : 2;
-		}
-	}
-	if (crypto_init() < 0) {
-		fprintf(stderr, "sandpit-stream: libsodium failed to initialise\n");
-		return 1;
-	}
-	if (load_config(path, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sandpit-stream: configuration error: %s\n", err);
-		return 1;
-	}
-	if (test) {
-		printf("sandpit-stream: configuration %s OK\n", path);
-		config_wipe(&cfg);
-		return 0;
-	}
-	apply_logging(&cfg);
-	raise_nofile();
-	rc = pm_run(&cfg, load_config, worker_main);
-	config_wipe(&cfg);
-	return rc;
+	return daemon_main(&d, argc, argv);
 }
