@@ -31,10 +31,16 @@ fi
 dir=$(mktemp -d /tmp/sandpit-bench.XXXXXX)
 out=$dir/rows
 cleanup() {
+	local rc=$?
 	[ -s "$dir/hello.pid" ] && kill "$(cat "$dir/hello.pid")" 2>/dev/null || true
 	if [ -s "$dir/ids" ]; then
 		set -a; . "$dir/env"; set +a
 		"$BIN/bench/bench" mem-down 4 <"$dir/ids" >/dev/null 2>&1 || true
+	fi
+	if [ "${BENCH_KEEP:-0}" = 1 ] || [ "$rc" -ne 0 ]; then
+		cp "$dir/sandpitd.log" /tmp/sandpit-bench.sandpitd.log 2>/dev/null || true
+		cp "$dir/nginx/error.log" /tmp/sandpit-bench.nginx-error.log 2>/dev/null || true
+		say "logs kept: /tmp/sandpit-bench.sandpitd.log /tmp/sandpit-bench.nginx-error.log"
 	fi
 	bash deploy/stack.sh stop "$dir" || true
 	# the raw side labels its containers; none should be left, but be sure
