@@ -92,6 +92,13 @@ static const char *reason(int status)
 	}
 }
 
+static size_t last_answer_size;
+
+size_t req_last_answer_size(void)
+{
+	return last_answer_size;
+}
+
 void req_send_json(struct req *r, int status, const char *headers, json_object *obj)
 {
 	size_t len = 0;
@@ -104,6 +111,7 @@ void req_send_json(struct req *r, int status, const char *headers, json_object *
 	int n;
 
 	r->status = status;
+	last_answer_size = len;
 	/* libfcgi's FCGX_FPrintF knows no %zu: format the head here */
 	n = snprintf(head, sizeof(head),
 		     "Status: %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"

@@ -44,6 +44,8 @@ void req_send_json(struct req *r, int status, const char *headers, json_object *
 /* Writes the error shape {"message","code","issues"} for e; issues may be
  * NULL (not consumed). */
 void req_send_error(struct req *r, const struct sp_err *e, json_object *issues);
+/* The size of the last JSON answer this process sent (for heap trimming). */
+size_t req_last_answer_size(void);
 /* True when the client has gone away (the FastCGI stream errored). */
 int req_client_gone(const struct req *r);
 

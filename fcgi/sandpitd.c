@@ -4,6 +4,7 @@
  * connections after fork and serves requests through the route table.
  * `sandpitd -t` checks a configuration and says what is wrong.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,9 @@
 #include "../docker/docker.h"
 #include "../handlers/handlers.h"
 #include "daemon.h"
+
+/* A request or answer larger than this is followed by malloc_trim. */
+#define BIG_REQUEST (256 * 1024)
 #include "request.h"
 
 static int load_config(const char *path, struct config *cfg, char *err, size_t errlen)
@@ -43,14 +47,20 @@ static void worker_main(const struct config *cfg, int listen_fd)
 	sandbox_pool_maintain(&ctx);
 	while (!pm_worker_should_stop()) {
 		struct req r;
+		int big;
 		if (FCGX_Accept_r(&fx) < 0)
 			break;
 		pm_worker_busy(1);
 		req_init(&r, &fx);
 		handlers_serve(&ctx, &r);
+		big = r.body.cap > BIG_REQUEST;
 		req_cleanup(&r);
 		FCGX_Finish_r(&fx);
 		pm_worker_busy(0);
+		/* a large body or answer leaves a large heap behind: give it back,
+		 * so an idle worker stays small */
+		if (big || req_last_answer_size() > BIG_REQUEST)
+			malloc_trim(64 * 1024);
 		/* between requests: keep the warm pools topped up */
 		sandbox_pool_maintain(&ctx);
 	}

@@ -25,8 +25,8 @@
 #define TEMPLATE_HOME "/home/user"
 
 /*
- * The container's main process. $1 is deadlineAt in epoch seconds, $2 the
- * seconds left until it (with milliseconds) when the container is made. The
+ * The container's main process. $1 and $2 are deadlineAt: its epoch
+ * seconds and its milliseconds (3 digits). The
  * watcher (builtins plus sleep 5 and date) reads the expiry that sandpit
  * writes to /.sandpit/expires and stops the main process once it passes; if
  * it cannot fork it exits and only the deadline applies. The main process
@@ -36,14 +36,25 @@
 static const char main_script[] =
 	"for c in sleep date; do command -v $c >/dev/null 2>&1 || "
 	"{ echo \"sandpit: image lacks $c\" >&2; exit 127; }; done\n"
-	"d=$1\n"
+	"d=$1 m=$2\n"
 	"(while sleep 5; do "
 	"e=$d; read e </" STATE_DIR "/expires 2>/dev/null; "
 	"case $e in ''|*[!0-9]*) e=$d;; esac; "
 	"n=$(date +%s) || exit 0; "
 	"[ \"$n\" -ge \"$e\" ] && kill $$ && exit 0; "
 	"done) &\n"
-	"exec sleep \"$2\"\n";
+	/* the time left, counted when the container starts: to the millisecond
+	 * where date knows %N (GNU), else in whole seconds, ending up to 1 s
+	 * early, never late */
+	"n=$(date +%s.%N)\n"
+	"case $n in\n"
+	"*[!0-9.]*|*.) r=$((d - ${n%%.*}));;\n"
+	"*) f=${n#*.}; f=${f%??????}; "
+	"l=$(( (d - ${n%%.*}) * 1000 + 1$m - 1$f )); "
+	"[ \"$l\" -gt 0 ] || exit 0; r=$((l / 1000)).$(printf %03d $((l % 1000)));;\n"
+	"esac\n"
+	"case $r in -*|0) exit 0;; esac\n"
+	"exec sleep \"$r\"\n";
 
 int sandbox_ctx_init(struct sandbox_ctx *ctx, const struct config *cfg, struct sp_err *e)
 {
@@ -269,12 +280,36 @@ static int catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb)
 
 /* Asks Docker whether the container still runs; marks the row killed if
  * not. Docker being unreachable leaves the row as it is. */
+/* Containers this worker saw running, and when: a read within
+ * SEEN_RUNNING_MS of that trusts it, so a burst of reads of one sandbox
+ * costs one Docker call (a container removed behind sandpit's back reads
+ * killed at most that much later). */
+#define SEEN_RUNNING_MS 1000
+static struct {
+	char id[65];
+	int64_t at;
+} seen_running[64];
+
+static int seen_slot(const char *cid)
+{
+	unsigned h = 0;
+
+	for (const char *p = cid; *p && p < cid + 16; p++)
+		h = h * 31 + (unsigned char)*p;
+	return (int)(h % (sizeof(seen_running) / sizeof(seen_running[0])));
+}
+
 static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 {
 	json_object *info = NULL, *state, *running;
 	struct sp_err e;
+	int slot = seen_slot(sb->container_id);
+	int64_t now = mono_ms();
 
 	if (sb->status != SB_RUNNING || !ctx->dk)
+		return;
+	if (strcmp(seen_running[slot].id, sb->container_id) == 0 &&
+	    now - seen_running[slot].at < SEEN_RUNNING_MS)
 		return;
 	if (docker_container_inspect(ctx->dk, sb->container_id, &info, &e) < 0) {
 		if (e.code == SP_NOT_FOUND)
@@ -283,8 +318,12 @@ static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 	}
 	if (json_object_object_get_ex(info, "State", &state) &&
 	    json_object_object_get_ex(state, "Running", &running) &&
-	    !json_object_get_boolean(running))
+	    !json_object_get_boolean(running)) {
 		sandbox_mark_gone(ctx, sb);
+	} else {
+		str_copy(seen_running[slot].id, sizeof(seen_running[slot].id), sb->container_id);
+		seen_running[slot].at = now;
+	}
 	json_object_put(info);
 }
 
@@ -507,11 +546,8 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	static const char *const capdrop[] = { "ALL", NULL };
 	static const char *const secopt[] = { "no-new-privileges", NULL };
 
-	int64_t left = sb->deadline_at - now_ms();
-
-	snprintf(deadline, sizeof(deadline), "%lld", (long long)((sb->deadline_at + 999) / 1000));
-	snprintf(remaining, sizeof(remaining), "%lld.%03lld", (long long)(left > 0 ? left / 1000 : 0),
-		 (long long)(left > 0 ? left % 1000 : 0));
+	snprintf(deadline, sizeof(deadline), "%lld", (long long)(sb->deadline_at / 1000));
+	snprintf(remaining, sizeof(remaining), "%03lld", (long long)(sb->deadline_at % 1000));
 	json_object_object_add(o, "Image", json_object_new_string(sb->image));
 	json_object_object_add(o, "Entrypoint", json_object_new_array());
 	cmd = json_object_new_array();

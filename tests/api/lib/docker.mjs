@@ -46,3 +46,20 @@ export async function dockerExec(cid, cmd, { user, env } = {}) {
   const i = await docker('GET', `/exec/${c.json.Id}/json`);
   return { stdout: out.toString(), stderr: err.toString(), exitCode: i.json.ExitCode };
 }
+
+// When the container's main process ended ("die" in Docker's event log), in
+// ms since the epoch; waits until the container is gone (limitMs at most).
+// Measures the container itself, not how soon Docker then removed it.
+export async function diedAt(cid, sinceMs, limitMs) {
+  const t0 = Date.now();
+  while ((await docker('GET', `/containers/${cid}/json`)).status !== 404) {
+    if (Date.now() - t0 > limitMs) throw new Error(`container ${cid.slice(0, 12)} still there after ${limitMs} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const q = new URLSearchParams({ since: String(Math.floor(sinceMs / 1000) - 1), until: String(Math.ceil(Date.now() / 1000) + 1),
+    filters: JSON.stringify({ container: [cid], event: ['die'] }) });
+  const r = await docker('GET', `/events?${q}`);
+  const ev = r.text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  if (!ev.length) throw new Error(`no die event for ${cid.slice(0, 12)}`);
+  return Math.round(ev[0].timeNano / 1e6);
+}
