@@ -4,7 +4,8 @@
  * worker (common/metrics.c); sandboxes by status are counted from the
  * records in Redis, reading at most METRICS_SCAN_MAX of them per scrape so
  * a scrape stays cheap however many sandboxes there are. Warm pools: the
- * configured size of each (sandpit_pool_target); absent without pools. No key: nginx limits who may reach
+ * configured size, the containers ready and the claims of each; absent
+ * without pools. No key: nginx limits who may reach
  * it by address.
  */
 #include "handlers.h"
@@ -98,18 +99,30 @@ int h_metrics(struct handler_ctx *h, json_object *in, json_object **out, struct 
 		       "# TYPE sandpit_store_up gauge\nsandpit_store_up %d\n",
 		       METRICS_SCAN_MAX, truncated, store_ok) < 0)
 		goto too_big;
-	/* The configured warm pools. How many containers are ready and how many
-	 * were claimed needs the pool's store name, which only sandbox/pool.c
-	 * knows: not exported yet. */
+	/* The configured warm pools: their size, the containers ready, claims. */
 	if (h->cfg->npools > 0 &&
 	    buf_puts(&body, "# HELP sandpit_pool_target Warm containers a pool keeps ready.\n"
-			    "# TYPE sandpit_pool_target gauge\n") < 0)
+			    "# TYPE sandpit_pool_target gauge\n"
+			    "# HELP sandpit_pool_ready Warm containers ready now.\n"
+			    "# TYPE sandpit_pool_ready gauge\n"
+			    "# HELP sandpit_pool_claims_total Containers claimed from a pool.\n"
+			    "# TYPE sandpit_pool_claims_total counter\n") < 0)
 		goto too_big;
-	for (int i = 0; i < h->cfg->npools; i++)
+	for (int i = 0; i < h->cfg->npools; i++) {
+		const struct pool_conf *p = &h->cfg->pools[i];
+		int ready = 0;
+		long long claims = 0;
 		if (buf_printf(&body, "sandpit_pool_target{template=\"%s\",network=\"%s\"} %d\n",
-			       h->cfg->pools[i].template_name, h->cfg->pools[i].network,
-			       h->cfg->pools[i].size) < 0)
+			       p->template_name, p->network, p->size) < 0)
 			goto too_big;
+		if (sandbox_pool_stats(h->sb, i, &ready, &claims) == 0 &&
+		    buf_printf(&body,
+			       "sandpit_pool_ready{template=\"%s\",network=\"%s\"} %d\n"
+			       "sandpit_pool_claims_total{template=\"%s\",network=\"%s\"} %lld\n",
+			       p->template_name, p->network, ready, p->template_name, p->network,
+			       claims) < 0)
+			goto too_big;
+	}
 	snprintf(head, sizeof(head),
 		 "Status: 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
 		 "Content-Length: %zu\r\nCache-Control: no-store\r\n\r\n",

@@ -263,3 +263,16 @@ void sandbox_pool_maintain(struct sandbox_ctx *ctx)
 	for (int i = 0; i < ctx->cfg->npools; i++)
 		refill(ctx, &ctx->cfg->pools[i]);
 }
+
+int sandbox_pool_stats(struct sandbox_ctx *ctx, int i, int *ready, long long *claims)
+{
+	char name[128];
+	struct sp_err e;
+
+	if (i < 0 || i >= ctx->cfg->npools)
+		return -1;
+	pool_name(&ctx->cfg->pools[i], name, sizeof(name));
+	*ready = store_pool_size(ctx->st, name, now_ms() + POOL_MARGIN_MS, &e);
+	*claims = store_pool_claims(ctx->st, name, &e);
+	return *ready < 0 || *claims < 0 ? -1 : 0;
+}

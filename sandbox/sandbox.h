@@ -150,6 +150,8 @@ int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t ex
 /* Tops the warm pools up (at most one container each), at most once a
  * second unless a claim made it urgent. Call between requests. */
 void sandbox_pool_maintain(struct sandbox_ctx *ctx);
+/* Pool i of the configuration: containers ready now, claims so far. */
+int sandbox_pool_stats(struct sandbox_ctx *ctx, int i, int *ready, long long *claims);
 /* Marks a sandbox killed after its container was found gone. */
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);
 

@@ -1033,16 +1033,17 @@ int store_pool_claim(struct store *st, const char *pool, int64_t min_expiry_ms, 
 	static const char lua_claim[] =
 		"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) "
 		"local m = redis.call('ZPOPMAX', KEYS[1]) "
-		"if #m == 0 then return false end return m[1]";
-	char key[300], limit[32];
-	const char *argv[] = { "EVAL", lua_claim, "1", key, limit };
+		"if #m == 0 then return false end redis.call('INCR', KEYS[2]) return m[1]";
+	char key[300], claims[320], limit[32];
+	const char *argv[] = { "EVAL", lua_claim, "2", key, claims, limit };
 	redisReply *r;
 	int got = 0;
 
 	snprintf(key, sizeof(key), "%s:pool:%s", st->prefix, pool);
+	snprintf(claims, sizeof(claims), "%s:pool:%s:claims", st->prefix, pool);
 	snprintf(limit, sizeof(limit), "%lld", (long long)min_expiry_ms);
 	/* a lost answer must not hand the same container out again: once only */
-	r = store_cmd(st, 5, argv, NULL, e);
+	r = store_cmd(st, 6, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_STRING && r->len < cap) {
@@ -1125,4 +1126,21 @@ int store_sandbox_field(struct store *st, const char *org, const char *id, const
 		rc = sp_err_set(e, SP_INTERNAL, "record field too large");
 	freeReplyObject(r);
 	return rc;
+}
+
+long long store_pool_claims(struct store *st, const char *pool, struct sp_err *e)
+{
+	char key[320];
+	const char *argv[] = { "GET", key };
+	redisReply *r;
+	long long n = 0;
+
+	snprintf(key, sizeof(key), "%s:pool:%s:claims", st->prefix, pool);
+	r = store_cmd(st, 2, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING)
+		parse_ll(r->str, 0, 1LL << 62, &n);
+	freeReplyObject(r);
+	return n;
 }

@@ -18,6 +18,7 @@
  *   <p>:srv:<id>:resv     hash  sandbox id -> "deadlineMs cpuMilli memoryMb" on that server
  *   <p>:pool:<pool>       zset  "containerId sandboxId" of warm containers, scored by expiry
  *   <p>:pool:<pool>:filling  string  fills in progress (expires)
+ *   <p>:pool:<pool>:claims   string  containers claimed so far
  */
 #ifndef SANDPIT_STORE_H
 #define SANDPIT_STORE_H
@@ -141,5 +142,7 @@ int store_pool_fill_begin(struct store *st, const char *pool, int64_t min_expiry
 			  struct sp_err *e);
 int store_pool_fill_end(struct store *st, const char *pool, struct sp_err *e);
 int store_pool_size(struct store *st, const char *pool, int64_t min_expiry_ms, struct sp_err *e);
+/* How many containers were ever claimed from the pool. */
+long long store_pool_claims(struct store *st, const char *pool, struct sp_err *e);
 
 #endif
