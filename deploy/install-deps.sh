@@ -9,7 +9,7 @@ PKGS=(
   libfcgi-dev libjson-c-dev libcurl4-openssl-dev libhiredis-dev libsodium-dev
   libarchive-dev libcmocka-dev libwslay-dev libssl-dev
   libfcgi-bin redis-server nginx-light socat openssh-server openssh-client
-  docker.io busybox-static debootstrap
+  docker.io busybox-static debootstrap runsc
   wrk  # make bench: sandbox.one throughput
 )
 

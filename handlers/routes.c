@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 static const char *const network_modes[] = { "isolated", "internet", NULL };
+static const char *const runtimes[] = { "runc", "gvisor", NULL };
 
 #define SANDBOX_ID { "sandboxId", FT_ID, FF_REQUIRED, 1, 64, 0, 0, NULL, NULL, "The sandbox id" }
 #define END { NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }
@@ -32,6 +33,9 @@ static const struct field_spec create_fields[] = {
 	{ "envVars", FT_STRING, 0, 0, 65536, 0, 0, NULL, NULL,
 	  "KEY=value lines (a .env body); stored encrypted, never returned" },
 	{ "workdir", FT_ABSPATH, 0, 0, 0, 0, 0, NULL, "\"/home/user\"", "Working directory" },
+	{ "runtime", FT_ENUM, 0, 0, 0, 0, 0, runtimes, NULL,
+	  "runc: Docker's default runtime; gvisor: gVisor (runsc), a user-space kernel. Default: "
+	  "the server's default_runtime (runc unless configured)" },
 	END,
 };
 

@@ -6,13 +6,19 @@
 #   4. make -j2 all + the unit test binaries
 #   5. suites: unit (build/tests/test_*, cmocka), process manager
 #      (tests/pm/test_pm.sh), API (node --test tests/api/*.test.mjs, each
-#      test file starts its own stack with deploy/stack.sh)
+#      test file starts its own stack with deploy/stack.sh), then the gVisor
+#      pass: the lifecycle, exec, files and hardening files again with every
+#      sandbox under runsc (SANDPIT_TEST_RUNTIME=gvisor)
+# Step 2 also registers runsc with that dockerd (runsc-isolated,
+# runsc-internet in /etc/docker/daemon.json, merged with jq; SIGHUP reloads
+# runtimes without touching running containers).
 # Ends with one line "N passed, N failed"; exits non-zero if anything failed.
 #
 # Environment:
 #   SANDPIT_TEST_CLEANUP  1: at the end remove every container labeled
 #                         sandpit.sandbox=true (default 1 when CI=true, else 0)
 #   SANDPIT_TEST_KEEP     1: keep the run's temp folder (stack logs)
+#   SANDPIT_TEST_GVISOR   0: skip the gVisor pass and runsc's registration
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -141,6 +147,57 @@ if ! docker_answers; then
 fi
 echo "ok: Docker $(docker version -f '{{.Server.Version}}' 2>/dev/null)"
 
+# gVisor: the two runtimes sandpit's default config names, registered with
+# the dockerd the tests use. A missing one is merged into daemon.json (other
+# keys kept) and dockerd reloads it on SIGHUP (Docker 20.10 reloads
+# `runtimes`; running containers are not touched). Only a dockerd this
+# script started is ever restarted, when the reload was not enough.
+GVISOR_RUNTIMES='{"runsc-isolated":{"path":"/usr/bin/runsc","runtimeArgs":["--network=none","--oci-seccomp"]},"runsc-internet":{"path":"/usr/bin/runsc","runtimeArgs":["--network=host","--oci-seccomp"]}}'
+GVISOR_OK=0
+gvisor_registered() {
+	curl -sf --max-time 5 --unix-socket /var/run/docker.sock http://docker/info |
+		jq -e '.Runtimes["runsc-isolated"] and .Runtimes["runsc-internet"]' >/dev/null 2>&1
+}
+if [ "${SANDPIT_TEST_GVISOR:-1}" != 0 ]; then
+	header "gVisor"
+	if ! command -v runsc >/dev/null; then
+		echo "run.sh: runsc is not installed (deploy/install-deps.sh installs it)"
+	elif gvisor_registered; then
+		GVISOR_OK=1
+	else
+		conf=/etc/docker/daemon.json
+		mkdir -p /etc/docker
+		[ -s "$conf" ] || echo '{}' >"$conf"
+		if jq --argjson r "$GVISOR_RUNTIMES" '.runtimes = ((.runtimes // {}) + $r)' "$conf" >"$conf.sandpit-tmp"; then
+			mv "$conf.sandpit-tmp" "$conf"
+			pid=${DOCKERD_PID:-$(pidof dockerd | awk '{print $1}')}
+			echo "run.sh: registered runsc-isolated and runsc-internet in $conf; reloading dockerd (SIGHUP to pid $pid)"
+			[ -n "$pid" ] && kill -HUP "$pid"
+			for ((i = 0; i < 50; i++)); do
+				gvisor_registered && break
+				sleep 0.2
+			done
+			if ! gvisor_registered && [ -n "$DOCKERD_PID" ]; then
+				echo "run.sh: the reload did not register them; restarting the dockerd this script started"
+				kill -TERM "$DOCKERD_PID"
+				for ((i = 0; i < 300; i++)); do kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.1; done
+				setsid dockerd </dev/null >>"$RUN_TMP/dockerd.log" 2>&1 &
+				DOCKERD_PID=$!
+				for ((i = 0; i < 600; i++)); do docker_answers && break; sleep 0.1; done
+			fi
+			gvisor_registered && GVISOR_OK=1
+		else
+			rm -f "$conf.sandpit-tmp"
+			echo "run.sh: $conf is not valid JSON; not touching it"
+		fi
+	fi
+	if [ "$GVISOR_OK" = 1 ]; then
+		echo "ok: $(runsc --version | head -n 1), runtimes runsc-isolated and runsc-internet"
+	else
+		echo "run.sh: runsc is not registered with dockerd: the gVisor pass fails"
+	fi
+fi
+
 # --- 3. images ---------------------------------------------------------------------
 header "test images"
 if bash tests/images/build.sh; then
@@ -209,19 +266,17 @@ if [ -f tests/pm/test_pm.sh ]; then
 fi
 
 # --- 5c. API tests (node --test) -------------------------------------------------------
-mapfile -t API_TESTS < <(find tests/api -name '*.test.mjs' -not -path '*/node_modules/*' | sort)
-if [ ${#API_TESTS[@]} -gt 0 ]; then
-	header "API: node --test ${API_TESTS[*]}"
-	mkdir -p "$RUN_TMP/api"
-	tap=$RUN_TMP/api.tap
-	rc=0
+# api_pass NAME TAP FILE...: one node --test run; records its counts.
+api_pass() {
+	local name=$1 tap=$2 rc=0 p f c sk td s
+	shift 2
 	# Each test file's stack lives under $RUN_TMP/api (os.tmpdir()), so
 	# finish() can stop any that a crashed test left behind.
 	TMPDIR=$RUN_TMP/api SANDPIT_LOCAL_IMAGES=1 \
 		node --test --test-concurrency=2 --test-timeout=900000 \
 		--test-reporter=spec --test-reporter-destination=stdout \
 		--test-reporter=tap --test-reporter-destination="$tap" \
-		"${API_TESTS[@]}" || rc=$?
+		"$@" || rc=$?
 	count() { sed -n "s/^# $1 \([0-9]*\)$/\1/p" "$tap" | tail -n 1; }
 	p=$(count pass)
 	f=$(count fail)
@@ -235,7 +290,31 @@ if [ ${#API_TESTS[@]} -gt 0 ]; then
 		echo "run.sh: node --test exited with status $rc"
 		f=1
 	fi
-	record "api (node --test)" "$p" "$f" "$s"
+	record "$name" "$p" "$f" "$s"
+}
+
+mapfile -t API_TESTS < <(find tests/api -name '*.test.mjs' -not -path '*/node_modules/*' | sort)
+if [ ${#API_TESTS[@]} -gt 0 ]; then
+	header "API: node --test ${API_TESTS[*]}"
+	mkdir -p "$RUN_TMP/api"
+	api_pass "api (node --test)" "$RUN_TMP/api.tap" "${API_TESTS[@]}"
+fi
+
+# --- 5d. the gVisor pass: lifecycle, exec, files and hardening under runsc -----------
+GVISOR_TESTS=(tests/api/lifecycle.test.mjs tests/api/exec.test.mjs tests/api/files.test.mjs
+	tests/api/hardening.test.mjs)
+if [ "${SANDPIT_TEST_GVISOR:-1}" != 0 ]; then
+	header "API under gVisor: SANDPIT_TEST_RUNTIME=gvisor node --test ${GVISOR_TESTS[*]}"
+	if [ "$GVISOR_OK" = 1 ]; then
+		mkdir -p "$RUN_TMP/api"
+		t0=$(date +%s)
+		SANDPIT_TEST_RUNTIME=gvisor api_pass "api gVisor (4 files)" "$RUN_TMP/api-gvisor.tap" \
+			"${GVISOR_TESTS[@]}"
+		echo "run.sh: the gVisor pass took $(($(date +%s) - t0)) s"
+	else
+		echo "run.sh: runsc is not registered with dockerd (see above)"
+		record "api gVisor (4 files)" 0 1
+	fi
 fi
 
 summary_and_exit

@@ -5,6 +5,9 @@
 //   r.status, r.headers, r.json, r.text
 //   await stack.stop();
 //
+// SANDPIT_TEST_RUNTIME=gvisor adds `default_runtime = gvisor` to every
+// stack's config (unless opts.extraConf sets default_runtime itself).
+//
 // startStack runs `bash deploy/stack.sh start <fresh temp dir>`: a real
 // redis-server, sandpitd and nginx (TLS, verified against the stack's own
 // certificate) on a free loopback port. The temp dir lives under
@@ -104,7 +107,11 @@ export function docker(method, urlPath, body) {
  */
 export async function startStack(opts = {}) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sandpit-'));
-  const extra = Array.isArray(opts.extraConf) ? opts.extraConf.join('\n') : (opts.extraConf || '');
+  let extra = Array.isArray(opts.extraConf) ? opts.extraConf.join('\n') : (opts.extraConf || '');
+  // SANDPIT_TEST_RUNTIME=gvisor: every sandbox of the stack runs under gVisor
+  // unless its create names a runtime (tests/run.sh's gVisor pass)
+  if (process.env.SANDPIT_TEST_RUNTIME && !/^default_runtime\s*=/m.test(extra))
+    extra = `${extra ? `${extra}\n` : ''}default_runtime = ${process.env.SANDPIT_TEST_RUNTIME}`;
   const env = { ...process.env, ...(opts.env || {}) };
   if (extra) env.SANDPIT_EXTRA_CONF = extra;
   else delete env.SANDPIT_EXTRA_CONF;
