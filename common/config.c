@@ -477,6 +477,13 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", path, msg);
 		goto out;
 	}
+	/* ssh's ControlPath <dir>/<40 hex> and the bridge sockets are unix
+	 * sockets: at most 107 bytes */
+	if (strlen(cfg->ssh_control_dir) > 60) {
+		snprintf(err, errlen, "%s: ssh_control_dir must be at most 60 bytes (a unix socket path)",
+			 path);
+		goto out;
+	}
 	for (int i = 0; i < cfg->npools; i++)
 		if (!config_template(cfg, cfg->pools[i].template_name)) {
 			snprintf(err, errlen, "%s: warm_pool names an unknown template '%s'", path,

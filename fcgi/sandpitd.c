@@ -5,6 +5,7 @@
  * `sandpitd -t` checks a configuration and says what is wrong.
  */
 #include <malloc.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,15 @@
 static int load_config(const char *path, struct config *cfg, char *err, size_t errlen)
 {
 	return config_load(path, cfg, err, errlen);
+}
+
+/* Waits up to a second for a connection on the listening socket; 1 when
+ * one may be there (or the socket closed: accept then says so). */
+static int connection_waiting(int listen_fd)
+{
+	struct pollfd p = { listen_fd, POLLIN, 0 };
+
+	return poll(&p, 1, 1000) != 0;
 }
 
 static void worker_main(const struct config *cfg, int listen_fd)
@@ -48,6 +58,11 @@ static void worker_main(const struct config *cfg, int listen_fd)
 	while (!pm_worker_should_stop()) {
 		struct req r;
 		int big;
+		if (cfg->npools && !connection_waiting(listen_fd)) {
+			/* idle: keep the warm pools topped up in the background */
+			sandbox_pool_maintain(&ctx);
+			continue;
+		}
 		if (FCGX_Accept_r(&fx) < 0)
 			break;
 		pm_worker_busy(1);

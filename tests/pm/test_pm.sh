@@ -57,7 +57,7 @@ fi
 mkdir -p "$T/obj"
 build_failed=0
 # The same warnings as the Makefile, as errors.
-for src in fcgi/pm.c tests/pm/hello.c common/log.c common/util.c common/config.c; do
+for src in fcgi/pm.c tests/pm/hello.c common/log.c common/util.c common/config.c common/metrics.c common/buf.c; do
 	$CC $WARN -Werror $FLAGS -c "$ROOT/$src" -o "$T/obj/$(basename "$src" .c).o" || build_failed=1
 done
 $CC $LDFLAGS -o "$T/hello" "$T"/obj/*.o -lfcgi -lsodium || build_failed=1

@@ -23,8 +23,13 @@ stop() {
 		[ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
 		rm -f "$f"
 	done
-	# ssh masters started for this dir's servers
-	pkill -f "ControlPath=$dir/" 2>/dev/null || true
+	# ssh masters started for this dir's servers, and their short folder
+	if [ -L "$dir/ctl-link" ]; then
+		local ctl
+		ctl=$(readlink "$dir/ctl-link")
+		pkill -f "ControlPath=$ctl/" 2>/dev/null || true
+		rm -rf "$ctl" "$dir/ctl-link"
+	fi
 }
 
 case $cmd in
@@ -81,8 +86,11 @@ MaxSessions 200
 CONF
 /usr/sbin/sshd -f "$dir/sshd_config" -E "$dir/sshd.log"
 echo "[127.0.0.1]:$ssh_port $(cat hostkey.pub)" >known_hosts
-mkdir -p "$dir/ctl"
-chmod 700 "$dir/ctl"
+# ssh's ControlPath is a unix socket (at most 107 bytes with its 40-byte
+# %C name): keep the folder short whatever TMPDIR is
+ctl=$(mktemp -d /tmp/sp-ssh.XXXXXX)
+chmod 700 "$ctl"
+ln -sfn "$ctl" "$dir/ctl-link"
 
 for _ in $(seq 1 50); do
 	curl -sf --cert client.pem --key client.key --cacert ca.pem "https://127.0.0.1:$tls_port/_ping" >/dev/null 2>&1 && break
@@ -101,5 +109,5 @@ TLS_CA=$dir/ca.pem
 SSH_PORT=$ssh_port
 SSH_KEY=$dir/clientkey
 SSH_KNOWN_HOSTS=$dir/known_hosts
-SSH_CONTROL_DIR=$dir/ctl
+SSH_CONTROL_DIR=$ctl
 ENV
