@@ -8,19 +8,25 @@ import { startStack, waitFor } from './lib/stack.mjs';
 import { docker, dockerExec, diedAt } from './lib/docker.mjs';
 
 let s;
-const poolLabel = (v) => '/containers/json?filters=' + encodeURIComponent(JSON.stringify({ label: [v] }));
+// a label prefix of this file's own, so its pool is told apart from any
+// other stack's and cleaned up at the end
+const L = 'sptpool' + Math.random().toString(36).slice(2, 8);
+const byLabel = (v) => '/containers/json?all=1&filters=' + encodeURIComponent(JSON.stringify({ label: [v] }));
 async function pooled() {
-  const r = await docker('GET', poolLabel('sandpit.pool'));
-  // only this stack's pool: containers made by it carry no org yet
-  return r.json.filter((c) => c.Labels['sandpit.organizationId'] === '');
+  const r = await docker('GET', byLabel(`${L}.pool`));
+  return r.json.filter((c) => c.State === 'running' && c.Labels[`${L}.organizationId`] === '');
 }
 const timing = (r) => r.headers['server-timing'] || '';
 
 before(async () => {
-  s = await startStack({ extraConf: ['warm_pool = template=alpine size=3 ttl=600'] });
+  s = await startStack({ extraConf: ['warm_pool = template=alpine size=3 ttl=600', `label_prefix = ${L}`] });
   await waitFor(async () => (await pooled()).length >= 3, 30000, 250);
 });
-after(async () => { await s?.stop(); });
+after(async () => {
+  await s?.stop();
+  for (const c of (await docker('GET', byLabel(`${L}.sandbox=true`))).json)
+    await docker('DELETE', `/containers/${c.Id}?force=true`);
+});
 
 test('a create that fits claims a warm container, with the request applied', async () => {
   const t0 = Date.now();
@@ -39,7 +45,7 @@ test('a create that fits claims a warm container, with the request applied', asy
   assert.equal(info.HostConfig.Init, true);
   assert.equal(info.HostConfig.AutoRemove, true);
   assert.equal(info.Config.User, '1000:1000');
-  assert.equal(info.Config.Labels['sandpit.sandboxId'], c.json.sandboxId);
+  assert.equal(info.Config.Labels[`${L}.sandboxId`], c.json.sandboxId);
   assert.ok(!info.Config.Env.some((e) => e.includes('pooled-canary')), 'envVars are not in the container config');
   // envVars reach every command; the main process sleeps until the deadline
   const e = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.sandboxId, cmd: 'echo $SECRET $X; id -u; cat /sys/fs/cgroup/pids/pids.max' } });
