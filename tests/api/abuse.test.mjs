@@ -2,31 +2,19 @@
 // and the pids-exhaustion path: output floods, binary output, stream
 // framing, timeouts and their escapes, a client that goes away,
 // and a command that leaves nothing to fork the killer with.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { startStack, waitFor } from './lib/stack.mjs';
+import { waitFor } from './lib/stack.mjs';
+import { sandboxStack } from './lib/suite.mjs';
 import { docker, dockerExec } from './lib/docker.mjs';
 
 let s;
-const made = [];
-before(async () => { s = await startStack(); });
-after(async () => {
-  for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
-  await s?.stop();
-});
-
-async function create(body) {
-  const c = await s.api('POST', '/api/sandbox.create', { body });
-  assert.equal(c.status, 200, c.text);
-  made.push(c.json.sandboxId);
-  return c.json;
-}
-const exec = (id, cmd, o = {}) => s.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd, ...o } });
+const { create, exec } = sandboxStack((stack) => { s = stack; });
 const sha = (x) => createHash('sha256').update(x).digest('hex');
 
 // Every process in a container, seen through Docker (not sandpit) as the

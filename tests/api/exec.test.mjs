@@ -2,26 +2,13 @@
 // image, how a command runs (sh -c, user, cwd, env layering, exit codes),
 // H5, many commands at once while other requests are served, and the
 // error texts. The abuse cases (A4-A8, A11) are in abuse.test.mjs.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack } from './lib/stack.mjs';
+import { sandboxStack } from './lib/suite.mjs';
 import { dockerExec } from './lib/docker.mjs';
 
 let s;
-const made = [];
-before(async () => { s = await startStack(); });
-after(async () => {
-  for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
-  await s?.stop();
-});
-
-async function create(body) {
-  const c = await s.api('POST', '/api/sandbox.create', { body });
-  assert.equal(c.status, 200, c.text);
-  made.push(c.json.sandboxId);
-  return c.json;
-}
-const exec = (id, cmd, o = {}) => s.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd, ...o } });
+const { create, exec } = sandboxStack((stack) => { s = stack; });
 const ok = (stdout) => ({ stdout, stderr: '', exitCode: 0, timedOut: false, truncated: false });
 
 test('seed "Run a command" on the python image and on the busybox image', async (t) => {

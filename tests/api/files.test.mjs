@@ -1,27 +1,14 @@
 // sandbox.writeFile, readFile, listFiles (issue #3): the seed's examples on
 // the python (GNU find) and the busybox image, RELIABILITY F1, F2, F4, F5,
 // F6 and H4, the error texts, and which operations count as activity.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { startStack } from './lib/stack.mjs';
+import { sandboxStack } from './lib/suite.mjs';
 import { dockerExec } from './lib/docker.mjs';
 
 let s;
-const made = [];
-before(async () => { s = await startStack(); });
-after(async () => {
-  for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
-  await s?.stop();
-});
-
-async function create(body) {
-  const c = await s.api('POST', '/api/sandbox.create', { body });
-  assert.equal(c.status, 200, c.text);
-  made.push(c.json.sandboxId);
-  return c.json;
-}
-const exec = (id, cmd, o = {}) => s.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd, ...o } });
+const { create, exec } = sandboxStack((stack) => { s = stack; });
 const write = (id, path, content, o = {}) => s.api('POST', '/api/sandbox.writeFile', { body: { sandboxId: id, path, content, ...o } });
 const read = (id, path, o = {}) => s.api('GET', '/api/sandbox.readFile', { query: { sandboxId: id, path, ...o } });
 const list = (id, path) => s.api('GET', '/api/sandbox.listFiles', { query: { sandboxId: id, path } });

@@ -1,25 +1,11 @@
 // RELIABILITY A9 on its own (it runs 500 commands, about a minute and a
 // half on 2 cores): commands that orphan children leave no zombies behind.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack } from './lib/stack.mjs';
+import { sandboxStack } from './lib/suite.mjs';
 import { dockerExec } from './lib/docker.mjs';
 
-let s;
-const made = [];
-before(async () => { s = await startStack(); });
-after(async () => {
-  for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
-  await s?.stop();
-});
-
-async function create(body) {
-  const c = await s.api('POST', '/api/sandbox.create', { body });
-  assert.equal(c.status, 200, c.text);
-  made.push(c.json.sandboxId);
-  return c.json;
-}
-const exec = (id, cmd, o = {}) => s.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd, ...o } });
+const { create, exec } = sandboxStack();
 
 // Every process in a container, seen through Docker (not sandpit) as the
 // sandbox user (who may read its processes' environ): pid, state, whether
