@@ -37,6 +37,17 @@ int parse_double(const char *s, double *out)
 	return 0;
 }
 
+int hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 int64_t now_ms(void)
 {
 	struct timespec ts;

@@ -12,6 +12,8 @@
 int parse_ll(const char *s, long long min, long long max, long long *out);
 /* Parses a whole decimal number; -1 on junk. */
 int parse_double(const char *s, double *out);
+/* The value of a hexadecimal digit (either case), or -1. */
+int hex_digit(int c);
 /* Milliseconds since the epoch (wall clock). */
 int64_t now_ms(void);
 /* Milliseconds of a monotonic clock, for timeouts. */

@@ -36,16 +36,6 @@ const struct route *route_find(const struct route *table, const char *method, co
 	return found;
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = tolower(c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /* Percent-decodes s[0..n) ('+' is a space) into out (cap >= n + 1). */
 static int url_decode(const char *s, size_t n, char *out, size_t *olen)
 {
@@ -56,8 +46,8 @@ static int url_decode(const char *s, size_t n, char *out, size_t *olen)
 			int hi, lo;
 			if (i + 2 >= n)
 				return -1;
-			hi = hexval((unsigned char)s[i + 1]);
-			lo = hexval((unsigned char)s[i + 2]);
+			hi = hex_digit((unsigned char)s[i + 1]);
+			lo = hex_digit((unsigned char)s[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -1;
 			out[o++] = (char)(hi * 16 + lo);

@@ -6,6 +6,7 @@
  * it is copied. SHA-1 comes from OpenSSL's libcrypto (a well-kept library
  * that is on every host with libcurl4-openssl-dev), base64 from libsodium.
  */
+#include "../common/util.h"
 #include "stream.h"
 
 #include <ctype.h>
@@ -61,16 +62,6 @@ static int has_token(const char *s, size_t n, const char *token)
 	return 0;
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = tolower(c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /* Finds sandboxId in the query q[0..n) and checks it: 1..64 of
  * [A-Za-z0-9_-] after percent-decoding. */
 static void parse_sandbox_id(const char *q, size_t n, struct stream_upgrade *u)
@@ -91,8 +82,8 @@ static void parse_sandbox_id(const char *q, size_t n, struct stream_upgrade *u)
 			for (size_t k = i + 10; k < seg; k++) {
 				int c = (unsigned char)q[k];
 				if (c == '%') {
-					int hi = k + 2 < seg ? hexval((unsigned char)q[k + 1]) : -1;
-					int lo = k + 2 < seg ? hexval((unsigned char)q[k + 2]) : -1;
+					int hi = k + 2 < seg ? hex_digit((unsigned char)q[k + 1]) : -1;
+					int lo = k + 2 < seg ? hex_digit((unsigned char)q[k + 2]) : -1;
 					if (hi < 0 || lo < 0) {
 						u->sid = SID_MALFORMED;
 						return;

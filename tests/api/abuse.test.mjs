@@ -11,26 +11,12 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { waitFor } from './lib/stack.mjs';
 import { sandboxStack } from './lib/suite.mjs';
-import { docker, dockerExec } from './lib/docker.mjs';
+import { docker, procs } from './lib/docker.mjs';
 
 let s;
 const { create, exec } = sandboxStack((stack) => { s = stack; });
 const sha = (x) => createHash('sha256').update(x).digest('hex');
 
-// Every process in a container, seen through Docker (not sandpit) as the
-// sandbox user (who may read its processes' environ): pid, state, whether
-// its environment holds sandpit's exec marker, its command line.
-const SCAN = `for d in /proc/[0-9]*; do p=\${d#/proc/}; [ "$p" = "$$" ] && continue
-st=$(cat $d/stat 2>/dev/null) || continue; m=0
-tr '\\000' '\\n' 2>/dev/null <$d/environ | grep -q '^SANDPIT_EXEC=' && m=1
-printf '%s\\001%s\\001%s\\001%s\\n' "$p" "$m" "$st" "$(tr '\\000\\n' '  ' 2>/dev/null <$d/cmdline)"; done`;
-async function procs(cid) {
-  const r = await dockerExec(cid, ['sh', '-c', SCAN]);
-  return r.stdout.split('\n').filter(Boolean).map((l) => {
-    const [pid, marked, stat, cmd] = l.split('\x01');
-    return { pid: Number(pid), marked: marked === '1', state: stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3), cmd };
-  });
-}
 
 function workerPids() {
   const master = fs.readFileSync(path.join(s.dir, 'sandpitd.pid'), 'utf8').trim();

@@ -3,31 +3,19 @@
 // registers), an isolated one has no network, setTimeout reaches the
 // watcher inside, and a runtime the daemon lacks or a value sandpit does
 // not know is a 400 naming `runtime`.
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './lib/stack.mjs';
+import { sandboxStack } from './lib/suite.mjs';
 import { docker, dockerExec } from './lib/docker.mjs';
 
 let s, registered;
-const made = [];
+// runc by default here, whatever SANDPIT_TEST_RUNTIME says: each create names its runtime
+const { create, exec } = sandboxStack((stack) => { s = stack; }, { extraConf: 'default_runtime = runc' });
 before(async () => {
-  // runc by default here, whatever SANDPIT_TEST_RUNTIME says: each create names its runtime
-  s = await startStack({ extraConf: 'default_runtime = runc' });
   const info = (await docker('GET', '/info')).json;
   registered = Boolean(info.Runtimes?.['runsc-isolated'] && info.Runtimes?.['runsc-internet']);
 });
-after(async () => {
-  for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
-  await s?.stop();
-});
-
-async function create(body) {
-  const c = await s.api('POST', '/api/sandbox.create', { body });
-  assert.equal(c.status, 200, c.text);
-  made.push(c.json.sandboxId);
-  return c.json;
-}
-const exec = (id, cmd) => s.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd } });
 const need = (t) => {
   if (!registered) t.skip('runsc-isolated/runsc-internet are not registered with dockerd (tests/run.sh does it)');
   return registered;

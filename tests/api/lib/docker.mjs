@@ -63,3 +63,18 @@ export async function diedAt(cid, sinceMs, limitMs) {
   if (!ev.length) throw new Error(`no die event for ${cid.slice(0, 12)}`);
   return Math.round(ev[0].timeNano / 1e6);
 }
+
+// Every process in a container, seen through Docker (not sandpit) as the
+// sandbox user (who may read its processes' environ): pid, state, whether
+// its environment holds sandpit's exec marker, its command line.
+const SCAN = `for d in /proc/[0-9]*; do p=\${d#/proc/}; [ "$p" = "$$" ] && continue
+st=$(cat $d/stat 2>/dev/null) || continue; m=0
+tr '\\000' '\\n' 2>/dev/null <$d/environ | grep -q '^SANDPIT_EXEC=' && m=1
+printf '%s\\001%s\\001%s\\001%s\\n' "$p" "$m" "$st" "$(tr '\\000\\n' '  ' 2>/dev/null <$d/cmdline)"; done`;
+export async function procs(cid) {
+  const r = await dockerExec(cid, ['sh', '-c', SCAN]);
+  return r.stdout.split('\n').filter(Boolean).map((l) => {
+    const [pid, marked, stat, cmd] = l.split('\x01');
+    return { pid: Number(pid), marked: marked === '1', state: stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3), cmd };
+  });
+}
