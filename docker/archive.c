@@ -70,6 +70,77 @@ done:
 	return rc;
 }
 
+struct first_block {
+	unsigned char b[512];
+	size_t n;
+};
+
+static int take_first_block(void *arg, const char *p, size_t n)
+{
+	struct first_block *f = arg;
+	size_t k = sizeof(f->b) - f->n < n ? sizeof(f->b) - f->n : n;
+
+	memcpy(f->b + f->n, p, k);
+	f->n += k;
+	return f->n == sizeof(f->b); /* 1 stops the transfer */
+}
+
+/* An octal tar number field (NUL or space terminated). */
+static int tar_octal(const unsigned char *p, size_t n, unsigned *out)
+{
+	unsigned long v = 0;
+	size_t i = 0;
+
+	while (i < n && p[i] == ' ')
+		i++;
+	if (i == n || p[i] < '0' || p[i] > '7')
+		return -1;
+	for (; i < n && p[i] >= '0' && p[i] <= '7'; i++) {
+		v = v * 8 + (unsigned)(p[i] - '0');
+		if (v > 0xffffffffUL)
+			return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+int docker_archive_owner(struct docker_client *c, const char *id, const char *path,
+			 struct docker_owner *out, struct sp_err *e)
+{
+	struct first_block f = { .n = 0 };
+	struct docker_req r;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	docker_req_init(&r, "GET");
+	if (docker_check_id(id, "container", e) < 0 || docker_check_path(path, e) < 0 ||
+	    docker_req_path(&r, e, "/containers/%s/archive", id) < 0 ||
+	    docker_req_query(&r, "path", path, e) < 0)
+		goto done;
+	r.sink = take_first_block;
+	r.sink_arg = &f;
+	if (docker_perform(c, NULL, &r, e) < 0)
+		goto done;
+	if (r.status == 404) {
+		sp_err_set(e, SP_NOT_FOUND, "No such container or path: %s", path);
+		goto done;
+	}
+	if (r.status < 200 || r.status > 299) {
+		docker_status_err(&r, e);
+		goto done;
+	}
+	rc = 0;
+	/* ustar: mode at 100, uid 108, gid 116, type 156 */
+	if (f.n < sizeof(f.b) || tar_octal(f.b + 100, 8, &out->mode) < 0 ||
+	    tar_octal(f.b + 108, 8, &out->uid) < 0 || tar_octal(f.b + 116, 8, &out->gid) < 0)
+		goto done;
+	out->type = (char)f.b[156];
+	out->mode &= 07777;
+done:
+	docker_req_cleanup(&r);
+	return rc;
+}
+
 /* Mapping: a missing container or path SP_NOT_FOUND (a HEAD answer carries
  * no message, so the two cannot be told apart); a header that does not
  * decode SP_INTERNAL. */

@@ -119,6 +119,16 @@ int docker_archive_get(struct docker_client *c, const char *id, const char *path
 		       struct sp_err *e);
 int docker_archive_stat(struct docker_client *c, const char *id, const char *path,
 			struct docker_stat *st, struct sp_err *e);
+/* Owner, permission bits and tar type ('5' directory, '2' symlink, ...) of
+ * path itself, from the first header of its archive; the transfer stops
+ * there, whatever lies below. A header it cannot read (a PAX one) gives
+ * type 0. A missing path is SP_NOT_FOUND. */
+struct docker_owner {
+	unsigned uid, gid, mode;
+	char type;
+};
+int docker_archive_owner(struct docker_client *c, const char *id, const char *path,
+			 struct docker_owner *out, struct sp_err *e);
 
 /* Builds an uncompressed tar (libarchive) in out. Entries are written in
  * order; a directory entry has data NULL. */

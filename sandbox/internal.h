@@ -47,7 +47,8 @@ json_object *sandbox_container_body(struct sandbox_ctx *ctx, struct sandbox *sb,
 				    const struct template_conf *t, json_object **img, struct sp_err *e);
 int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
 			char *missing, size_t cap, struct sp_err *e);
-int sandbox_seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e);
+int sandbox_seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
+		       struct sp_err *e);
 /* Appends a .env body's KEY=value lines to env (Docker's "K=V" list). */
 int sandbox_env_lines(const char *s, size_t len, json_object *env, struct sp_err *e);
 

@@ -23,20 +23,23 @@
 #define STATE_DIR ".sandpit"
 #define TEMPLATE_UID 1000
 #define TEMPLATE_HOME "/home/user"
+#define STATE_TMPFS_BYTES 65536
 
 /*
  * The container's main process. $1 and $2 are deadlineAt: its epoch
- * seconds and its milliseconds (3 digits). The
- * watcher (builtins plus sleep 5 and date) reads the expiry that sandpit
- * writes to /.sandpit/expires and stops the main process once it passes; if
- * it cannot fork it exits and only the deadline applies. The main process
- * itself is `sleep` until the deadline, so the container stops then even
- * with nothing of sandpit running.
+ * seconds and its milliseconds (3 digits); $3 is the first expiry (epoch
+ * seconds), which it writes to /.sandpit/expires, a tmpfs the sandbox user
+ * owns. The watcher (builtins plus sleep 5 and date) reads that file, which
+ * sandpit and the user's commands move on (see exec.c), and stops the main
+ * process once it passes; if it cannot fork it exits and only the deadline
+ * applies. The main process itself is `sleep` until the deadline, so the
+ * container stops then even with nothing of sandpit running.
  */
 static const char main_script[] =
 	"for c in sleep date; do command -v $c >/dev/null 2>&1 || "
 	"{ echo \"sandpit: image lacks $c\" >&2; exit 127; }; done\n"
 	"d=$1 m=$2\n"
+	"printf '%s\\n' \"$3\" >/" STATE_DIR "/expires\n"
 	"(while sleep 5; do "
 	"e=$d; read e </" STATE_DIR "/expires 2>/dev/null; "
 	"case $e in ''|*[!0-9]*) e=$d;; esac; "
@@ -559,12 +562,14 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	const struct config *cfg = ctx->cfg;
 	json_object *o = json_object_new_object(), *hc = json_object_new_object(),
 		    *labels = json_object_new_object(), *cmd, *lc, *lcc, *nc, *ep;
-	char deadline[32], remaining[32], lname[160], net[128];
+	char deadline[32], remaining[32], expires[32], lname[160], net[128], opts[160];
+	unsigned uid, gid, mode;
 	static const char *const capdrop[] = { "ALL", NULL };
 	static const char *const secopt[] = { "no-new-privileges", NULL };
 
 	snprintf(deadline, sizeof(deadline), "%lld", (long long)(sb->deadline_at / 1000));
 	snprintf(remaining, sizeof(remaining), "%03lld", (long long)(sb->deadline_at % 1000));
+	snprintf(expires, sizeof(expires), "%lld", (long long)((sb->expires_at + 999) / 1000));
 	json_object_object_add(o, "Image", json_object_new_string(sb->image));
 	json_object_object_add(o, "Entrypoint", json_object_new_array());
 	cmd = json_object_new_array();
@@ -574,6 +579,7 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_array_add(cmd, json_object_new_string("sandpit"));
 	json_object_array_add(cmd, json_object_new_string(deadline));
 	json_object_array_add(cmd, json_object_new_string(remaining));
+	json_object_array_add(cmd, json_object_new_string(expires));
 	json_object_object_add(o, "Cmd", cmd);
 	if (sb->template_name[0])
 		json_object_object_add(o, "User", json_object_new_string(sb->user));
@@ -599,6 +605,14 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_object_add(hc, "Privileged", json_object_new_boolean(0));
 	json_object_object_add(hc, "CgroupnsMode", json_object_new_string("private"));
 	json_object_object_add(hc, "IpcMode", json_object_new_string("private"));
+	/* the state folder: the sandbox user's from the start, so nothing has
+	 * to be copied in before the container starts */
+	sandbox_owner(sb, &uid, &gid, &mode);
+	snprintf(opts, sizeof(opts), "rw,noexec,nosuid,nodev,size=%d,mode=%o,uid=%u,gid=%u",
+		 STATE_TMPFS_BYTES, mode == 0755 ? 0755 : 01777, uid, gid);
+	ep = json_object_new_object();
+	json_object_object_add(ep, "/" STATE_DIR, json_object_new_string(opts));
+	json_object_object_add(hc, "Tmpfs", ep);
 	if (docker_runtime(cfg, sb)[0])
 		json_object_object_add(hc, "Runtime", json_object_new_string(docker_runtime(cfg, sb)));
 	ep = json_object_new_object();
@@ -775,20 +789,20 @@ static int drop_output(void *arg, int stream, const char *data, size_t len)
 	return 0;
 }
 
-/* Under gVisor the sandbox's kernel caches the root file system: a file the
- * archive API replaces after start may still read as its old content inside
- * (measured with runsc 20221219: the watcher kept the old expiry). The
- * expiry is then written from inside, as the sandbox user, like exec's
- * wrapper does. */
-static int write_expires_inside(struct sandbox_ctx *ctx, struct sandbox *sb, const char *val,
-				struct sp_err *e)
+/* Moves the watcher's expiry: written from inside, as the sandbox user,
+ * like exec's wrapper does. /.sandpit is a tmpfs, which the archive API
+ * does not see (it writes to the image layer below the mount). */
+static int write_expires(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t expires_ms,
+			 struct sp_err *e)
 {
 	static const char script[] = "printf '%s' \"$1\" >/" STATE_DIR "/expires";
+	char val[32];
 	const char *args[] = { val, NULL };
 	struct sandbox_exec_req rq = { 0 };
 	struct sandbox_exec_io io = { drop_output, NULL, NULL };
 	struct sandbox_exec_result res;
 
+	snprintf(val, sizeof(val), "%lld\n", (long long)((expires_ms + 999) / 1000));
 	rq.cmd = script;
 	rq.cmd_len = strlen(script);
 	rq.cwd = "/";
@@ -803,40 +817,51 @@ static int write_expires_inside(struct sandbox_ctx *ctx, struct sandbox *sb, con
 	return 0;
 }
 
-/* Rewrites the watcher's expiry inside the container, keeping the file the
- * sandbox user's (its commands move it too). */
-static int write_expires(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t expires_ms,
-			 struct sp_err *e)
-{
-	char val[32];
-	struct buf tar;
-	unsigned uid, gid, mode;
-	struct docker_tar_entry ent = { "expires", 0, 0644, 0, 0, val, 0, 0 };
-	int rc;
+/* Folders of the image already owned as the sandbox needs them, by image
+ * id: an image is immutable, so one look per image and worker. */
+static struct {
+	char key[160];
+	int ok;
+} owned_cache[32];
+static unsigned owned_next;
 
-	snprintf(val, sizeof(val), "%lld\n", (long long)((expires_ms + 999) / 1000));
-	if (strcmp(sb->runtime, "gvisor") == 0)
-		return write_expires_inside(ctx, sb, val, e);
-	sandbox_owner(sb, &uid, &gid, &mode);
-	ent.uid = uid;
-	ent.gid = gid;
-	ent.mode = mode == 0755 ? 0644 : 0666;
-	ent.len = strlen(val);
-	ent.mtime = now_ms() / 1000;
-	buf_init(&tar, 64 * 1024);
-	rc = docker_tar_build(&ent, 1, &tar, e);
-	if (rc == 0)
-		rc = docker_archive_put(ctx->dk, sb->container_id, "/" STATE_DIR, tar.data, tar.len, e);
-	buf_free(&tar);
-	return rc;
+/* 1 when path exists in the created container as a directory of uid:gid
+ * with the owner's full access (or world-writable and sticky for mode
+ * 01777); 0 when it has to be made. */
+static int already_owned(struct sandbox_ctx *ctx, const struct sandbox *sb, const char *image_id,
+			 const char *path, unsigned uid, unsigned gid, unsigned mode)
+{
+	struct docker_owner o;
+	struct sp_err e;
+	char key[160];
+	unsigned i;
+	int ok;
+
+	snprintf(key, sizeof(key), "%.80s %u:%u:%o %s", image_id, uid, gid, mode, path);
+	for (i = 0; i < sizeof(owned_cache) / sizeof(owned_cache[0]); i++)
+		if (strcmp(owned_cache[i].key, key) == 0)
+			return owned_cache[i].ok;
+	if (docker_archive_owner(ctx->dk, sb->container_id, path, &o, &e) < 0) {
+		if (e.code != SP_NOT_FOUND)
+			return 0; /* not known: seed, and ask again next time */
+		ok = 0;
+	} else if (mode == 01777) {
+		ok = o.type == '5' && (o.mode & 01777) == 01777;
+	} else {
+		ok = o.type == '5' && o.uid == uid && o.gid == gid && (o.mode & 0700) == 0700;
+	}
+	i = owned_next++ % (sizeof(owned_cache) / sizeof(owned_cache[0]));
+	str_copy(owned_cache[i].key, sizeof(owned_cache[i].key), key);
+	owned_cache[i].ok = ok;
+	return ok;
 }
 
-/* Creates the workdir (and home) owned by the sandbox user and the state
- * folder with the first expiry, before the container starts. */
-static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e)
+/* Makes the workdir (and the template home) the sandbox user's before the
+ * container starts: one archive PUT, skipped when the image has them so. */
+static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, const char *image_id,
+		      struct sp_err *e)
 {
-	struct docker_tar_entry ents[6];
-	char expires[32];
+	struct docker_tar_entry ents[2];
 	struct buf tar;
 	unsigned uid, gid, mode;
 	size_t n = 0;
@@ -844,18 +869,14 @@ static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct 
 	int rc;
 
 	sandbox_owner(sb, &uid, &gid, &mode);
-	snprintf(expires, sizeof(expires), "%lld\n", (long long)((sb->expires_at + 999) / 1000));
-	ents[n++] = (struct docker_tar_entry){ STATE_DIR, 1, 0755, 0, 0, NULL, 0, t };
-	/* the sandbox user's own commands move its expiry (see exec.c) */
-	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/expires", 0, mode == 0755 ? 0644 : 0666,
-					       uid, gid, expires, strlen(expires), t };
-	/* for a warm container (pool.c): how it is armed, and its main pid */
-	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/activate", 0, 0644, uid, gid, "", 0, t };
-	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/main.pid", 0, 0644, uid, gid, "", 0, t };
-	if (sb->template_name[0] && strcmp(sb->workdir, TEMPLATE_HOME) != 0)
+	if (sb->template_name[0] && strcmp(sb->workdir, TEMPLATE_HOME) != 0 &&
+	    !already_owned(ctx, sb, image_id, TEMPLATE_HOME, uid, gid, 0755))
 		ents[n++] = (struct docker_tar_entry){ TEMPLATE_HOME + 1, 1, 0755, uid, gid, NULL, 0, t };
-	if (strcmp(sb->workdir, "/") != 0)
+	if (strcmp(sb->workdir, "/") != 0 &&
+	    !already_owned(ctx, sb, image_id, sb->workdir, uid, gid, mode))
 		ents[n++] = (struct docker_tar_entry){ sb->workdir + 1, 1, mode, uid, gid, NULL, 0, t };
+	if (n == 0)
+		return 0;
 	buf_init(&tar, 64 * 1024);
 	rc = docker_tar_build(ents, n, &tar, e);
 	if (rc == 0)
@@ -1080,7 +1101,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	}
 	if (!t)
 		resolve_owner(ctx, sb);
-	if (seed_files(ctx, sb, e) < 0) {
+	if (seed_files(ctx, sb, json_object_get_string(v), e) < 0) {
 		create_failed(ctx, sb, e);
 		goto out;
 	}
@@ -1154,25 +1175,6 @@ int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t ex
 	char a[32], x[32];
 	const char *kv[] = { "lastActivityAt", a, "expiresAt", x };
 
-	sb->last_activity_at = now;
-	sb->expires_at = expires;
-	snprintf(a, sizeof(a), "%lld", (long long)now);
-	snprintf(x, sizeof(x), "%lld", (long long)expires);
-	return store_sandbox_update(ctx->st, sb->org, sb->id, "running", kv, 4, 0, e) < 0 ? -1 : 0;
-}
-
-int sandbox_touch(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms, struct sp_err *e)
-{
-	int64_t now = now_ms();
-	int64_t expires = min64(now + sb->timeout_ms + extra_ms, sb->deadline_at);
-	char a[32], x[32];
-	const char *kv[] = { "lastActivityAt", a, "expiresAt", x };
-
-	if (write_expires(ctx, sb, expires, e) < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
-			return container_gone(ctx, sb, e);
-		return -1;
-	}
 	sb->last_activity_at = now;
 	sb->expires_at = expires;
 	snprintf(a, sizeof(a), "%lld", (long long)now);
@@ -1295,9 +1297,14 @@ int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_
 				  missing, cap, e);
 }
 
-int sandbox_seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e)
+int sandbox_seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
+		       struct sp_err *e)
 {
-	return seed_files(ctx, sb, e);
+	json_object *v;
+
+	if (!json_object_object_get_ex(img, "Id", &v))
+		return sp_err_set(e, SP_INTERNAL, "Image has no id");
+	return seed_files(ctx, sb, json_object_get_string(v), e);
 }
 
 int sandbox_env_lines(const char *s, size_t len, json_object *env, struct sp_err *e)

@@ -219,7 +219,7 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 	if (docker_container_create(ctx->dk, cname, body, sb.container_id, e) < 0)
 		goto out;
 	if (sandbox_check_tools(ctx, &sb, img, missing, sizeof(missing), e) < 0 || missing[0] ||
-	    sandbox_seed_files(ctx, &sb, e) < 0 || docker_container_start(ctx->dk, sb.container_id, e) < 0) {
+	    sandbox_seed_files(ctx, &sb, img, e) < 0 || docker_container_start(ctx->dk, sb.container_id, e) < 0) {
 		struct sp_err ignore;
 		if (missing[0])
 			sp_err_set(e, SP_BAD_REQUEST, "image %s lacks %s", sb.image, missing);

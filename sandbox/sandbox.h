@@ -139,12 +139,10 @@ int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id
 int sandbox_kill(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
 		 struct sp_err *e);
 int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, struct sp_err *e);
-/* Marks activity: moves expiresAt (never past deadlineAt) in the record and
- * in the container's watcher. extra_ms keeps the sandbox alive that much
- * longer (a running command counts as activity). */
-int sandbox_touch(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms, struct sp_err *e);
-/* Like sandbox_touch for the record only (the container's expiry is moved
- * by the command wrapper in exec.c). */
+/* Marks activity in the record: moves expiresAt (never past deadlineAt);
+ * extra_ms keeps the sandbox alive that much longer (a running command
+ * counts as activity). The container's expiry is moved by the command
+ * wrapper in exec.c. */
 int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms,
 			 struct sp_err *e);
 /* Tops the warm pools up (at most one container each), at most once a
