@@ -26,6 +26,8 @@
 #                        (default "default"; trusted through the 0700 folder)
 #   SANDPIT_METRICS_ALLOW addresses/CIDRs (space separated) that may read
 #                        /metrics without a key (default 127.0.0.1)
+#   SANDPIT_AUTH_CACHE_PARENT  a tmpfs folder for nginx's /_auth answer cache
+#                        (default /dev/shm; its entries name API keys)
 #   SANDPIT_NGINX_EXTRA  an nginx snippet (file) rendered like nginx/*.conf and
 #                        included in the TLS server (benchmarks add locations)
 #
@@ -37,6 +39,7 @@
 #   stream.sock  sandpit-stream.pid  sandpit-stream.log
 #   tls/cert.pem tls/key.pem   redis.sock redis.pid redis.log redis/
 #   nginx.conf nginx.pid nginx/{error.log,access.log,conf/,tmp/}
+#   auth-cache.path  where nginx's /_auth answers are cached (a tmpfs folder)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -124,6 +127,11 @@ cmd_stop() {
 	if [ -f "$dir/redis.started" ]; then
 		stop_pid "$dir/redis.pid" redis-server TERM 10
 		rm -f "$dir/redis.started" "$dir/redis.sock"
+	fi
+	if [ -s "$dir/auth-cache.path" ]; then
+		p=$(cat "$dir/auth-cache.path")
+		case $p in */sandpit-auth.??????) rm -rf -- "$p" ;; esac
+		rm -f "$dir/auth-cache.path"
 	fi
 }
 
@@ -348,11 +356,23 @@ cmd_start() {
 	done
 	mkdir -p "$dir/nginx/tmp" "$dir/nginx/conf" "$dir/nginx/logs" "$dir/local"
 	chmod 700 "$dir/local"
+	# The /_auth answer cache: its entries name API keys, so RAM only
+	# (tmpfs) and private; removed by stop.
+	local auth_cache=""
+	[ -s "$dir/auth-cache.path" ] && auth_cache=$(cat "$dir/auth-cache.path")
+	if [ -z "$auth_cache" ] || [ ! -d "$auth_cache" ]; then
+		if ! auth_cache=$(mktemp -d "${SANDPIT_AUTH_CACHE_PARENT:-/dev/shm}/sandpit-auth.XXXXXX"); then
+			say "cannot make the auth cache folder under ${SANDPIT_AUTH_CACHE_PARENT:-/dev/shm} (a tmpfs; set SANDPIT_AUTH_CACHE_PARENT)"
+			exit 1
+		fi
+		echo "$auth_cache" >"$dir/auth-cache.path"
+	fi
+	chmod 700 "$auth_cache"
 	[ "$(id -u)" -eq 0 ] && user_line="user root root;"
 	render() { # SRC DST
 		sed -e "s|@DIR@|$dir|g" -e "s|@CONF@|$nconf|g" -e "s|@PORT@|$port|g" \
 			-e "s|@RATE@|$rate|g" -e "s|@BURST@|$burst|g" -e "s|@LOCAL_ORG@|$local_org|g" \
-			-e "s|@METRICS_ALLOW@|$metrics_allow|g" \
+			-e "s|@METRICS_ALLOW@|$metrics_allow|g" -e "s|@AUTH_CACHE@|$auth_cache|g" \
 			-e "s|@USER@|$user_line|g" -e "s|^\([[:space:]]*\)@APP_SERVERS@|\1${app_servers#\\n\\t\\t}|" \
 			"$1" >"$2"
 	}

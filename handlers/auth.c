@@ -6,8 +6,9 @@
  * missing or unknown key, 403 for a missing permission, 503 when the store
  * cannot answer (nginx then denies). Answers are cached in the worker for
  * AUTH_CACHE_MS by the key's keyed hash, never by the key, so a burst costs
- * one Redis lookup per worker and a revoked key stops working within that
- * time. Never logs or echoes a key.
+ * one Redis lookup per worker; nginx keeps 200s for 1 s more (see
+ * sandpit.conf.tmpl), so a revoked key stops working within 3 s. Never logs
+ * or echoes a key.
  */
 #include "handlers.h"
 
