@@ -49,6 +49,25 @@ test('W4: a member without a custom role is refused every operation, naming the 
   assert.equal((await s.api('GET', '/api/sandbox.one', { query: { sandboxId: id() } })).json.status, 'running');
 });
 
+test("nginx's 1 s auth cache never answers for another route or another key", async () => {
+  await s.cli('roles', 'create', '--org', 'default', 'reader', '--perms', 'sandbox:read');
+  const reader = await s.newKey('default', 'reader');
+  const member = await s.newKey('default', 'member');
+  for (let i = 0; i < 5; i++) {
+    // same key, same path prefix, back to back: read allowed, delete refused
+    const one = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: id() }, key: reader });
+    assert.equal(one.status, 200, one.text);
+    const rm = await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: id() }, key: reader });
+    assert.equal(rm.status, 403, rm.text);
+    // same route, another key right after a cached 200: refused
+    const m = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: id() }, key: member });
+    assert.equal(m.status, 403, m.text);
+    const bad = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: id() }, key: reader + 'x' });
+    assert.equal(bad.status, 401, bad.text);
+  }
+  await s.cli('roles', 'delete', '--org', 'default', 'reader');
+});
+
 test('a custom role with only sandbox:read can list but not create', async () => {
   await s.cli('roles', 'create', '--org', 'default', 'viewer', '--perms', 'sandbox:read');
   const viewer = await s.newKey('default', 'viewer');
