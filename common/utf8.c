@@ -75,3 +75,95 @@ int utf8_sanitize(const char *p, size_t n, struct buf *out)
 	}
 	return buf_append(out, u + i - run, run);
 }
+
+/* 1 when p[0..n) could still become a valid sequence (n is short of the
+ * length its first byte announces and every byte so far fits). */
+static int utf8_prefix(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	size_t len;
+	unsigned lo = 0x80, hi = 0xBF;
+
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2;
+	else if (c >= 0xE0 && c <= 0xEF) {
+		len = 3;
+		lo = c == 0xE0 ? 0xA0 : 0x80;
+		hi = c == 0xED ? 0x9F : 0xBF;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		len = 4;
+		lo = c == 0xF0 ? 0x90 : 0x80;
+		hi = c == 0xF4 ? 0x8F : 0xBF;
+	} else
+		return 0;
+	if (n >= len)
+		return 0;
+	if (n > 1 && (p[1] < lo || p[1] > hi))
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xBF)
+			return 0;
+	return 1;
+}
+
+int utf8_json_escape(const char *p, size_t n, int final, struct buf *out, size_t *used)
+{
+	static const char hex[] = "0123456789abcdef";
+	static const char fffd[] = "\xEF\xBF\xBD";
+	const unsigned char *u = (const unsigned char *)p;
+	size_t i = 0, run = 0;
+
+	while (i < n) {
+		unsigned char c = u[i];
+		char esc[6];
+		size_t k, elen = 0;
+
+		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+			i++;
+			run++;
+			continue;
+		}
+		if (c >= 0x80) {
+			k = utf8_seq_len(u + i, n - i);
+			if (k) {
+				i += k;
+				run += k;
+				continue;
+			}
+			if (!final && utf8_prefix(u + i, n - i))
+				break;
+		}
+		if (buf_append(out, u + i - run, run) < 0)
+			return -1;
+		run = 0;
+		if (c >= 0x80) {
+			if (buf_append(out, fffd, 3) < 0)
+				return -1;
+			i++;
+			continue;
+		}
+		esc[elen++] = '\\';
+		switch (c) {
+		case '"': esc[elen++] = '"'; break;
+		case '\\': esc[elen++] = '\\'; break;
+		case '\n': esc[elen++] = 'n'; break;
+		case '\r': esc[elen++] = 'r'; break;
+		case '\t': esc[elen++] = 't'; break;
+		case '\b': esc[elen++] = 'b'; break;
+		case '\f': esc[elen++] = 'f'; break;
+		default:
+			esc[elen++] = 'u';
+			esc[elen++] = '0';
+			esc[elen++] = '0';
+			esc[elen++] = hex[c >> 4];
+			esc[elen++] = hex[c & 15];
+		}
+		if (buf_append(out, esc, elen) < 0)
+			return -1;
+		i++;
+	}
+	if (buf_append(out, u + i - run, run) < 0)
+		return -1;
+	*used = i;
+	return 0;
+}

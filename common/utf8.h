@@ -16,5 +16,12 @@ size_t utf8_seq_len(const unsigned char *p, size_t n);
 int utf8_valid(const char *p, size_t n);
 /* Appends p to out with each invalid sequence replaced by U+FFFD. */
 int utf8_sanitize(const char *p, size_t n, struct buf *out);
+/* Appends p to out as the inside of a JSON string (quote, backslash and
+ * control characters escaped, '/' and non-ASCII as they are), repaired like
+ * utf8_sanitize. For output that arrives in pieces: unless final, a
+ * sequence cut by the end of p is left unconsumed; *used says how much of
+ * p was taken (the rest goes in front of the next piece). -1 when out is
+ * full. */
+int utf8_json_escape(const char *p, size_t n, int final, struct buf *out, size_t *used);
 
 #endif

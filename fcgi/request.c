@@ -126,6 +126,42 @@ void req_send_json(struct req *r, int status, const char *headers, json_object *
 	}
 }
 
+void req_stream_begin(struct req *r, int status)
+{
+	char head[256];
+	int n;
+
+	r->status = status;
+	last_answer_size = 0;
+	n = snprintf(head, sizeof(head),
+		     "Status: %d %s\r\nContent-Type: application/json\r\n"
+		     "Cache-Control: no-store\r\n\r\n",
+		     status, reason(status));
+	FCGX_PutStr(head, n, r->fx->out);
+}
+
+int req_stream_write(struct req *r, const void *p, size_t n)
+{
+	const char *c = p;
+
+	last_answer_size += n;
+	while (n > 0) {
+		int k = n > (1 << 30) ? 1 << 30 : (int)n;
+		if (FCGX_PutStr(c, k, r->fx->out) != k)
+			return -1;
+		c += k;
+		n -= (size_t)k;
+	}
+	return FCGX_GetError(r->fx->out) != 0 ? -1 : 0;
+}
+
+void req_stream_abort(struct req *r)
+{
+	r->status = 502;
+	if (r->fx->ipcFd >= 0)
+		shutdown(r->fx->ipcFd, SHUT_RDWR);
+}
+
 void req_send_error(struct req *r, const struct sp_err *e, json_object *issues)
 {
 	json_object *o = json_object_new_object();

@@ -44,6 +44,15 @@ void req_send_json(struct req *r, int status, const char *headers, json_object *
 /* Writes the error shape {"message","code","issues"} for e; issues may be
  * NULL (not consumed). */
 void req_send_error(struct req *r, const struct sp_err *e, json_object *issues);
+/* An answer sent while it is being made: begin writes the status and JSON
+ * headers without a Content-Length (nginx sends it chunked), write appends
+ * body bytes (-1 once the client is gone), abort ends it broken (the
+ * connection to nginx is shut, so the client sees an incomplete answer
+ * instead of a wrong one) and records 502 as its status for logs and
+ * metrics. */
+void req_stream_begin(struct req *r, int status);
+int req_stream_write(struct req *r, const void *p, size_t n);
+void req_stream_abort(struct req *r);
 /* The size of the last JSON answer this process sent (for heap trimming). */
 size_t req_last_answer_size(void);
 /* True when the client has gone away (the FastCGI stream errored). */

@@ -66,7 +66,7 @@ int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in
 
 void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 {
-	struct handler_ctx h = { r, sb, sb->cfg };
+	struct handler_ctx h = { r, sb, sb->cfg, 1 };
 	json_object *in = NULL, *out = NULL, *issues = NULL;
 	const struct route *rt;
 	struct sp_err e;
@@ -101,6 +101,8 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 	req_send_json(r, 200, r->headers[0] ? r->headers : NULL, out);
 	goto done;
 fail:
+	if (r->status) /* a streamed answer that was cut off (handlers/exec.c) */
+		goto done;
 	if (e.code == SP_OK)
 		sp_err_set(&e, SP_INTERNAL, "Internal error");
 	req_send_error(r, &e, issues);

@@ -4,34 +4,82 @@
  * output is read and dropped, so the command never blocks on a full pipe.
  * Bytes that are not UTF-8 become U+FFFD; nothing is cut at a NUL. A
  * client that goes away ends the command (checked about once a second).
+ *
+ * Over HTTP the answer goes out while the command runs: at its first
+ * stdout byte the status (200) and `{"stdout":"` are sent, and stdout
+ * follows as it comes, escaped in pieces; stderr (kept, capped) and the
+ * rest close the object at the end. So a command printing a lot costs
+ * about what reading it from Docker costs. Should Docker fail after that
+ * first byte, the answer is cut off (the client sees an incomplete
+ * answer, never a wrong one). Through MCP the answer is built whole.
  */
 #include "handlers.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "../common/buf.h"
+#include "../common/log.h"
 #include "../common/utf8.h"
 
 #define EXEC_STREAM_MAX (1024 * 1024)
 
 struct exec_out {
 	struct buf out, err;
+	size_t out_n;       /* stdout bytes taken (the cap counts these) */
 	int truncated;
 	struct req *r;
+	int stream_ok;      /* may answer while the command runs */
+	int streaming;      /* the status and `{"stdout":"` are out */
+	int gone;           /* a streamed write failed: the client went away */
+	struct buf esc;     /* an escaped piece on its way out */
 };
+
+/* Escapes and sends what out holds (the stdout bytes not yet sent, with a
+ * cut UTF-8 sequence kept for the next piece unless final). */
+static void stream_out(struct exec_out *o, int final)
+{
+	size_t used = 0;
+
+	o->esc.len = 0;
+	if (utf8_json_escape(o->out.data ? o->out.data : "", o->out.len, final, &o->esc, &used) < 0 ||
+	    req_stream_write(o->r, o->esc.data, o->esc.len) < 0)
+		o->gone = 1;
+	memmove(o->out.data, o->out.data + used, o->out.len - used);
+	o->out.len -= used;
+}
 
 static int on_output(void *arg, int stream, const char *data, size_t len)
 {
 	struct exec_out *o = arg;
-	struct buf *b = stream == 2 ? &o->err : &o->out;
-	size_t room = b->max - b->len;
 
-	if (len > room) {
-		o->truncated = 1;
-		len = room;
+	if (stream == 2) {
+		size_t room = o->err.max - o->err.len;
+		if (len > room) {
+			o->truncated = 1;
+			len = room;
+		}
+		if (len)
+			buf_append(&o->err, data, len);
+		return 0;
 	}
-	if (len)
-		buf_append(b, data, len);
+	if (len > EXEC_STREAM_MAX - o->out_n) {
+		o->truncated = 1;
+		len = EXEC_STREAM_MAX - o->out_n;
+	}
+	if (!len)
+		return 0;
+	o->out_n += len;
+	buf_append(&o->out, data, len);
+	if (!o->stream_ok || o->gone)
+		return 0;
+	if (!o->streaming) {
+		req_stream_begin(o->r, 200);
+		if (req_stream_write(o->r, "{\"stdout\":\"", 11) < 0)
+			o->gone = 1;
+		o->streaming = 1;
+	}
+	stream_out(o, 0);
 	return 0;
 }
 
@@ -39,7 +87,7 @@ static int client_gone(void *arg)
 {
 	struct exec_out *o = arg;
 
-	return req_client_gone(o->r);
+	return o->gone || req_client_gone(o->r);
 }
 
 static json_object *utf8_string(const struct buf *b)
@@ -54,10 +102,30 @@ static json_object *utf8_string(const struct buf *b)
 	return s;
 }
 
+/* The end of a streamed answer: the rest of stdout, then the other fields. */
+static void stream_end(struct exec_out *o, const struct sandbox_exec_result *res)
+{
+	json_object *err = utf8_string(&o->err);
+	size_t elen = 0;
+	const char *etext = json_object_to_json_string_length(
+		err, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &elen);
+	char tail[128];
+	int n;
+
+	stream_out(o, 1);
+	n = snprintf(tail, sizeof(tail), ",\"exitCode\":%d,\"timedOut\":%s,\"truncated\":%s}\n",
+		     res->exit_code, res->timed_out ? "true" : "false",
+		     o->truncated ? "true" : "false");
+	if (req_stream_write(o->r, "\",\"stderr\":", 11) < 0 ||
+	    req_stream_write(o->r, etext, elen) < 0 || req_stream_write(o->r, tail, (size_t)n) < 0)
+		o->gone = 1;
+	json_object_put(err);
+}
+
 int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	struct sandbox_exec_req rq = { 0 };
-	struct exec_out o = { .r = h->r };
+	struct exec_out o = { .r = h->r, .stream_ok = h->stream_ok };
 	struct sandbox_exec_io io = { on_output, client_gone, &o };
 	struct sandbox_exec_result res;
 	struct sandbox sb;
@@ -73,8 +141,20 @@ int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, st
 		return -1;
 	buf_init(&o.out, EXEC_STREAM_MAX);
 	buf_init(&o.err, EXEC_STREAM_MAX);
-	if (sandbox_exec_run(h->sb, &sb, &rq, &io, &res, e) < 0)
+	buf_init(&o.esc, 6 * EXEC_STREAM_MAX + 16);
+	if (sandbox_exec_run(h->sb, &sb, &rq, &io, &res, e) < 0) {
+		if (o.streaming) {
+			log_warn("exec: %s after the answer began; cutting it off", e->msg);
+			req_stream_abort(h->r);
+			rc = 0;
+		}
 		goto out;
+	}
+	if (o.streaming) {
+		stream_end(&o, &res);
+		rc = 0;
+		goto out;
+	}
 	*out = json_object_new_object();
 	json_object_object_add(*out, "stdout", utf8_string(&o.out));
 	json_object_object_add(*out, "stderr", utf8_string(&o.err));
@@ -85,5 +165,6 @@ int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, st
 out:
 	buf_free(&o.out);
 	buf_free(&o.err);
+	buf_free(&o.esc);
 	return rc;
 }

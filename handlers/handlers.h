@@ -20,6 +20,7 @@ struct handler_ctx {
 	struct req *r;
 	struct sandbox_ctx *sb;
 	const struct config *cfg;
+	int stream_ok; /* a handler may answer r itself while it works (not via MCP) */
 };
 
 extern const struct route handler_routes[];

@@ -162,8 +162,10 @@ static json_object *tools_call(struct handler_ctx *h, json_object *params, int *
 {
 	json_object *name, *args = NULL, *out = NULL, *issues = NULL, *res;
 	const struct route *rt;
+	struct handler_ctx tool = *h;
 	struct sp_err e;
 
+	tool.stream_ok = 0; /* the answer is built whole, inside the JSON-RPC one */
 	sp_err_clear(&e);
 	if (!params || !json_object_is_type(params, json_type_object) ||
 	    !json_object_object_get_ex(params, "name", &name) ||
@@ -187,7 +189,7 @@ static json_object *tools_call(struct handler_ctx *h, json_object *params, int *
 	args = args ? json_object_get(args) : json_object_new_object();
 	log_info("mcp tools/call %s", rt->op_id);
 	res = json_object_new_object();
-	if (handlers_call(h, rt, args, 0, &out, &issues, &e) < 0) {
+	if (handlers_call(&tool, rt, args, 0, &out, &issues, &e) < 0) {
 		if (e.code == SP_OK)
 			sp_err_set(&e, SP_INTERNAL, "Internal error");
 		json_object_object_add(res, "content", text_content(e.msg, strlen(e.msg)));

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -123,6 +124,57 @@ static void test_utf8(void **state)
 	buf_free(&b);
 }
 
+/* utf8_json_escape against json-c's own escaping of the repaired bytes,
+ * fed whole and in every two-piece split (a cut sequence waits for the
+ * next piece). */
+static void test_utf8_json_escape(void **state)
+{
+	static const char in[] = "a\"b\\c/\n\t\x01\x1f\x7f\xE2\x82\xAC\xF0\x9F\x98\x80\xFF"
+				 "\xE2\x82" "z\0end\xC3";
+	size_t n = sizeof(in) - 1, used;
+	struct buf clean, want, got, pend;
+	json_object *s;
+	const char *j;
+	(void)state;
+
+	buf_init(&clean, 4096);
+	buf_init(&want, 4096);
+	assert_int_equal(utf8_sanitize(in, n, &clean), 0);
+	s = json_object_new_string_len(clean.data, (int)clean.len);
+	j = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	/* json-c writes \u0000 style in upper or lower case: compare decoded */
+	buf_append(&want, j + 1, strlen(j) - 2); /* without the quotes */
+	for (size_t cut = 0; cut <= n; cut++) {
+		json_object *back;
+		char quoted[4096];
+		buf_init(&got, 4096);
+		buf_init(&pend, 64);
+		assert_int_equal(utf8_json_escape(in, cut, 0, &got, &used), 0);
+		assert_true(cut - used <= 3);
+		buf_append(&pend, in + used, cut - used);
+		buf_append(&pend, in + cut, n - cut);
+		assert_int_equal(utf8_json_escape(pend.data, pend.len, 1, &got, &used), 0);
+		assert_int_equal(used, pend.len);
+		snprintf(quoted, sizeof(quoted), "\"%.*s\"", (int)got.len, got.data);
+		back = json_tokener_parse(quoted);
+		assert_non_null(back);
+		assert_int_equal(json_object_get_string_len(back), (int)clean.len);
+		assert_memory_equal(json_object_get_string(back), clean.data, clean.len);
+		json_object_put(back);
+		buf_free(&got);
+		buf_free(&pend);
+	}
+	/* the same text as json-c, byte for byte, once \u escapes agree */
+	buf_init(&got, 4096);
+	assert_int_equal(utf8_json_escape(in, n, 1, &got, &used), 0);
+	assert_int_equal(got.len, want.len);
+	assert_int_equal(strncasecmp(got.data, want.data, got.len), 0);
+	buf_free(&got);
+	json_object_put(s);
+	buf_free(&clean);
+	buf_free(&want);
+}
+
 static void test_config(void **state)
 {
 	char dir[] = "/tmp/sandpit-unit-XXXXXX", path[256], key[256], err[512];
@@ -194,7 +246,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_bounds), cmocka_unit_test(test_exec_and_query),
-		cmocka_unit_test(test_utf8),          cmocka_unit_test(test_config),
+		cmocka_unit_test(test_utf8), cmocka_unit_test(test_utf8_json_escape),          cmocka_unit_test(test_config),
 		cmocka_unit_test(test_crypto),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

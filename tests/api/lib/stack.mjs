@@ -139,7 +139,8 @@ export async function startStack(opts = {}) {
      * One HTTPS request. opts: body (JSON-encoded), rawBody (string or
      * Buffer, sent as is), query (object; object values JSON-encoded),
      * key (default the owner key; null or '' sends no x-api-key), headers
-     * (a null value removes a header), timeoutMs.
+     * (a null value removes a header), timeoutMs, onData (called with each
+     * piece of the answer body as it arrives).
      * Resolves to { status, headers, json, text }; json is undefined when
      * the body is not JSON.
      */
@@ -178,7 +179,7 @@ export async function startStack(opts = {}) {
           agent,
         }, (res) => {
           const chunks = [];
-          res.on('data', (c) => chunks.push(c));
+          res.on('data', (c) => { chunks.push(c); o.onData?.(c); });
           res.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');
             let json;
