@@ -152,6 +152,9 @@ int req_stream_write(struct req *r, const void *p, size_t n)
 		c += k;
 		n -= (size_t)k;
 	}
+	/* out now, not when libfcgi's 8 KiB buffer fills */
+	if (FCGX_FFlush(r->fx->out) != 0)
+		return -1;
 	return FCGX_GetError(r->fx->out) != 0 ? -1 : 0;
 }
 

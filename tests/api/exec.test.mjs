@@ -170,22 +170,26 @@ test('exec error texts and bounds', async () => {
 
 test('the answer streams: stdout arrives while the command still runs', async () => {
   const sb = await create({ template: 'alpine' });
-  // The command waits for a file that only a second request creates, and
-  // that request is sent once "first" has arrived: without streaming the
-  // first answer would hold everything back until its timeout.
+  // The command prints 256 KiB, then waits for a file that only a second
+  // request creates, sent once half of that has arrived: an answer held back
+  // until the command ends would never release it. (nginx passes the answer
+  // on in pieces of its 32 KiB buffers, so a slow client still never holds
+  // a worker: W1.)
+  let got = 0;
   let released = null;
   const r = await s.api('POST', '/api/sandbox.exec', {
     body: {
       sandboxId: sb.sandboxId,
-      cmd: 'echo first; echo to-stderr >&2; i=0; while [ ! -f /tmp/go ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; [ -f /tmp/go ] || { echo never released; exit 1; }; printf "second \\342\\202"; printf "\\254"',
+      cmd: 'head -c 262144 /dev/zero | tr "\\0" x; echo to-stderr >&2; i=0; while [ ! -f /tmp/go ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; [ -f /tmp/go ] || { echo never released; exit 1; }; printf "second \\342\\202"; printf "\\254"',
       timeoutMs: 30000,
     },
     onData: (c) => {
-      if (!released && c.toString().includes('first')) released = exec(sb.sandboxId, 'touch /tmp/go');
+      got += c.length;
+      if (!released && got >= 131072) released = exec(sb.sandboxId, 'touch /tmp/go');
     },
   });
-  assert.ok(released, 'the first line arrived before the command ended');
+  assert.ok(released, 'half of the output arrived before the command ended');
   assert.equal((await released).status, 200);
   assert.equal(r.status, 200, r.text);
-  assert.deepEqual(r.json, { stdout: 'first\nsecond \u20ac', stderr: 'to-stderr\n', exitCode: 0, timedOut: false, truncated: false });
+  assert.deepEqual(r.json, { stdout: 'x'.repeat(262144) + 'second \u20ac', stderr: 'to-stderr\n', exitCode: 0, timedOut: false, truncated: false });
 });
