@@ -2,6 +2,9 @@
  * forms, no surrogates, nothing above U+10FFFF. */
 #include "utf8.h"
 
+#include <stdint.h>
+#include <string.h>
+
 size_t utf8_seq_len(const unsigned char *p, size_t n)
 {
 	unsigned char c = p[0];
@@ -106,6 +109,22 @@ static int utf8_prefix(const unsigned char *p, size_t n)
 	return 1;
 }
 
+/* 1 when none of the 8 bytes at p needs a look: no control character,
+ * quote, backslash or non-ASCII byte (the common case, 8 at a time). */
+static int plain8(const unsigned char *p)
+{
+	const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+	uint64_t w, q, b, c;
+
+	memcpy(&w, p, 8);
+	c = (w - 0x20 * ones) & ~w;     /* a byte below 0x20 (or above 0x7f) */
+	q = (w ^ ('"' * ones));
+	q = (q - ones) & ~q;            /* a quote */
+	b = (w ^ ('\\' * ones));
+	b = (b - ones) & ~b;            /* a backslash */
+	return ((w | c | q | b) & high) == 0;
+}
+
 int utf8_json_escape(const char *p, size_t n, int final, struct buf *out, size_t *used)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -114,10 +133,17 @@ int utf8_json_escape(const char *p, size_t n, int final, struct buf *out, size_t
 	size_t i = 0, run = 0;
 
 	while (i < n) {
-		unsigned char c = u[i];
+		unsigned char c;
 		char esc[6];
 		size_t k, elen = 0;
 
+		while (i + 8 <= n && plain8(u + i)) {
+			i += 8;
+			run += 8;
+		}
+		if (i == n)
+			break;
+		c = u[i];
 		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
 			i++;
 			run++;

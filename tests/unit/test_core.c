@@ -127,35 +127,31 @@ static void test_utf8(void **state)
 /* utf8_json_escape against json-c's own escaping of the repaired bytes,
  * fed whole and in every two-piece split (a cut sequence waits for the
  * next piece). */
-static void test_utf8_json_escape(void **state)
+static void check_json_escape(const char *in, size_t n)
 {
-	static const char in[] = "a\"b\\c/\n\t\x01\x1f\x7f\xE2\x82\xAC\xF0\x9F\x98\x80\xFF"
-				 "\xE2\x82" "z\0end\xC3";
-	size_t n = sizeof(in) - 1, used;
+	size_t used;
 	struct buf clean, want, got, pend;
 	json_object *s;
 	const char *j;
-	(void)state;
 
 	buf_init(&clean, 4096);
 	buf_init(&want, 4096);
 	assert_int_equal(utf8_sanitize(in, n, &clean), 0);
 	s = json_object_new_string_len(clean.data, (int)clean.len);
 	j = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	/* json-c writes \u0000 style in upper or lower case: compare decoded */
 	buf_append(&want, j + 1, strlen(j) - 2); /* without the quotes */
 	for (size_t cut = 0; cut <= n; cut++) {
 		json_object *back;
 		char quoted[4096];
 		buf_init(&got, 4096);
-		buf_init(&pend, 64);
+		buf_init(&pend, 4096);
 		assert_int_equal(utf8_json_escape(in, cut, 0, &got, &used), 0);
 		assert_true(cut - used <= 3);
 		buf_append(&pend, in + used, cut - used);
 		buf_append(&pend, in + cut, n - cut);
-		assert_int_equal(utf8_json_escape(pend.data, pend.len, 1, &got, &used), 0);
+		assert_int_equal(utf8_json_escape(pend.data ? pend.data : "", pend.len, 1, &got, &used), 0);
 		assert_int_equal(used, pend.len);
-		snprintf(quoted, sizeof(quoted), "\"%.*s\"", (int)got.len, got.data);
+		snprintf(quoted, sizeof(quoted), "\"%.*s\"", (int)got.len, got.data ? got.data : "");
 		back = json_tokener_parse(quoted);
 		assert_non_null(back);
 		assert_int_equal(json_object_get_string_len(back), (int)clean.len);
@@ -164,7 +160,7 @@ static void test_utf8_json_escape(void **state)
 		buf_free(&got);
 		buf_free(&pend);
 	}
-	/* the same text as json-c, byte for byte, once \u escapes agree */
+	/* the same text as json-c, byte for byte (\u escapes in either case) */
 	buf_init(&got, 4096);
 	assert_int_equal(utf8_json_escape(in, n, 1, &got, &used), 0);
 	assert_int_equal(got.len, want.len);
@@ -173,6 +169,20 @@ static void test_utf8_json_escape(void **state)
 	json_object_put(s);
 	buf_free(&clean);
 	buf_free(&want);
+}
+
+static void test_utf8_json_escape(void **state)
+{
+	static const char mixed[] = "a\"b\\c/\n\t\x01\x1f\x7f\xE2\x82\xAC\xF0\x9F\x98\x80\xFF"
+				    "\xE2\x82" "z\0end\xC3";
+	/* long plain runs (the 8-bytes-at-a-time path) broken by each kind */
+	static const char runs[] = "abcdefghijklmnopqrstuvwxyz0123456789\"ABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%"
+				   "&'()*+,-./:;<=>?@[]^_`{|}~ \\abcdefghijklmnop\x1f" "abcdefghijklmnop"
+				   "\x80" "abcdefghijklmnop\xC3\xA9" "abcdefghijklmnop\x7f" "abcdefgh";
+	(void)state;
+	check_json_escape(mixed, sizeof(mixed) - 1);
+	check_json_escape(runs, sizeof(runs) - 1);
+	check_json_escape("", 0);
 }
 
 static void test_config(void **state)
