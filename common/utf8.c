@@ -46,6 +46,11 @@ int utf8_valid(const char *p, size_t n)
 
 	while (i < n) {
 		size_t k;
+		uint64_t w;
+		if (i + 8 <= n && (memcpy(&w, u + i, 8), (w & 0x8080808080808080ULL) == 0)) {
+			i += 8; /* eight ASCII bytes */
+			continue;
+		}
 		if (u[i] < 0x80) {
 			i++;
 			continue;

@@ -73,6 +73,58 @@ int h_sandbox_write_file(struct handler_ctx *h, json_object *in, json_object **o
 	return 0;
 }
 
+/* Writes the readFile answer itself, the content escaped or encoded in
+ * pieces straight into the answer (no JSON string of up to 14 MB built and
+ * escaped again). Same fields, same order as the object below. */
+static void send_content(struct req *r, const char *path, const struct buf *content, int base64)
+{
+	enum { PIECE = 3 * 64 * 1024 };
+	json_object *p = json_object_new_string(path);
+	struct buf head, piece;
+	const char *d = content->data ? content->data : "";
+	size_t off = 0, used;
+	char *enc = base64 ? malloc(sodium_base64_ENCODED_LEN(PIECE, sodium_base64_VARIANT_ORIGINAL))
+			   : NULL;
+	int bad = 0;
+
+	buf_init(&head, 16 * 1024);
+	buf_init(&piece, 6 * PIECE + 16);
+	buf_printf(&head, "{\"path\":%s,\"size\":%zu,\"encoding\":\"%s\",\"content\":\"",
+		   json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN |
+							  JSON_C_TO_STRING_NOSLASHESCAPE),
+		   content->len, base64 ? "base64" : "utf8");
+	req_stream_begin(r, 200);
+	bad = req_stream_write(r, head.data, head.len) < 0;
+	while (!bad && off < content->len) {
+		size_t n = content->len - off < PIECE ? content->len - off : PIECE;
+		piece.len = 0;
+		if (base64) {
+			/* whole 3-byte groups until the last piece: no padding inside */
+			size_t len = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
+			if (!enc)
+				break;
+			sodium_bin2base64(enc, len, (const unsigned char *)d + off, n,
+					  sodium_base64_VARIANT_ORIGINAL);
+			if (buf_append(&piece, enc, len - 1) < 0)
+				break;
+		} else if (utf8_json_escape(d + off, n, off + n == content->len, &piece, &used) < 0) {
+			break;
+		} else {
+			n = used; /* a sequence cut at the piece's end goes with the next */
+		}
+		off += n;
+		bad = req_stream_write(r, piece.data, piece.len) < 0;
+	}
+	if (!bad && off == content->len)
+		req_stream_write(r, "\"}\n", 3);
+	else
+		req_stream_abort(r); /* out of memory or the client is gone */
+	free(enc);
+	json_object_put(p);
+	buf_free(&head);
+	buf_free(&piece);
+}
+
 int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **out,
 			struct sp_err *e)
 {
@@ -85,6 +137,16 @@ int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **ou
 	if (sandbox_read_file(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), path, &content, e) <
 	    0)
 		return -1;
+	if (!base64 && !utf8_valid(content.data ? content.data : "", content.len)) {
+		buf_free(&content);
+		return sp_err_field(e, SP_UNPROCESSABLE, "encoding",
+				    "File is not valid UTF-8; read it with encoding base64");
+	}
+	if (h->stream_ok) {
+		send_content(h->r, path, &content, base64);
+		buf_free(&content);
+		return 0;
+	}
 	if (base64) {
 		size_t n = sodium_base64_ENCODED_LEN(content.len, sodium_base64_VARIANT_ORIGINAL);
 		char *b = malloc(n);
@@ -97,11 +159,6 @@ int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **ou
 		c = json_object_new_string_len(b, (int)(n - 1));
 		free(b);
 	} else {
-		if (!utf8_valid(content.data ? content.data : "", content.len)) {
-			buf_free(&content);
-			return sp_err_field(e, SP_UNPROCESSABLE, "encoding",
-					    "File is not valid UTF-8; read it with encoding base64");
-		}
 		c = json_object_new_string_len(content.data ? content.data : "", (int)content.len);
 	}
 	*out = json_object_new_object();
