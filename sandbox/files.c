@@ -126,11 +126,13 @@ static int split_path(const char *path, char *dir, size_t cap, struct sp_err *e)
  * stdin holds exactly $4 bytes. Runs as the sandbox user, in the target
  * dir, where the temporary file is made (beside the target: the rename is
  * atomic; a relative name: it never outgrows PATH_MAX where the target
- * does not). A symlink as the target is replaced, never followed (mv would
- * move into a directory it names). Exit 3 the dir cannot be made, 4 the
- * target is a directory, 5 the user may not write (the reason on stderr),
- * 6 fewer bytes came than announced. The temporary file goes on any
- * failure; noclobber creates it with O_EXCL.
+ * does not). head -c stops at an early EOF without a word, so the size is
+ * checked (stat; wc -c where stat fails, as coreutils' does under gVisor:
+ * busybox wc reads the whole file). A symlink as the target is replaced,
+ * never followed (mv would move into a directory it names). Exit 3 the dir
+ * cannot be made, 4 the target is a directory, 5 the user may not write
+ * (the reason on stderr), 6 fewer bytes came than announced. The temporary
+ * file goes on any failure; noclobber creates it with O_EXCL.
  */
 static const char write_script[] =
 	"d=$1 t=$2 f=$3 n=$4 m=$5\n"
@@ -141,7 +143,8 @@ static const char write_script[] =
 	"trap 'rm -f -- \"$f\" 2>/dev/null' EXIT\n"
 	"set -C; umask 077\n"
 	"e=$(head -c \"$n\" 2>&1 >\"$f\") || fail \"$e\"\n"
-	"[ $(wc -c <\"$f\") -eq \"$n\" ] || exit 6\n"
+	"s=$(stat -c %s -- \"$f\" 2>/dev/null || wc -c <\"$f\")\n"
+	"[ $s -eq \"$n\" ] || exit 6\n"
 	"e=$(chmod -- \"$m\" \"$f\" 2>&1) || fail \"$e\"\n"
 	"if [ -L \"$t\" ] && [ -d \"$t\" ]; then e=$(rm -f -- \"$t\" 2>&1) || fail \"$e\"; fi\n"
 	"e=$(mv -f -- \"$f\" \"$t\" 2>&1) || fail \"$e\"\n"
