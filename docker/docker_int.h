@@ -111,14 +111,14 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 /* Sends r (a POST that Docker answers by hijacking the connection: exec
  * start) on a connection of its own with "Connection: Upgrade", waits for
  * the 101 (or 200) header block, then writes the in_len bytes at in to the
- * raw stream in bounded pieces while it hands what Docker sends to r->sink,
- * until Docker ends the stream. in is read in place, never copied. Input
- * Docker stops taking (the process ended before reading it all) is not an
- * error: the stream's end decides. Honours r->timeout_ms, r->header_ms,
- * r->timeout_is_result and r->stop_fn as docker_perform does; r->in_sent
- * counts the bytes written. A non-101/200 answer keeps its body in r->err
- * for docker_status_err. Returns 0 when an HTTP answer came, -1 with e set
- * as docker_perform. */
+ * raw stream in bounded pieces while it hands what Docker sends to r->sink
+ * (required), until Docker ends the stream. in is read in place, never
+ * copied. Input Docker stops taking (the process ended before reading it
+ * all) is not an error: the stream's end decides. Honours r->timeout_ms,
+ * r->header_ms, r->timeout_is_result and r->stop_fn as docker_perform
+ * does; r->in_sent counts the bytes written. A non-101/200 answer keeps its
+ * body in r->err for docker_status_err. Returns 0 when an HTTP answer came,
+ * -1 with e set as docker_perform. */
 int docker_hijack(struct docker_client *c, struct docker_req *r, const void *in, size_t in_len,
 		  struct sp_err *e);
 

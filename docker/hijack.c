@@ -36,7 +36,8 @@ struct hijack {
 };
 
 /* Waits until the socket is ready for events, until (mono ms) passes, or
- * until stop_fn is due. 1 ready, 0 not (yet), -1 poll failed. */
+ * until stop_fn is due, at most a tick. 1 ready, 0 not (yet), -1 poll
+ * failed. */
 static int hijack_wait(struct hijack *x, short events, int64_t until)
 {
 	struct pollfd p = { .fd = x->fd, .events = events };
@@ -45,6 +46,8 @@ static int hijack_wait(struct hijack *x, short events, int64_t until)
 
 	if (x->r->stop_fn && x->next_stop - now < wait)
 		wait = x->next_stop - now;
+	if (wait > HIJACK_TICK_MS)
+		wait = HIJACK_TICK_MS;
 	if (wait < 0)
 		wait = 0;
 	n = poll(&p, 1, (int)wait);
@@ -146,15 +149,16 @@ static int read_head(struct hijack *x, char *head, size_t cap, size_t *have, siz
 		if (rc <= 0)
 			return rc == 0 ? -1 : rc;
 		head[*have] = '\0';
-		if (memchr(head, '\0', *have))
-			return -1; /* not an HTTP header block */
-		end = strstr(head, "\r\n\r\n");
+		/* the stream (binary) may follow in the same read */
+		end = memmem(head, *have, "\r\n\r\n", 4);
 		if (end)
 			break;
 		if (*have >= cap - 1)
 			return -1;
 	}
 	*head_len = (size_t)(end - head) + 4;
+	if (memchr(head, '\0', *head_len))
+		return -1; /* not an HTTP header block */
 	if (strncmp(head, "HTTP/1.", 7) != 0 || head[8] != ' ')
 		return -1;
 	memcpy(code, head + 9, 3);
@@ -279,8 +283,8 @@ int docker_hijack(struct docker_client *c, struct docker_req *r, const void *in,
 	r->in_sent = 0;
 	buf_init(&url, DOCKER_URL_MAX);
 	buf_init(&req, HIJACK_HEAD_MAX + r->body_len);
-	if (strcmp(r->method, "POST") != 0) {
-		sp_err_set(e, SP_INTERNAL, "only a POST can hijack the connection");
+	if (strcmp(r->method, "POST") != 0 || !r->sink) {
+		sp_err_set(e, SP_INTERNAL, "only a POST with a sink can hijack the connection");
 		goto done;
 	}
 	if (docker_req_url(c, r, &url, &tmpl, e) < 0)
