@@ -503,9 +503,29 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 	return 0;
 }
 
+int docker_req_url(struct docker_client *c, const struct docker_req *r, struct buf *url,
+		   const char **tmpl, struct sp_err *e)
+{
+	char safe[160];
+
+	if (r->unversioned ? buf_printf(url, "%s%s", c->base, r->path)
+			   : buf_printf(url, "%s/v%s%s", c->base, c->api, r->path))
+		return sp_err_set(e, SP_INTERNAL, "Docker request URL is too long");
+	*tmpl = path_template(r->method, url->data + strlen(c->base));
+	if (!*tmpl || !query_ok(r->query.data ? r->query.data : "", r->query.len)) {
+		log_safe(url->data, safe, sizeof(safe));
+		log_error("docker: refused %s %s: not in the allow-list", r->method, safe);
+		return sp_err_set(e, SP_INTERNAL,
+				  "refused to send a Docker request outside the allow-list");
+	}
+	if (r->query.len && buf_printf(url, "?%s", r->query.data) < 0)
+		return sp_err_set(e, SP_INTERNAL, "Docker request URL is too long");
+	return 0;
+}
+
 int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struct sp_err *e)
 {
-	char errbuf[CURL_ERROR_SIZE], safe[160], series[96];
+	char errbuf[CURL_ERROR_SIZE], series[96];
 	const char *tmpl;
 	int64_t t0;
 	struct curl_slist *hdrs = NULL, *tmp;
@@ -514,28 +534,12 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 	CURLcode rc;
 	int ret = -1;
 
-	buf_init(&url, DOCKER_PATH_MAX + DOCKER_QUERY_MAX + 64);
+	buf_init(&url, DOCKER_URL_MAX);
 	if (!h)
 		h = c->h;
 	r->h = h;
-	if (r->unversioned ? buf_printf(&url, "%s%s", c->base, r->path)
-			   : buf_printf(&url, "%s/v%s%s", c->base, c->api, r->path)) {
-		sp_err_set(e, SP_INTERNAL, "Docker request URL is too long");
+	if (docker_req_url(c, r, &url, &tmpl, e) < 0)
 		goto done;
-	}
-	tmpl = path_template(r->method, url.data + strlen(c->base));
-	if (!tmpl ||
-	    !query_ok(r->query.data ? r->query.data : "", r->query.len)) {
-		log_safe(url.data, safe, sizeof(safe));
-		log_error("docker: refused %s %s: not in the allow-list", r->method, safe);
-		sp_err_set(e, SP_INTERNAL,
-			   "refused to send a Docker request outside the allow-list");
-		goto done;
-	}
-	if (r->query.len && buf_printf(&url, "?%s", r->query.data) < 0) {
-		sp_err_set(e, SP_INTERNAL, "Docker request URL is too long");
-		goto done;
-	}
 	tmp = curl_slist_append(hdrs, "Expect:");
 	if (tmp)
 		hdrs = tmp;
@@ -558,10 +562,7 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_URL, url.data);
 	docker_transport_apply(c, h);
-	curl_easy_setopt(h, CURLOPT_PROXY, "");
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);

@@ -169,6 +169,16 @@ int docker_exec_create(struct docker_client *c, const char *id, json_object *bod
 int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
 		      docker_output_fn on_data, int (*should_stop)(void *arg), void *arg,
 		      int *timed_out, struct sp_err *e);
+/* Like docker_exec_start for an exec created with AttachStdin: writes the
+ * in_len bytes at in (read in place, never copied) to the process's stdin
+ * once Docker has hijacked the connection, while the output streams in.
+ * stdin is never closed: the process must read exactly in_len bytes (head
+ * -c N). A process that ends before reading them all is not an error (its
+ * exit code tells); *in_sent (may be NULL) counts the bytes Docker took. */
+int docker_exec_start_input(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+			    const void *in, size_t in_len, docker_output_fn on_data,
+			    int (*should_stop)(void *arg), void *arg, int *timed_out,
+			    size_t *in_sent, struct sp_err *e);
 /* Starts an exec detached: returns once the process runs. */
 int docker_exec_start_detached(struct docker_client *c, const char *exec_id, struct sp_err *e);
 int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_code,

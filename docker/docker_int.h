@@ -21,6 +21,7 @@
 #define DOCKER_ERRBODY_MAX ((size_t)64 << 10) /* cap on a kept error answer */
 #define DOCKER_QUERY_MAX ((size_t)32 << 10)
 #define DOCKER_PATH_MAX 1024
+#define DOCKER_URL_MAX (DOCKER_PATH_MAX + DOCKER_QUERY_MAX + 64)
 
 enum docker_transport { DT_UNIX, DT_TCP, DT_SSH };
 
@@ -42,8 +43,10 @@ struct docker_client {
 	char label[96]; /* "Server x is unavailable: " or "" */
 };
 
-/* Sets the transport's options (socket path, TLS files, ssh socket
- * callbacks, reuse) on a handle after curl_easy_reset. */
+/* The one place that says how a handle reaches the client's daemon: socket
+ * path, TLS files, the ssh bridge, no proxy, no signals, the connect
+ * timeout, reuse. Set on a fresh handle or after curl_easy_reset, by
+ * docker_perform and docker_hijack alike. */
 void docker_transport_apply(struct docker_client *c, CURL *h);
 /* Stops what the transport started (the ssh bridge). */
 void docker_transport_close(struct docker_client *c);
@@ -78,6 +81,7 @@ struct docker_req {
 	struct buf resp; /* capped at DOCKER_JSON_MAX */
 	struct buf err;	 /* non-2xx answer body, capped */
 	int too_big, aborted, timed_out, headers_done, header_timeout;
+	size_t in_sent; /* docker_hijack: input bytes written */
 };
 
 /* Prepares r for method. Allocates nothing until used; release with
@@ -91,11 +95,32 @@ int docker_req_path(struct docker_req *r, struct sp_err *e, const char *fmt, ...
 /* Appends key=escaped(val) to the query. */
 int docker_req_query(struct docker_req *r, const char *key, const char *val, struct sp_err *e);
 
+/* Builds r's full URL into url (cap DOCKER_URL_MAX) and checks method +
+ * path against the allow-list and the query's character set; *tmpl is the
+ * matching template (for metrics). -1 (SP_INTERNAL) when it is refused or
+ * does not fit. */
+int docker_req_url(struct docker_client *c, const struct docker_req *r, struct buf *url,
+		   const char **tmpl, struct sp_err *e);
+
 /* Sends r on h (the client's handle when NULL). Returns 0 when an HTTP answer
  * came (any status; see r->status, r->aborted, r->timed_out), -1 with e set
  * when the path is refused, Docker is unreachable or slow (SP_UNAVAILABLE),
  * or the answer crossed out's cap (SP_TOO_LARGE). */
 int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struct sp_err *e);
+
+/* Sends r (a POST that Docker answers by hijacking the connection: exec
+ * start) on a connection of its own with "Connection: Upgrade", waits for
+ * the 101 (or 200) header block, then writes the in_len bytes at in to the
+ * raw stream in bounded pieces while it hands what Docker sends to r->sink
+ * (required), until Docker ends the stream. in is read in place, never
+ * copied. Input Docker stops taking (the process ended before reading it
+ * all) is not an error: the stream's end decides. Honours r->timeout_ms,
+ * r->header_ms, r->timeout_is_result and r->stop_fn as docker_perform
+ * does; r->in_sent counts the bytes written. A non-101/200 answer keeps its
+ * body in r->err for docker_status_err. Returns 0 when an HTTP answer came,
+ * -1 with e set as docker_perform. */
+int docker_hijack(struct docker_client *c, struct docker_req *r, const void *in, size_t in_len,
+		  struct sp_err *e);
 
 /* docker_perform plus status mapping: body (JSON, not consumed, may be NULL)
  * is sent; a 2xx or r->ok_status answer is success, anything else is mapped

@@ -2,7 +2,9 @@
  * Exec endpoints: create, start (attached, demultiplexed), inspect. A start
  * runs on its own short-lived curl handle: Docker hijacks the connection
  * for the stream and closes it at the end, and the stream may last minutes,
- * so it must never touch the client's kept-alive handle or its timeout.
+ * so it must never touch the client's kept-alive handle or its timeout. A
+ * start with input for the process's stdin goes through docker_hijack, which
+ * waits for Docker's 101 before it writes a byte.
  * Exec create refuses nothing on its own: the body (Cmd, Env, User,
  * WorkingDir) is the caller's and sandbox rules live above this module.
  */
@@ -48,14 +50,13 @@ static int exec_sink(void *arg, const char *p, size_t n)
 	return rc;
 }
 
-/* Returns 0 when the stream ended, on_data aborted, or timeout_ms passed
- * (*timed_out = 1; the process may still run: the caller kills it).
- * Mapping: invalid or missing exec SP_NOT_FOUND; the container not running
- * 409 SP_CONFLICT; no answer headers within the client's timeout, or Docker
- * unreachable, SP_UNAVAILABLE; a malformed stream SP_INTERNAL. */
-int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
-		      docker_output_fn on_data, int (*should_stop)(void *arg), void *arg,
-		      int *timed_out, struct sp_err *e)
+/* Runs an attached start: through docker_perform, or, with input (in not
+ * NULL), through docker_hijack, which writes the in_len bytes to the
+ * process's stdin. */
+static int exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+		      const void *in, size_t in_len, docker_output_fn on_data,
+		      int (*should_stop)(void *arg), void *arg, int *timed_out, size_t *in_sent,
+		      struct sp_err *e)
 {
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
 	struct exec_state st;
@@ -65,17 +66,14 @@ int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t time
 
 	if (timed_out)
 		*timed_out = 0;
+	if (in_sent)
+		*in_sent = 0;
 	docker_req_init(&r, "POST");
 	if (docker_check_id(exec_id, "exec instance", e) < 0 ||
 	    docker_req_path(&r, e, "/exec/%s/start", exec_id) < 0)
 		goto done;
 	if (timeout_ms <= 0 || !on_data) {
 		sp_err_set(e, SP_INTERNAL, "exec start needs a positive timeout and on_data");
-		goto done;
-	}
-	h = curl_easy_init();
-	if (!h) {
-		sp_err_set(e, SP_INTERNAL, "curl_easy_init failed");
 		goto done;
 	}
 	docker_demux_init(&st.dm);
@@ -93,8 +91,20 @@ int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t time
 	r.stop_arg = arg;
 	if ((int64_t)c->timeout_s * 1000 < timeout_ms)
 		r.header_ms = (int64_t)c->timeout_s * 1000;
-	if (docker_perform(c, h, &r, e) < 0)
-		goto done;
+	if (in) {
+		if (docker_hijack(c, &r, in, in_len, e) < 0)
+			goto done;
+	} else {
+		h = curl_easy_init();
+		if (!h) {
+			sp_err_set(e, SP_INTERNAL, "curl_easy_init failed");
+			goto done;
+		}
+		if (docker_perform(c, h, &r, e) < 0)
+			goto done;
+	}
+	if (r.status == 101 && in)
+		r.status = 200; /* the hijacked answer */
 	if (r.status < 200 || r.status > 299) {
 		docker_status_err(&r, e);
 		goto done;
@@ -105,12 +115,39 @@ int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t time
 	}
 	if (timed_out)
 		*timed_out = r.timed_out;
+	if (in_sent)
+		*in_sent = r.in_sent;
 	rc = 0;
 done:
 	if (h)
 		curl_easy_cleanup(h);
 	docker_req_cleanup(&r);
 	return rc;
+}
+
+/* Returns 0 when the stream ended, on_data aborted, or timeout_ms passed
+ * (*timed_out = 1; the process may still run: the caller kills it).
+ * Mapping: invalid or missing exec SP_NOT_FOUND; the container not running
+ * 409 SP_CONFLICT; no answer headers within the client's timeout, or Docker
+ * unreachable, SP_UNAVAILABLE; a malformed stream SP_INTERNAL. */
+int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+		      docker_output_fn on_data, int (*should_stop)(void *arg), void *arg,
+		      int *timed_out, struct sp_err *e)
+{
+	return exec_start(c, exec_id, timeout_ms, NULL, 0, on_data, should_stop, arg, timed_out,
+			  NULL, e);
+}
+
+/* As docker_exec_start; in must not be NULL (len 0 is fine). */
+int docker_exec_start_input(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+			    const void *in, size_t in_len, docker_output_fn on_data,
+			    int (*should_stop)(void *arg), void *arg, int *timed_out,
+			    size_t *in_sent, struct sp_err *e)
+{
+	if (!in)
+		return sp_err_set(e, SP_INTERNAL, "exec start with input needs the input");
+	return exec_start(c, exec_id, timeout_ms, in, in_len, on_data, should_stop, arg, timed_out,
+			  in_sent, e);
 }
 
 /* exit_code is -1 while running (or if Docker has none). Mapping: invalid

@@ -200,6 +200,9 @@ void docker_transport_apply(struct docker_client *c, CURL *h)
 		curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
 		break;
 	}
+	curl_easy_setopt(h, CURLOPT_PROXY, "");
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
 	if (!c->pooled)
 		curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
 }

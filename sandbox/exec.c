@@ -230,7 +230,7 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	json_object *body = NULL, *cmd, *env;
 	char marker[MARKER_LEN + 1], mvar[64], eid[65];
 	int64_t timeout = rq->timeout_ms > 0 ? rq->timeout_ms : SB_DEFAULT_EXEC_TIMEOUT_MS;
-	int timed_out = 0, code = -1, running = 0, rc = -1;
+	int timed_out = 0, code = -1, running = 0, rc = -1, started;
 	struct stop_watch watch = { io, 0 };
 
 	memset(res, 0, sizeof(*res));
@@ -289,7 +289,7 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	json_object_object_add(body, "WorkingDir", json_object_new_string(rq->cwd ? rq->cwd : sb->workdir));
 	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStdin", json_object_new_boolean(0));
+	json_object_object_add(body, "AttachStdin", json_object_new_boolean(rq->input != NULL));
 	json_object_object_add(body, "Tty", json_object_new_boolean(0));
 
 	/* a running command is activity until it ends (plus timeoutMs after) */
@@ -302,8 +302,14 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		}
 		goto out;
 	}
-	if (docker_exec_start(ctx->dk, eid, timeout, pass_output, watch_stop, &watch, &timed_out,
-			      e) < 0) {
+	if (rq->input)
+		started = docker_exec_start_input(ctx->dk, eid, timeout, rq->input, rq->input_len,
+						  pass_output, watch_stop, &watch, &timed_out, NULL,
+						  e);
+	else
+		started = docker_exec_start(ctx->dk, eid, timeout, pass_output, watch_stop, &watch,
+					    &timed_out, e);
+	if (started < 0) {
 		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
 			sandbox_mark_gone(ctx, sb);
 			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");

@@ -3,11 +3,14 @@
  * a caller-named path runs as the sandbox's user inside the container, so a
  * symlink planted by code in the sandbox (ln -s /etc x; write x/passwd)
  * cannot make the API act on a file that user could not: the kernel checks
- * the user's permissions on every component. Content is staged through the
- * archive API into a folder only that user owns and moved into place with
- * mv by the user. Never buffers more than the 10 MiB file cap (+1 byte to
- * detect it); a FIFO or /dev/zero cannot hang a read (only regular files are
- * read, through head -c with a bounded timeout).
+ * the user's permissions on every component. A write is one exec: the
+ * content goes to the script's stdin (read in place from the caller's
+ * buffer, never staged anywhere else), into a temporary file in the
+ * target's folder, renamed over the target only once every byte arrived, so
+ * a broken transfer never leaves a truncated target. Never buffers more than
+ * the 10 MiB file cap (+1 byte to detect it); a FIFO or /dev/zero cannot
+ * hang a read (only regular files are read, through head -c with a bounded
+ * timeout).
  */
 #include "internal.h"
 
@@ -23,7 +26,7 @@
 #include "../docker/docker.h"
 
 #define FILE_OP_TIMEOUT_MS 30000
-#define STAGE_DIR ".sandpit/up"
+#define TEMP_PREFIX ".sandpit-write-"
 
 /* Output of a helper script, each stream capped. */
 struct collect {
@@ -47,10 +50,11 @@ static int collect_output(void *arg, int stream, const char *data, size_t len)
 	return 0;
 }
 
-/* Runs a helper script as the sandbox user; *code is its exit status. */
+/* Runs a helper script as the sandbox user; *code is its exit status. in
+ * (may be NULL) is fed to its stdin, in_len bytes read in place. */
 static int run_script(struct sandbox_ctx *ctx, struct sandbox *sb, const char *script,
-		      const char *const *args, int no_activity, struct collect *c, int *code,
-		      struct sp_err *e)
+		      const char *const *args, int no_activity, const void *in, size_t in_len,
+		      struct collect *c, int *code, struct sp_err *e)
 {
 	struct sandbox_exec_req rq = { 0 };
 	struct sandbox_exec_io io = { collect_output, NULL, c };
@@ -62,6 +66,8 @@ static int run_script(struct sandbox_ctx *ctx, struct sandbox *sb, const char *s
 	rq.timeout_ms = FILE_OP_TIMEOUT_MS;
 	rq.args = args;
 	rq.no_activity = no_activity;
+	rq.input = in;
+	rq.input_len = in_len;
 	if (sandbox_exec_run(ctx, sb, &rq, &io, &res, e) < 0)
 		return -1;
 	if (res.timed_out)
@@ -115,24 +121,45 @@ static int split_path(const char *path, char *dir, size_t cap, struct sp_err *e)
 	return 0;
 }
 
-/* $1 staged file, $2 target, $3 target dir. Runs as the sandbox user. */
-static const char move_script[] =
-	"s=$1 t=$2 d=$3\n"
-	"mkdir -p -- \"$d\" 2>/dev/null || [ -d \"$d\" ] || { rm -f -- \"$s\"; exit 3; }\n"
-	"[ -d \"$t\" ] && [ ! -L \"$t\" ] && { rm -f -- \"$s\"; exit 4; }\n"
-	"mv -f -- \"$s\" \"$t\" || { rm -f -- \"$s\"; exit 5; }\n";
+/*
+ * $1 target dir, $2 target, $3 temporary name, $4 size, $5 mode (octal);
+ * stdin holds exactly $4 bytes. Runs as the sandbox user, in the target
+ * dir, where the temporary file is made (beside the target: the rename is
+ * atomic; a relative name: it never outgrows PATH_MAX where the target
+ * does not). head -c stops at an early EOF without a word, so the size is
+ * checked (stat; wc -c where stat fails, as coreutils' does under gVisor:
+ * busybox wc reads the whole file). A symlink as the target is replaced,
+ * never followed (mv would move into a directory it names). Exit 3 the dir
+ * cannot be made, 4 the target is a directory, 5 the user may not write
+ * (the reason on stderr), 6 fewer bytes came than announced. The temporary
+ * file goes on any failure; noclobber creates it with O_EXCL.
+ */
+static const char write_script[] =
+	"d=$1 t=$2 f=$3 n=$4 m=$5\n"
+	"fail() { printf '%s\\n' \"${1##*: }\" >&2; exit 5; }\n"
+	"mkdir -p -- \"$d\" 2>/dev/null || [ -d \"$d\" ] || exit 3\n"
+	"cd -- \"$d\" 2>/dev/null || fail 'Permission denied'\n"
+	"[ -d \"$t\" ] && [ ! -L \"$t\" ] && exit 4\n"
+	"trap 'rm -f -- \"$f\" 2>/dev/null' EXIT\n"
+	"set -C; umask 077\n"
+	"e=$(head -c \"$n\" 2>&1 >\"$f\") || fail \"$e\"\n"
+	"s=$(stat -c %s -- \"$f\" 2>/dev/null || wc -c <\"$f\")\n"
+	"[ $s -eq \"$n\" ] || exit 6\n"
+	"e=$(chmod -- \"$m\" \"$f\" 2>&1) || fail \"$e\"\n"
+	"if [ -L \"$t\" ] && [ -d \"$t\" ]; then e=$(rm -f -- \"$t\" 2>&1) || fail \"$e\"; fi\n"
+	"e=$(mv -f -- \"$f\" \"$t\" 2>&1) || fail \"$e\"\n"
+	"trap - EXIT\n";
+
+/* $1 dir, $2 temporary name: what a killed write left behind. */
+static const char unlink_script[] = "cd -- \"$1\" 2>/dev/null && rm -f -- \"$2\"\n";
 
 int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
 		       const void *data, size_t len, unsigned mode, struct sandbox_file *out,
 		       struct sp_err *e)
 {
 	struct sandbox sb;
-	struct docker_tar_entry ents[3];
 	struct collect c;
-	struct buf tar;
-	char dir[4097], name[32], staged[64];
-	unsigned uid, gid, dmode;
-	int64_t t = now_ms() / 1000;
+	char dir[4097], tmp[sizeof(TEMP_PREFIX) + 16], size[24], octal[8];
 	int code = 0, rc = -1;
 
 	if (sandbox_path_check("path", path, e) < 0 || split_path(path, dir, sizeof(dir), e) < 0)
@@ -141,28 +168,28 @@ int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id,
 		return sp_err_set(e, SP_TOO_LARGE, "File exceeds the %d byte limit", SB_FILE_MAX);
 	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
 		return -1;
-	sandbox_owner(&sb, &uid, &gid, &dmode);
-	crypto_random_id(name, 16);
-	snprintf(staged, sizeof(staged), "/" STAGE_DIR "/%s", name);
-	ents[0] = (struct docker_tar_entry){ ".sandpit", 1, 0755, 0, 0, NULL, 0, t };
-	ents[1] = (struct docker_tar_entry){ STAGE_DIR, 1, dmode == 0755 ? 0700 : 01777, uid, gid,
-					     NULL, 0, t };
-	ents[2] = (struct docker_tar_entry){ staged + 1, 0, mode & 0777, uid, gid, data, len, t };
-	buf_init(&tar, SB_FILE_MAX + 64 * 1024);
+	memcpy(tmp, TEMP_PREFIX, sizeof(TEMP_PREFIX) - 1);
+	crypto_random_id(tmp + sizeof(TEMP_PREFIX) - 1, 16);
+	snprintf(size, sizeof(size), "%zu", len);
+	snprintf(octal, sizeof(octal), "%o", mode & 0777);
 	collect_init(&c, 64 * 1024);
-	if (docker_tar_build(ents, 3, &tar, e) < 0)
-		goto out;
-	if (docker_archive_put(ctx->dk, sb.container_id, "/", tar.data, tar.len, e) < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
-			sandbox_mark_gone(ctx, &sb);
-			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
-		}
-		goto out;
-	}
 	{
-		const char *args[] = { staged, path, dir, NULL };
-		if (run_script(ctx, &sb, move_script, args, 0, &c, &code, e) < 0)
+		const char *args[] = { dir, path, tmp, size, octal, NULL };
+		if (run_script(ctx, &sb, write_script, args, 0, data ? data : "", len, &c, &code,
+			       e) < 0) {
+			if (e->code == SP_TIMEOUT && sb.status == SB_RUNNING) {
+				/* killed before its trap could run */
+				const char *uargs[] = { dir, tmp, NULL };
+				struct collect u;
+				struct sp_err ignore;
+				int ucode;
+				collect_init(&u, 1024);
+				run_script(ctx, &sb, unlink_script, uargs, 1, NULL, 0, &u, &ucode,
+					   &ignore);
+				collect_free(&u);
+			}
 			goto out;
+		}
 	}
 	switch (code) {
 	case 0:
@@ -173,6 +200,11 @@ int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id,
 	case 4:
 		sp_err_field(e, SP_BAD_REQUEST, "path", "Path must point to a file");
 		goto out;
+	case 6:
+		sp_err_set(e, SP_UNAVAILABLE,
+			   "The file's content did not reach the sandbox whole; "
+			   "nothing was written");
+		goto out;
 	default:
 		sp_err_field(e, SP_FORBIDDEN, "path", "Unable to write %s: %s", path,
 			     last_line(&c.err)[0] ? last_line(&c.err) : "permission denied");
@@ -182,7 +214,6 @@ int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id,
 	out->size = (int64_t)len;
 	rc = 0;
 out:
-	buf_free(&tar);
 	collect_free(&c);
 	return rc;
 }
@@ -207,7 +238,7 @@ int sandbox_read_file(struct sandbox_ctx *ctx, const char *org, const char *id, 
 	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
 		return -1;
 	collect_init(&c, SB_FILE_MAX);
-	if (run_script(ctx, &sb, read_script, args, 1, &c, &code, e) < 0)
+	if (run_script(ctx, &sb, read_script, args, 1, NULL, 0, &c, &code, e) < 0)
 		goto out;
 	if (c.too_big) {
 		sp_err_set(e, SP_TOO_LARGE, "File exceeds the %d byte limit", SB_FILE_MAX);
@@ -342,7 +373,7 @@ int sandbox_list_files(struct sandbox_ctx *ctx, const char *org, const char *id,
 	collect_init(&c, SB_LIST_MAX);
 	{
 		const char *args[] = { path, NULL };
-		if (run_script(ctx, &sb, list_script, args, 0, &c, &code, e) < 0)
+		if (run_script(ctx, &sb, list_script, args, 0, NULL, 0, &c, &code, e) < 0)
 			goto out;
 	}
 	if (code == 3) {

@@ -165,6 +165,8 @@ struct sandbox_exec_req {
 	int64_t timeout_ms;    /* 0 = the default */
 	const char *const *args; /* positional parameters $1.. (NULL-terminated) or NULL */
 	int no_activity;       /* do not count this as activity (readFile) */
+	const void *input;     /* not NULL: input_len bytes for the command's stdin */
+	size_t input_len;      /* (read in place; the command must read exactly these) */
 };
 
 /* Where output goes while a command runs. on_output(arg, 1|2, bytes, len)

@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,6 +50,22 @@ async function roundTrip(serverId) {
   assert.ok(l.json.entries.some((x) => x.name === 'f.bin'));
   // it really is the container Docker knows
   assert.equal((await dockerExec(c.json.containerId, ['base64', '/home/user/f.bin'])).stdout.trim(), bin.toString('base64'));
+  // writeFile feeds the content to one exec's stdin over the server's own
+  // transport: 10 MiB cross many TLS records and ssh channel windows, and a
+  // write refused before the script reads its input answers as locally
+  const big = randomBytes(10485760);
+  const wb = await s.api('POST', '/api/sandbox.writeFile', { body: { sandboxId: id, path: '/home/user/big.bin', content: big.toString('base64'), encoding: 'base64' } });
+  assert.equal(wb.status, 200, wb.text);
+  const sum = await dockerExec(c.json.containerId, ['sha256sum', '/home/user/big.bin']);
+  assert.equal(sum.stdout, `${createHash('sha256').update(big).digest('hex')}  /home/user/big.bin\n`);
+  const rb = await s.api('GET', '/api/sandbox.readFile', { query: { sandboxId: id, path: '/home/user/big.bin', encoding: 'base64' } });
+  assert.ok(Buffer.from(rb.json.content, 'base64').equals(big));
+  const wd = await s.api('POST', '/api/sandbox.writeFile', { body: { sandboxId: id, path: '/home/user', content: big.toString('base64'), encoding: 'base64' } });
+  assert.equal(wd.status, 400, wd.text);
+  assert.equal(wd.json.message, 'Path must point to a file');
+  const we = await s.api('POST', '/api/sandbox.writeFile', { body: { sandboxId: id, path: '/etc/hosts.new', content: big.toString('base64'), encoding: 'base64' } });
+  assert.equal(we.status, 403, we.text);
+  assert.match(we.json.message, /^Unable to write \/etc\/hosts\.new: Permission denied$/);
   const k = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: id } });
   assert.equal(k.status, 200, k.text);
   assert.equal(k.json.status, 'killed');

@@ -3,8 +3,9 @@
  * networks (idempotent ensure, recreation of a misconfigured one, a
  * concurrent-create race), a container's whole life (create, archive put,
  * start, exec with demuxed output and exit code, exec timeout, output flood,
- * archive stat/get, stop, remove), the error mapping of missing things, and
- * a daemon that is absent or hung. Needs the local image
+ * archive stat/get, exec with stdin over a hijacked connection, stop,
+ * remove), the error mapping of missing things, and a daemon that is absent
+ * or hung. Needs the local image
  * sandpit-test/busybox:latest and builds it when missing. Everything it
  * creates carries its pid in the name and is removed in the teardown.
  */
@@ -24,6 +25,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <cmocka.h>
+#include <sodium.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -484,6 +486,122 @@ static void test_archive_read(void **state)
 	assert_int_equal(docker_archive_stat(T.c, T.id, "/suid", &st, &e), 0);
 }
 
+/* Runs sh -c script in the test container with in on its stdin; waits up
+ * to 5 s for the exit code when the stream ended early. */
+static int run_in(const char *script, const void *in, size_t in_len, int64_t timeout_ms,
+		  struct out *o, int *timed_out, size_t *in_sent, int *exit_code, struct sp_err *e)
+{
+	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	char eid[65];
+	int running = 1, rc = -1;
+
+	json_object_array_add(cmd, json_object_new_string("sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(script));
+	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(body, "User", json_object_new_string("1000:1000"));
+	buf_init(&o->s[0], 8 << 20);
+	buf_init(&o->s[1], 8 << 20);
+	*exit_code = -1;
+	if (docker_exec_create(T.c, T.id, body, eid, e) < 0 ||
+	    docker_exec_start_input(T.c, eid, timeout_ms, in, in_len, collect, NULL, o, timed_out,
+				    in_sent, e) < 0)
+		goto done;
+	for (int i = 0; i < 250 && running; i++) {
+		if (docker_exec_inspect(T.c, eid, exit_code, &running, e) < 0)
+			goto done;
+		if (running)
+			usleep(20000);
+	}
+	rc = 0;
+done:
+	json_object_put(body);
+	return rc;
+}
+
+/* stdin through a hijacked connection: every byte arrives (10 MiB, and
+ * none); a process that stops reading ends the call with its exit code; a
+ * connection dropped midway ends the process's stdin (it sees fewer bytes,
+ * never hangs); a missing exec is mapped; the timeout holds. */
+static void test_exec_stdin(void **state)
+{
+	const size_t big = 10 << 20;
+	unsigned char *data = malloc(big), md[crypto_hash_sha256_BYTES];
+	char hex[2 * sizeof(md) + 1], want[160];
+	struct out o = { 0 };
+	struct sp_err e;
+	size_t sent = 0;
+	int timed_out = 0, code = -1;
+	int64_t t0;
+	(void)state;
+
+	assert_non_null(data);
+	randombytes_buf(data, big);
+	crypto_hash_sha256(md, data, big);
+	sodium_bin2hex(hex, sizeof(hex), md, sizeof(md));
+	assert_int_equal(run_in("head -c 10485760 >/tmp/in && wc -c </tmp/in && sha256sum </tmp/in",
+				data, big, 30000, &o, &timed_out, &sent, &code, &e),
+			 0);
+	snprintf(want, sizeof(want), "10485760\n%s  -\n", hex);
+	assert_int_equal(timed_out, 0);
+	assert_int_equal(code, 0);
+	assert_int_equal(sent, big);
+	assert_string_equal(o.s[0].data ? o.s[0].data : "", want);
+	out_free(&o);
+
+	/* no input at all */
+	assert_int_equal(
+		run_in("head -c 0; echo done", "", 0, 10000, &o, &timed_out, &sent, &code, &e), 0);
+	assert_int_equal(code, 0);
+	assert_string_equal(o.s[0].data, "done\n");
+	out_free(&o);
+
+	/* a process that reads nothing: Docker stops taking input, the stream
+	 * ends, the exit code tells */
+	t0 = mono_ms();
+	assert_int_equal(
+		run_in("echo nope >&2; exit 3", data, big, 30000, &o, &timed_out, &sent, &code, &e),
+		0);
+	assert_int_equal(timed_out, 0);
+	assert_int_equal(code, 3);
+	assert_true(sent < big);
+	assert_true(mono_ms() - t0 < 5000);
+	out_free(&o);
+
+	/* the connection dropped midway (on_data aborts at the first output):
+	 * the process's stdin ends, it sees fewer bytes and exits */
+	o.abort_after = 1;
+	assert_int_equal(run_in("echo go; sleep 1; head -c 10485760 >/tmp/part; "
+				"[ $(wc -c </tmp/part) -eq 10485760 ] || exit 6",
+				data, big, 30000, &o, &timed_out, &sent, &code, &e),
+			 0);
+	assert_int_equal(code, 6);
+	assert_true(sent < big);
+	o.abort_after = 0;
+	out_free(&o);
+
+	/* the timeout holds while the process neither reads nor ends */
+	t0 = mono_ms();
+	assert_int_equal(
+		run_in("sleep 3; head -c 4", "abcd", 4, 500, &o, &timed_out, &sent, &code, &e), 0);
+	assert_int_equal(timed_out, 1);
+	assert_true(mono_ms() - t0 < 2500 + 5000);
+	out_free(&o);
+
+	/* a missing exec: Docker's 404 before any hijack */
+	assert_int_equal(docker_exec_start_input(
+				 T.c,
+				 "0000000000000000000000000000000000000000000000000000000000000000",
+				 5000, "x", 1, collect, NULL, &o, &timed_out, &sent, &e),
+			 -1);
+	assert_int_equal(e.code, SP_NOT_FOUND);
+	assert_non_null(strstr(e.msg, "No such exec instance"));
+	free(data);
+}
+
 static void test_list_stop_remove(void **state)
 {
 	json_object *o = NULL;
@@ -568,6 +686,15 @@ static void test_unreachable(void **state)
 	assert_int_equal(e.code, SP_UNAVAILABLE);
 	assert_int_equal(timed_out, 0);
 	assert_true(mono_ms() - t0 < 3500);
+	/* and so does one with input, which waits for the 101 before writing */
+	t0 = mono_ms();
+	assert_int_equal(docker_exec_start_input(c, "abc", 60000, "x", 1, collect, NULL, NULL,
+						 &timed_out, NULL, &e),
+			 -1);
+	assert_int_equal(e.code, SP_UNAVAILABLE);
+	assert_string_equal(e.msg, "Docker did not answer within 1 s");
+	assert_int_equal(timed_out, 0);
+	assert_true(mono_ms() - t0 < 3500);
 	docker_client_free(c);
 	close(fd);
 	unlink(path);
@@ -576,10 +703,10 @@ static void test_unreachable(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_negotiate),    cmocka_unit_test(test_images),
-		cmocka_unit_test(test_networks),     cmocka_unit_test(test_container_life),
-		cmocka_unit_test(test_archive_read), cmocka_unit_test(test_list_stop_remove),
-		cmocka_unit_test(test_unreachable),
+		cmocka_unit_test(test_negotiate),	 cmocka_unit_test(test_images),
+		cmocka_unit_test(test_networks),	 cmocka_unit_test(test_container_life),
+		cmocka_unit_test(test_archive_read),	 cmocka_unit_test(test_exec_stdin),
+		cmocka_unit_test(test_list_stop_remove), cmocka_unit_test(test_unreachable),
 	};
 
 	log_setup("test_docker_live", LOG_WARN, 0);
