@@ -86,7 +86,7 @@ int utf8_sanitize(const char *p, size_t n, struct buf *out)
 
 /* 1 when p[0..n) could still become a valid sequence (n is short of the
  * length its first byte announces and every byte so far fits). */
-static int utf8_prefix(const unsigned char *p, size_t n)
+static int utf8_incomplete(const unsigned char *p, size_t n)
 {
 	unsigned char c = p[0];
 	size_t len;
@@ -161,7 +161,7 @@ int utf8_json_escape(const char *p, size_t n, int final, struct buf *out, size_t
 				run += k;
 				continue;
 			}
-			if (!final && utf8_prefix(u + i, n - i))
+			if (!final && utf8_incomplete(u + i, n - i))
 				break;
 		}
 		if (buf_append(out, u + i - run, run) < 0)
