@@ -185,7 +185,9 @@ timing=$(sed -n 's/^<!-- server-timing \(.*\) -->$/\1/p' "$out")
 	echo "Latencies in ms (p50 and p95); ratio = sandpit p50 / raw p50. Raw = the Docker"
 	echo "Engine API through sandpit's own Docker client (same libcurl, same socket),"
 	echo "interleaved with sandpit in the same run; sandpit = HTTPS through nginx on one"
-	echo "kept-alive connection."
+	echo "kept-alive connection. Times are on the wire on both sides (a request's first"
+	echo "byte to its answer's last): building or reading a body, JSON or tar, is the"
+	echo "client's and counts on neither side."
 	echo
 	echo "| measurement | sandpit p50 | sandpit p95 | raw p50 | raw p95 | ratio | target | met |"
 	echo "|---|---|---|---|---|---|---|---|"
