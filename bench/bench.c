@@ -9,7 +9,7 @@
  *
  *   bench latency            the latency rows
  *   bench warm               create → first exec from a warm pool
- *   bench gvisor RUNTIME     create → first exec under gVisor
+ *   bench gvisor RUNTIME     create → first exec and exec round trips under gVisor
  *   bench mem-up N P         creates N small alpine sandboxes with P
  *                            processes; prints their ids, one a line
  *   bench mem-down P         removes the sandboxes whose ids are on stdin
@@ -594,6 +594,29 @@ static void mode_gvisor(const char *runtime)
 	json_object_put(b);
 	snprintf(label, sizeof(label), "gVisor (%s): create → first exec `true`", runtime);
 	cold_row(label, n, "\"runtime\":\"gvisor\"", runtime, image, T_NONE, with_sp);
+	if (with_sp) {
+		/* exec round trips on one gVisor sandbox and one runsc container */
+		struct samples sa, sb;
+		char *id = NULL, cid[65];
+		int m = n * 5;
+		samples_init(&sa, m);
+		samples_init(&sb, m);
+		sp_create("\"runtime\":\"gvisor\"", &id, 0);
+		raw_create(image, runtime, cid);
+		sp_exec(id, "true", 0);
+		raw_exec(cid, "true", 0);
+		for (int i = 0; i < m; i++) {
+			TIMED(&sa, sp_exec(id, "true", 0));
+			TIMED(&sb, raw_exec(cid, "true", 0));
+		}
+		snprintf(label, sizeof(label), "gVisor (%s): exec `true` round trip", runtime);
+		row(label, &sa, &sb, T_NONE, 0, 0);
+		sp_id_call("sandbox.remove", id);
+		raw_remove(cid);
+		free(id);
+		free(sa.v);
+		free(sb.v);
+	}
 }
 
 /* The warm-pool row: sandpit's create (template alpine, network internet:

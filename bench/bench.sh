@@ -3,7 +3,7 @@
 # a temp dir, rate limit out of the way), then ONE table of sandpit against
 # the raw Docker Engine API, measured in the same run, interleaved:
 #   bench/bench latency    create→first exec, exec, files (sandpit vs raw)
-#   bench/bench gvisor RT  the same create→first exec under runsc, when
+#   bench/bench gvisor RT  the same create→first exec, and exec round trips, under runsc, when
 #                          dockerd has a runsc runtime
 #   wrk                    sandbox.one at 64 connections beside a FastCGI
 #                          hello-world (bench/hello_fcgi) behind the same nginx
