@@ -2,6 +2,8 @@
  * forms, no surrogates, nothing above U+10FFFF. */
 #include "utf8.h"
 
+#include <string.h>
+
 size_t utf8_seq_len(const unsigned char *p, size_t n)
 {
 	unsigned char c = p[0];
@@ -74,4 +76,18 @@ int utf8_sanitize(const char *p, size_t n, struct buf *out)
 		i++;
 	}
 	return buf_append(out, u + i - run, run);
+}
+
+size_t utf8_prefix(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1), back = 0;
+
+	if (n <= max)
+		return n;
+	/* s[max] exists: step back over continuation bytes (at most 3) */
+	while (max > 0 && back < 3 && ((unsigned char)s[max] & 0xC0) == 0x80) {
+		max--;
+		back++;
+	}
+	return max;
 }

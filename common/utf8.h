@@ -16,5 +16,9 @@ size_t utf8_seq_len(const unsigned char *p, size_t n);
 int utf8_valid(const char *p, size_t n);
 /* Appends p to out with each invalid sequence replaced by U+FFFD. */
 int utf8_sanitize(const char *p, size_t n, struct buf *out);
+/* How many bytes of the C string s to keep to cut it to at most max bytes
+ * without splitting a multi-byte sequence: strlen(s) when it fits, else
+ * max moved back to the start of the sequence it falls in. For "%.*s". */
+size_t utf8_prefix(const char *s, size_t max);
 
 #endif
