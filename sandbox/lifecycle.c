@@ -853,7 +853,7 @@ static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, struct 
 	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/activate", 0, 0644, uid, gid, "", 0, t };
 	ents[n++] = (struct docker_tar_entry){ STATE_DIR "/main.pid", 0, 0644, uid, gid, "", 0, t };
 	if (sb->template_name[0] && strcmp(sb->workdir, TEMPLATE_HOME) != 0)
-		ents[n++] = (struct docker_tar_entry){ TEMPLATE_HOME + 1, 1, 0755, uid, gid, NULL, 0, t };
+		ents[n++] = (struct docker_tar_entry){ &TEMPLATE_HOME[1], 1, 0755, uid, gid, NULL, 0, t };
 	if (strcmp(sb->workdir, "/") != 0)
 		ents[n++] = (struct docker_tar_entry){ sb->workdir + 1, 1, mode, uid, gid, NULL, 0, t };
 	buf_init(&tar, 64 * 1024);
