@@ -10,7 +10,7 @@
 #
 # Environment:
 #   FUZZ_SECONDS   seconds per target (default 60)
-#   FUZZ_ARGS      extra libFuzzer flags (e.g. -jobs is not used: one at a time)
+#   FUZZ_ARGS      extra libFuzzer flags (e.g. -max_len=65536)
 #   FUZZ_KEEP      1: keep the temp folder (logs, the grown corpus)
 set -uo pipefail
 
