@@ -34,7 +34,7 @@ STREAM_LIBS = -lwslay $(shell pkg-config --libs libcrypto 2>/dev/null || echo -l
 UNIT_SRC    = $(wildcard tests/unit/test_*.c)
 UNIT_BIN    = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all deps test unit api up down clean lint images bench bench-ssh bench-ws
+.PHONY: all deps test unit api up down clean lint images bench bench-ssh bench-ws fuzz fuzz-run
 
 all: $(B)/sandpitd $(B)/sandpit $(B)/sandpit-stream
 
@@ -104,6 +104,37 @@ lint:
 # sandpit-stream and of nginx's workers (needs a built tree and dockerd).
 bench-ws: all
 	node bench/ws_idle.mjs
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c) against the project's own sources,
+# built apart from the gcc build: clang, ASan + UBSan, objects under
+# build/fuzz/obj/, one archive the targets link against. `make fuzz-run
+# FUZZ_SECONDS=N` runs each target for N seconds on a copy of its corpus.
+FUZZ_CC      = clang
+FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS  = $(filter-out -Wno-format-truncation,$(WARN)) -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) -I.
+FUZZ_LIB_SRC = $(CORE_SRC) $(FCGI_SRC) $(HANDLER_SRC) $(filter-out stream/main.c,$(STREAM_SRC))
+FUZZ_LIB_OBJ = $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o)
+FUZZ_SRC     = $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN     = $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(B)/fuzz/%)
+FUZZ_SECONDS ?= 60
+
+$(B)/fuzz/obj/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC-FUZZ $<"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(B)/fuzz/libsandpit.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	@ar rcs $@ $^
+
+$(B)/fuzz/%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(B)/fuzz/libsandpit.a
+	@echo "  LINK    $@"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/fuzz/libsandpit.a $(LIBS) $(STREAM_LIBS)
+
+fuzz: $(FUZZ_BIN)
+
+fuzz-run: fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_BIN)
 
 clean:
 	rm -rf $(B)

@@ -3,6 +3,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "buf.h"
+#include "utf8.h"
 
 static const struct {
 	int http;
@@ -24,15 +28,34 @@ static const struct {
 	[SP_UNAVAILABLE] = { 503, "SERVICE_UNAVAILABLE" },
 };
 
+/* Copies src into dst[cap] as valid UTF-8: invalid bytes (a raw request
+ * path, a cut sequence) become U+FFFD, and a text too long is cut between
+ * sequences, never inside one. Messages and fields go into JSON answers
+ * and WebSocket text frames, which must be UTF-8. */
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+	struct buf fixed;
+	size_t n = strlen(src);
+
+	buf_init(&fixed, cap * 3 + 16);
+	if (!utf8_valid(src, n) && utf8_sanitize(src, n > cap ? cap : n, &fixed) == 0 && fixed.data)
+		src = fixed.data;
+	snprintf(dst, cap, "%.*s", (int)utf8_prefix(src, cap - 1), src);
+	buf_free(&fixed);
+}
+
 static int err_vset(struct sp_err *e, enum sp_code code, const char *field, const char *fmt,
 		    va_list ap)
 {
+	char msg[sizeof(e->msg) + 4];
+
 	if (!e)
 		return -1;
 	e->code = code;
-	snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
-	if (vsnprintf(e->msg, sizeof(e->msg), fmt, ap) < 0)
-		e->msg[0] = '\0';
+	copy_text(e->field, sizeof(e->field), field ? field : "");
+	if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
+		msg[0] = '\0';
+	copy_text(e->msg, sizeof(e->msg), msg);
 	return -1;
 }
 

@@ -198,3 +198,17 @@ int utf8_json_escape(const char *p, size_t n, int final, struct buf *out, size_t
 	*used = i;
 	return 0;
 }
+
+size_t utf8_prefix(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1), back = 0;
+
+	if (n <= max)
+		return n;
+	/* s[max] exists: step back over continuation bytes (at most 3) */
+	while (max > 0 && back < 3 && ((unsigned char)s[max] & 0xC0) == 0x80) {
+		max--;
+		back++;
+	}
+	return max;
+}

@@ -23,5 +23,9 @@ int utf8_sanitize(const char *p, size_t n, struct buf *out);
  * p was taken (the rest goes in front of the next piece). -1 when out is
  * full. */
 int utf8_json_escape(const char *p, size_t n, int final, struct buf *out, size_t *used);
+/* How many bytes of the C string s to keep to cut it to at most max bytes
+ * without splitting a multi-byte sequence: strlen(s) when it fits, else
+ * max moved back to the start of the sequence it falls in. For "%.*s". */
+size_t utf8_prefix(const char *s, size_t max);
 
 #endif

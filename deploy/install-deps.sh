@@ -11,6 +11,10 @@ PKGS=(
   libfcgi-bin redis-server nginx-light socat openssh-server openssh-client
   docker.io busybox-static debootstrap runsc
   wrk  # make bench: sandbox.one throughput
+  # make fuzz: clang with libFuzzer and the sanitizers' runtimes
+  # (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev, only a
+  # Recommends of clang-14), llvm-symbolizer for readable crash traces
+  clang libclang-rt-14-dev llvm-14
 )
 
 missing=()

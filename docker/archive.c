@@ -2,13 +2,12 @@
  * Archive endpoints (put, get, stat) and the tar builder behind put. A get
  * lands in the caller's capped buffer and is aborted the moment the cap is
  * crossed, never buffered whole. Paths are absolute, free of control bytes,
- * and escaped into the query. The tar builder never writes setuid, setgid
- * or sticky bits (RELIABILITY H4) and refuses entry names that climb out
- * with "..".
+ * and escaped into the query. The tar builder never writes setuid or
+ * setgid bits (RELIABILITY H4; the sticky bit is kept, for shared staging
+ * folders) and refuses entry names that climb out with "..".
  */
 #include <archive.h>
 #include <archive_entry.h>
-#include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -141,6 +140,30 @@ done:
 	return rc;
 }
 
+int docker_stat_decode(const char *hdr, size_t len, struct docker_stat *st, struct sp_err *e)
+{
+	unsigned char raw[6144];
+	size_t rawlen = 0;
+	json_object *o = NULL, *v;
+	const char *s;
+
+	memset(st, 0, sizeof(*st));
+	if (sodium_base642bin(raw, sizeof(raw), hdr, len, NULL, &rawlen, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0 ||
+	    docker_parse_json((const char *)raw, rawlen, &o, e) < 0)
+		return sp_err_set(e, SP_INTERNAL, "Docker's path stat header does not decode");
+	s = docker_json_str(o, "name");
+	snprintf(st->name, sizeof(st->name), "%s", s ? s : "");
+	s = docker_json_str(o, "linkTarget");
+	snprintf(st->link_target, sizeof(st->link_target), "%s", s ? s : "");
+	if (json_object_object_get_ex(o, "size", &v))
+		st->size = json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "mode", &v))
+		st->mode = (uint32_t)json_object_get_int64(v);
+	json_object_put(o);
+	return 0;
+}
+
 /* Mapping: a missing container or path SP_NOT_FOUND (a HEAD answer carries
  * no message, so the two cannot be told apart); a header that does not
  * decode SP_INTERNAL. */
@@ -148,10 +171,6 @@ int docker_archive_stat(struct docker_client *c, const char *id, const char *pat
 			struct docker_stat *st, struct sp_err *e)
 {
 	char hdr[8192];
-	unsigned char raw[6144];
-	size_t rawlen = 0;
-	json_object *o = NULL, *v;
-	const char *s;
 	struct docker_req r;
 	int rc = -1;
 
@@ -174,45 +193,38 @@ int docker_archive_stat(struct docker_client *c, const char *id, const char *pat
 		docker_status_err(&r, e);
 		goto done;
 	}
-	if (sodium_base642bin(raw, sizeof(raw), hdr, strlen(hdr), NULL, &rawlen, NULL,
-			      sodium_base64_VARIANT_ORIGINAL) != 0 ||
-	    docker_parse_json((const char *)raw, rawlen, &o, e) < 0) {
-		sp_err_set(e, SP_INTERNAL, "Docker's path stat header does not decode");
-		goto done;
-	}
-	s = docker_json_str(o, "name");
-	snprintf(st->name, sizeof(st->name), "%s", s ? s : "");
-	s = docker_json_str(o, "linkTarget");
-	snprintf(st->link_target, sizeof(st->link_target), "%s", s ? s : "");
-	if (json_object_object_get_ex(o, "size", &v))
-		st->size = json_object_get_int64(v);
-	if (json_object_object_get_ex(o, "mode", &v))
-		st->mode = (uint32_t)json_object_get_int64(v);
-	rc = 0;
+	rc = docker_stat_decode(hdr, strlen(hdr), st, e);
 done:
-	json_object_put(o);
 	docker_req_cleanup(&r);
 	return rc;
 }
 
-/* libarchive write callback: appends to the capped buffer. */
+struct tar_sink {
+	struct buf *out;
+	int too_big;
+};
+
+/* libarchive write callback: appends to the capped buffer. Past the cap it
+ * drops the bytes and says so in too_big, but never fails the write:
+ * libarchive 3.6 leaks its 10 KiB block buffer when the write at
+ * archive_write_close fails (found by tests/fuzz/fuzz_tar.c). */
 static la_ssize_t tar_write(struct archive *a, void *arg, const void *p, size_t n)
 {
-	struct buf *out = arg;
+	struct tar_sink *sink = arg;
 
-	if (buf_append(out, p, n) < 0) {
-		archive_set_error(a, ENOSPC, "tar is larger than the cap");
-		return -1;
-	}
+	(void)a;
+	if (!sink->too_big && buf_append(sink->out, p, n) < 0)
+		sink->too_big = 1;
 	return (la_ssize_t)n;
 }
 
-/* A relative entry name with no empty, "." or ".." component. */
-static int entry_name_ok(const char *p)
+/* A relative entry name with no empty, "." or ".." component; only a
+ * directory's may end in '/' (a file's would read back as a directory). */
+static int entry_name_ok(const char *p, int is_dir)
 {
 	const char *s = p;
 
-	if (!p || !*p || *p == '/')
+	if (!p || !*p || *p == '/' || (!is_dir && p[strlen(p) - 1] == '/'))
 		return 0;
 	for (;;) {
 		size_t n = strcspn(s, "/");
@@ -226,11 +238,21 @@ static int entry_name_ok(const char *p)
 	}
 }
 
-/* Maps a libarchive write failure; returns -1. */
-static int tar_fail(struct archive *a, const struct buf *out, struct sp_err *e)
+/* True when every entry name is ASCII. */
+static int names_ascii(const struct docker_tar_entry *ents, size_t n)
 {
-	if (archive_errno(a) == ENOSPC)
-		return sp_err_set(e, SP_TOO_LARGE, "tar is larger than %zu bytes", out->max);
+	for (size_t i = 0; i < n; i++)
+		for (const char *c = ents[i].path; c && *c; c++)
+			if ((unsigned char)*c > 0x7f)
+				return 0;
+	return 1;
+}
+
+/* Maps a libarchive write failure; returns -1. */
+static int tar_fail(struct archive *a, const struct tar_sink *sink, struct sp_err *e)
+{
+	if (sink->too_big)
+		return sp_err_set(e, SP_TOO_LARGE, "tar is larger than %zu bytes", sink->out->max);
 	return sp_err_set(e, SP_INTERNAL, "tar: %s", archive_error_string(a));
 }
 
@@ -242,6 +264,7 @@ int docker_tar_build(const struct docker_tar_entry *ents, size_t n, struct buf *
 {
 	struct archive *a = archive_write_new();
 	struct archive_entry *ae = archive_entry_new();
+	struct tar_sink sink = { out, 0 };
 	size_t had = out->len;
 	int rc = -1;
 
@@ -249,15 +272,24 @@ int docker_tar_build(const struct docker_tar_entry *ents, size_t n, struct buf *
 		sp_err_set(e, SP_INTERNAL, "out of memory");
 		goto done;
 	}
+	/* A non-ASCII name goes into the pax header as the bytes given
+	 * (hdrcharset=BINARY). Without it libarchive converts names from the
+	 * locale's charset (the process never sets one: ASCII) and fails on
+	 * any byte above 0x7f, so a workdir such as /home/été made
+	 * sandbox.create fail (found by tests/fuzz/fuzz_tar.c). Docker reads
+	 * pax names as bytes. Only then: the option adds a pax header to
+	 * every entry. */
 	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    (!names_ascii(ents, n) &&
+	     archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK) ||
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-	    archive_write_open(a, out, NULL, tar_write, NULL) != ARCHIVE_OK) {
+	    archive_write_open(a, &sink, NULL, tar_write, NULL) != ARCHIVE_OK) {
 		sp_err_set(e, SP_INTERNAL, "tar: %s", archive_error_string(a));
 		goto done;
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct docker_tar_entry *t = &ents[i];
-		if (!entry_name_ok(t->path) || (!t->is_dir && t->len && !t->data)) {
+		if (!entry_name_ok(t->path, t->is_dir) || (!t->is_dir && t->len && !t->data)) {
 			sp_err_field(e, SP_BAD_REQUEST, "path", "invalid tar entry");
 			goto done;
 		}
@@ -272,12 +304,12 @@ int docker_tar_build(const struct docker_tar_entry *ents, size_t n, struct buf *
 		if (archive_write_header(a, ae) != ARCHIVE_OK ||
 		    (!t->is_dir && t->len &&
 		     archive_write_data(a, t->data, t->len) != (la_ssize_t)t->len)) {
-			tar_fail(a, out, e);
+			tar_fail(a, &sink, e);
 			goto done;
 		}
 	}
-	if (archive_write_close(a) != ARCHIVE_OK) {
-		tar_fail(a, out, e);
+	if (archive_write_close(a) != ARCHIVE_OK || sink.too_big) {
+		tar_fail(a, &sink, e);
 		goto done;
 	}
 	rc = 0;

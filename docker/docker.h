@@ -131,7 +131,8 @@ int docker_archive_owner(struct docker_client *c, const char *id, const char *pa
 			 struct docker_owner *out, struct sp_err *e);
 
 /* Builds an uncompressed tar (libarchive) in out. Entries are written in
- * order; a directory entry has data NULL. */
+ * order; a directory entry has data NULL; only a directory's name may end
+ * in '/'. */
 struct docker_tar_entry {
 	const char *path;  /* relative, no leading '/' */
 	int is_dir;

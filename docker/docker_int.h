@@ -141,6 +141,11 @@ int docker_status_err(const struct docker_req *r, struct sp_err *e);
 /* Parses len bytes of JSON; *out is new (caller puts it). -1, SP_INTERNAL. */
 int docker_parse_json(const char *p, size_t len, json_object **out, struct sp_err *e);
 
+/* Decodes the X-Docker-Container-Path-Stat header value hdr[0..len)
+ * (base64 of a JSON object) into st, which is zeroed first. -1,
+ * SP_INTERNAL, when it does not decode. Reads only; exposed for tests. */
+int docker_stat_decode(const char *hdr, size_t len, struct docker_stat *st, struct sp_err *e);
+
 /* A string member of o, or NULL. */
 const char *docker_json_str(json_object *o, const char *key);
 

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "../common/perms.h"
+#include "../common/utf8.h"
 #include "../common/util.h"
 
-#define JSON_MAX_DEPTH 16
 #define BODY_MAX (15u * 1024 * 1024)
 
 const struct route *route_find(const struct route *table, const char *method, const char *path,
@@ -86,7 +86,8 @@ static int parse_query(const char *q, json_object **in, struct sp_err *e)
 			sp_err_set(e, SP_BAD_REQUEST, "Malformed query string");
 			goto fail;
 		}
-		if (strlen(key) != klen) {
+		/* a key is echoed in error answers: UTF-8 only (field names are ASCII) */
+		if (strlen(key) != klen || !utf8_valid(key, klen)) {
 			sp_err_set(e, SP_BAD_REQUEST, "Malformed query string");
 			goto fail;
 		}
@@ -123,7 +124,11 @@ int route_parse_input(const struct route *rt, struct req *r, json_object **in, s
 		*in = json_object_new_object();
 		return 0;
 	}
-	tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+	/* json-c's UTF-8 check lets overlong forms through (such as C1 A9);
+	 * keys are echoed in error answers, which must be UTF-8 */
+	if (!utf8_valid(r->body.data, r->body.len))
+		return sp_err_set(e, SP_BAD_REQUEST, "Malformed JSON body: not valid UTF-8");
+	tok = json_tokener_new_ex(ROUTE_JSON_MAX_DEPTH);
 	if (!tok)
 		return sp_err_set(e, SP_INTERNAL, "out of memory");
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
@@ -319,18 +324,20 @@ static const char *check_field(const struct field_spec *f, json_object *v, char 
 		{
 			if (!env_key_ok(k)) {
 				*code = "invalid_string";
-				snprintf(msg, cap, "%s: key '%.64s' must match ^[A-Za-z_][A-Za-z0-9_]*$",
-					 f->name, k);
+				snprintf(msg, cap, "%s: key '%.*s' must match ^[A-Za-z_][A-Za-z0-9_]*$",
+					 f->name, (int)utf8_prefix(k, 64), k);
 				return msg;
 			}
 			if (!json_object_is_type(val, json_type_string)) {
-				snprintf(msg, cap, "%s.%.64s: expected a string", f->name, k);
+				snprintf(msg, cap, "%s.%.*s: expected a string", f->name,
+					 (int)utf8_prefix(k, 64), k);
 				return msg;
 			}
 			if (memchr(json_object_get_string(val), '\0',
 				   (size_t)json_object_get_string_len(val))) {
 				*code = "invalid_string";
-				snprintf(msg, cap, "%s.%.64s: must not contain NUL bytes", f->name, k);
+				snprintf(msg, cap, "%s.%.*s: must not contain NUL bytes", f->name,
+					 (int)utf8_prefix(k, 64), k);
 				return msg;
 			}
 			if (++count > 256) {
@@ -361,11 +368,13 @@ int route_validate(const struct route *rt, json_object *in, int from_query, stru
 			if (strcmp(g->name, key) == 0)
 				f = g;
 		if (!f) {
-			snprintf(msg, sizeof(msg), "Unrecognized key: '%.100s'", key);
+			snprintf(msg, sizeof(msg), "Unrecognized key: '%.*s'",
+				 (int)utf8_prefix(key, 100), key);
 			add_issue(iss, key, "unrecognized_keys", msg);
 			if (!first[0]) {
 				str_copy(first, sizeof(first), msg);
-				str_copy(first_field, sizeof(first_field), key);
+				snprintf(first_field, sizeof(first_field), "%.*s",
+					 (int)utf8_prefix(key, sizeof(first_field) - 1), key);
 			}
 		}
 	}

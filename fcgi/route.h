@@ -15,6 +15,10 @@
 #include "../common/err.h"
 #include "request.h"
 
+/* Nesting levels a JSON body may have (the top object is level 1); a deeper
+ * body is refused before any of it is validated. */
+#define ROUTE_JSON_MAX_DEPTH 16
+
 enum field_type {
 	FT_STRING,  /* length min..max bytes */
 	FT_INT,     /* integer min..max */

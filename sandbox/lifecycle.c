@@ -871,7 +871,7 @@ static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, const c
 	sandbox_owner(sb, &uid, &gid, &mode);
 	if (sb->template_name[0] && strcmp(sb->workdir, TEMPLATE_HOME) != 0 &&
 	    !already_owned(ctx, sb, image_id, TEMPLATE_HOME, uid, gid, 0755))
-		ents[n++] = (struct docker_tar_entry){ TEMPLATE_HOME + 1, 1, 0755, uid, gid, NULL, 0, t };
+		ents[n++] = (struct docker_tar_entry){ &TEMPLATE_HOME[1], 1, 0755, uid, gid, NULL, 0, t };
 	if (strcmp(sb->workdir, "/") != 0 &&
 	    !already_owned(ctx, sb, image_id, sb->workdir, uid, gid, mode))
 		ents[n++] = (struct docker_tar_entry){ sb->workdir + 1, 1, mode, uid, gid, NULL, 0, t };

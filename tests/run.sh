@@ -5,7 +5,8 @@
 #   3. build the local test images (tests/images/build.sh)
 #   4. make -j2 all + the unit test binaries
 #   5. suites: unit (build/tests/test_*, cmocka), process manager
-#      (tests/pm/test_pm.sh), API (node --test tests/api/*.test.mjs, each
+#      (tests/pm/test_pm.sh), fuzz (make fuzz-run: each libFuzzer target of
+#      tests/fuzz/ for a few seconds), API (node --test tests/api/*.test.mjs, each
 #      test file starts its own stack with deploy/stack.sh), then the gVisor
 #      pass: the lifecycle, exec, files and hardening files again with every
 #      sandbox under runsc (SANDPIT_TEST_RUNTIME=gvisor)
@@ -19,6 +20,8 @@
 #                         sandpit.sandbox=true (default 1 when CI=true, else 0)
 #   SANDPIT_TEST_KEEP     1: keep the run's temp folder (stack logs)
 #   SANDPIT_TEST_GVISOR   0: skip the gVisor pass and runsc's registration
+#   SANDPIT_TEST_FUZZ     0: skip the fuzz suite
+#   SANDPIT_TEST_FUZZ_SECONDS  seconds per fuzz target (default 12)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -265,7 +268,30 @@ if [ -f tests/pm/test_pm.sh ]; then
 	record "pm test_pm.sh" "$p" "$f"
 fi
 
-# --- 5c. API tests (node --test) -------------------------------------------------------
+# --- 5c. fuzz targets (libFuzzer, ASan + UBSan), briefly -------------------------------
+# Each target of tests/fuzz/ for SANDPIT_TEST_FUZZ_SECONDS (default 12 s) on
+# a copy of its seeds; a crash, a leak or a failed check fails the suite.
+if [ "${SANDPIT_TEST_FUZZ:-1}" != 0 ]; then
+	fuzz_s=${SANDPIT_TEST_FUZZ_SECONDS:-12}
+	header "fuzz: make fuzz-run FUZZ_SECONDS=$fuzz_s"
+	log=$RUN_TMP/fuzz.log
+	rc=0
+	run_logged "$log" make -s -j2 fuzz-run FUZZ_SECONDS="$fuzz_s" || rc=$?
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 || true)
+	if [ -n "$line" ]; then
+		p=${line%% passed*}
+		f=${line#*passed, }
+		f=${f%% failed*}
+		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	else
+		# no summary: the fuzz build failed (clang or libFuzzer missing?)
+		p=0
+		f=1
+	fi
+	record "fuzz (libFuzzer, ${fuzz_s}s each)" "$p" "$f"
+fi
+
+# --- 5d. API tests (node --test) -------------------------------------------------------
 # api_pass NAME TAP FILE...: one node --test run; records its counts.
 api_pass() {
 	local name=$1 tap=$2 rc=0 p f c sk td s
@@ -300,7 +326,7 @@ if [ ${#API_TESTS[@]} -gt 0 ]; then
 	api_pass "api (node --test)" "$RUN_TMP/api.tap" "${API_TESTS[@]}"
 fi
 
-# --- 5d. the gVisor pass: lifecycle, exec, files and hardening under runsc -----------
+# --- 5e. the gVisor pass: lifecycle, exec, files and hardening under runsc -----------
 GVISOR_TESTS=(tests/api/lifecycle.test.mjs tests/api/exec.test.mjs tests/api/files.test.mjs
 	tests/api/hardening.test.mjs)
 if [ "${SANDPIT_TEST_GVISOR:-1}" != 0 ]; then

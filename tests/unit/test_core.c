@@ -107,6 +107,61 @@ static void test_exec_and_query(void **state)
 			    "encoding");
 }
 
+/* Regression (found by tests/fuzz/fuzz_request.c): error answers echoed
+ * request keys cut at a byte count, splitting a UTF-8 sequence, so the
+ * JSON answer (or the WebSocket text frame of sandpit-stream) was not
+ * valid UTF-8. Cuts now fall between sequences, and raw bytes in a message
+ * become U+FFFD. */
+static void test_error_text_stays_utf8(void **state)
+{
+	char body[512], key[256];
+	const struct route *rt = find("POST", "/api/sandbox.exec");
+	json_object *in, *issues = NULL;
+	struct sp_err e;
+	size_t k = 0;
+	(void)state;
+
+	assert_int_equal(utf8_prefix("abc", 5), 3);
+	assert_int_equal(utf8_prefix("ab\xc3\xa9", 3), 2);
+	assert_int_equal(utf8_prefix("ab\xc3\xa9", 4), 4);
+	assert_int_equal(utf8_prefix("\xf0\x9f\x98\x80x", 3), 0);
+
+	key[k++] = 'a';
+	while (k + 2 < sizeof(key) - 1) {
+		key[k++] = '\xc3';
+		key[k++] = '\xa9';
+	}
+	key[k] = '\0';
+	/* an unknown key, and an env key, longer than any cut */
+	snprintf(body, sizeof(body), "{\"sandboxId\":\"x\",\"cmd\":\"x\",\"%s\":1}", key);
+	in = json_tokener_parse(body);
+	assert_non_null(in);
+	assert_int_equal(route_validate(rt, in, 0, &e, &issues), -1);
+	assert_true(utf8_valid(e.msg, strlen(e.msg)));
+	assert_true(utf8_valid(e.field, strlen(e.field)));
+	assert_true(strlen(e.field) >= sizeof(e.field) - 4);
+	assert_true(utf8_valid(json_object_to_json_string(issues),
+			       strlen(json_object_to_json_string(issues))));
+	json_object_put(issues);
+	json_object_put(in);
+	snprintf(body, sizeof(body), "{\"sandboxId\":\"x\",\"cmd\":\"x\",\"env\":{\"%.100s\":1}}",
+		 key);
+	in = json_tokener_parse(body);
+	assert_non_null(in);
+	assert_int_equal(route_validate(rt, in, 0, &e, &issues), -1);
+	assert_true(utf8_valid(e.msg, strlen(e.msg)));
+	json_object_put(issues);
+	json_object_put(in);
+
+	/* a raw byte, such as a request path's, and a message cut at the cap */
+	sp_err_field(&e, SP_NOT_FOUND, "p\xff", "No procedure at /a\xff" "b");
+	assert_string_equal(e.msg, "No procedure at /a\xef\xbf\xbd" "b");
+	assert_string_equal(e.field, "p\xef\xbf\xbd");
+	sp_err_set(&e, SP_BAD_REQUEST, "%s%s%s", key, key, key);
+	assert_true(utf8_valid(e.msg, strlen(e.msg)));
+	assert_true(strlen(e.msg) >= sizeof(e.msg) - 4);
+}
+
 static void test_utf8(void **state)
 {
 	struct buf b;
@@ -256,8 +311,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_bounds), cmocka_unit_test(test_exec_and_query),
-		cmocka_unit_test(test_utf8), cmocka_unit_test(test_utf8_json_escape),          cmocka_unit_test(test_config),
-		cmocka_unit_test(test_crypto),
+		cmocka_unit_test(test_utf8), cmocka_unit_test(test_utf8_json_escape),
+		cmocka_unit_test(test_config), cmocka_unit_test(test_crypto),
+		cmocka_unit_test(test_error_text_stays_utf8),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

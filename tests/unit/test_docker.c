@@ -463,6 +463,45 @@ static void test_tar_build(void **state)
 	buf_free(&out);
 }
 
+/* Regression (found by tests/fuzz/fuzz_tar.c): a non-ASCII name, such as
+ * the workdir /home/été of a sandbox.create, failed the build with "Can't
+ * translate pathname" (a 500). It is written as its bytes and reads back
+ * the same; an ASCII-only tar stays free of pax headers. */
+static void test_tar_non_ascii_name(void **state)
+{
+	const struct docker_tar_entry ascii = { "home/a.txt", 0, 0644, 0, 0, "hi", 2, 0 };
+	const struct docker_tar_entry ents[] = {
+		{ "home/\xc3\xa9t\xc3\xa9", 1, 0755, 1000, 1000, NULL, 0, 0 },
+		{ "home/\xc3\xa9t\xc3\xa9/caf\xc3\xa9.txt", 0, 0644, 1000, 1000, "ok", 2, 0 },
+		{ "raw/\xff\xfe", 0, 0644, 0, 0, "x", 1, 0 },
+	};
+	struct archive *a;
+	struct archive_entry *ae;
+	struct buf out;
+	struct sp_err e;
+	(void)state;
+
+	buf_init(&out, 1 << 20);
+	assert_int_equal(docker_tar_build(&ascii, 1, &out, &e), 0);
+	assert_int_equal(out.len, 512 * 4); /* header, data, two end blocks: no pax header */
+	buf_free(&out);
+
+	buf_init(&out, 1 << 20);
+	assert_int_equal(docker_tar_build(ents, 3, &out, &e), 0);
+	a = archive_read_new();
+	archive_read_support_format_tar(a);
+	assert_int_equal(archive_read_open_memory(a, out.data, out.len), ARCHIVE_OK);
+	assert_int_equal(archive_read_next_header(a, &ae), ARCHIVE_OK);
+	assert_string_equal(archive_entry_pathname(ae), "home/\xc3\xa9t\xc3\xa9/");
+	assert_int_equal(archive_read_next_header(a, &ae), ARCHIVE_OK);
+	assert_string_equal(archive_entry_pathname(ae), ents[1].path);
+	assert_int_equal(archive_read_next_header(a, &ae), ARCHIVE_OK);
+	assert_string_equal(archive_entry_pathname(ae), ents[2].path);
+	assert_int_equal(archive_read_next_header(a, &ae), ARCHIVE_EOF);
+	archive_read_free(a);
+	buf_free(&out);
+}
+
 static void test_tar_refuses(void **state)
 {
 	static const char *const bad[] = { "",	   "/etc/passwd", "../x", "a/../b",
@@ -480,6 +519,11 @@ static void test_tar_refuses(void **state)
 		assert_int_equal(e.code, SP_BAD_REQUEST);
 		assert_int_equal(out.len, 0);
 	}
+	/* a file whose name ends in '/' would read back as a directory
+	 * (found by tests/fuzz/fuzz_tar.c) */
+	ent.path = "dir/";
+	assert_int_equal(docker_tar_build(&ent, 1, &out, &e), -1);
+	assert_int_equal(e.code, SP_BAD_REQUEST);
 	/* a file with data NULL but a length */
 	ent.path = "f";
 	ent.data = NULL;
@@ -749,6 +793,7 @@ int main(void)
 		cmocka_unit_test(test_demux_stop),
 		cmocka_unit_test(test_tar_build),
 		cmocka_unit_test(test_tar_refuses),
+		cmocka_unit_test(test_tar_non_ascii_name),
 		cmocka_unit_test(test_image_split),
 		cmocka_unit_test(test_runc_ok),
 		cmocka_unit_test(test_refused_before_io),
