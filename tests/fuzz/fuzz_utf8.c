@@ -9,8 +9,12 @@
  * does not start a valid sequence); with a capped buffer it fails exactly
  * when the repair would not fit. utf8_prefix never keeps more than asked,
  * at most 3 bytes less, and never cuts valid text inside a sequence.
+ * utf8_json_escape, in two pieces, reads back through json-c as the
+ * reference repair.
  */
 #include <string.h>
+
+#include <json-c/json.h>
 
 #include "common/buf.h"
 #include "common/utf8.h"
@@ -103,6 +107,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (utf8_valid(c, len))
 			FUZZ_CHECK(utf8_valid(c, k));
 		free(c);
+	}
+	/* utf8_json_escape, fed in two pieces cut at cap % (n + 1) (a cut
+	 * sequence waits for the next piece): json-c reads the result back
+	 * as exactly the reference repair */
+	{
+		size_t cut = n ? cap % (n + 1) : 0, used = 0;
+		struct buf esc, rest;
+		json_object *back;
+		buf_init(&esc, (size_t)1 << 26);
+		buf_init(&rest, (size_t)1 << 24);
+		FUZZ_CHECK(buf_append(&esc, "\"", 1) == 0);
+		FUZZ_CHECK(utf8_json_escape(p, cut, 0, &esc, &used) == 0);
+		FUZZ_CHECK(used <= cut && cut - used <= 3);
+		FUZZ_CHECK(buf_append(&rest, p + used, n - used) == 0);
+		FUZZ_CHECK(utf8_json_escape(rest.data ? rest.data : "", rest.len, 1, &esc, &used) ==
+			   0);
+		FUZZ_CHECK(used == rest.len);
+		FUZZ_CHECK(buf_append(&esc, "\"", 1) == 0);
+		back = json_tokener_parse(esc.data);
+		FUZZ_CHECK(back && json_object_is_type(back, json_type_string));
+		FUZZ_CHECK((size_t)json_object_get_string_len(back) == want.len);
+		FUZZ_CHECK(want.len == 0 ||
+			   memcmp(json_object_get_string(back), want.data, want.len) == 0);
+		json_object_put(back);
+		buf_free(&esc);
+		buf_free(&rest);
 	}
 	buf_free(&capped);
 	buf_free(&out);
