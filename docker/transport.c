@@ -192,6 +192,11 @@ void docker_transport_apply(struct docker_client *c, CURL *h)
 		curl_easy_setopt(h, CURLOPT_CAINFO, c->tls_ca);
 		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
 		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+		/* A full handshake on every new connection: a TLS front that
+		 * checks client certificates without a session id context (socat,
+		 * some proxies) fails a resumed session with "internal error".
+		 * Connections are kept alive, so this costs little. */
+		curl_easy_setopt(h, CURLOPT_SSL_SESSIONID_CACHE, 0L);
 		break;
 	case DT_SSH:
 		/* HTTP over the bridge's local socket; a dead bridge is restarted */
