@@ -5,10 +5,12 @@
  * Bytes that are not UTF-8 become U+FFFD; nothing is cut at a NUL. A
  * client that goes away ends the command (checked about once a second).
  *
- * Over HTTP the answer goes out while the command runs: at its first
- * stdout byte the status (200) and `{"stdout":"` are sent, and stdout
+ * Over HTTP the answer goes out while the command runs: at its second
+ * piece of stdout the status (200) and `{"stdout":"` are sent, and stdout
  * follows as it comes, escaped in pieces; stderr (kept, capped) and the
- * rest close the object at the end. So a command printing a lot costs
+ * rest close the object at the end. (Not at the first: a command Docker
+ * could not start in cwd leaves one line of the runtime's on stdout, and
+ * that is answered as a 400 naming cwd.) So a command printing a lot costs
  * about what reading it from Docker costs. Should Docker fail after that
  * first byte, the answer is cut off (the client sees an incomplete
  * answer, never a wrong one). Through MCP the answer is built whole.
@@ -32,6 +34,7 @@ struct exec_out {
 	int stream_ok;      /* may answer while the command runs */
 	int streaming;      /* the status and `{"stdout":"` are out */
 	int gone;           /* a streamed write failed: the client went away */
+	int pieces;         /* stdout pieces seen */
 	struct buf esc;     /* an escaped piece on its way out */
 };
 
@@ -71,7 +74,10 @@ static int on_output(void *arg, int stream, const char *data, size_t len)
 		return 0;
 	o->out_n += len;
 	buf_append(&o->out, data, len);
-	if (!o->stream_ok || o->gone)
+	o->pieces++;
+	/* from the second piece: a command that failed to start (Docker's one
+	 * error line, see cwd_error) is still answered as an error */
+	if (!o->stream_ok || o->gone || o->pieces < 2)
 		return 0;
 	if (!o->streaming) {
 		req_stream_begin(o->r, 200);
@@ -122,6 +128,27 @@ static void stream_end(struct exec_out *o, const struct sandbox_exec_result *res
 	json_object_put(err);
 }
 
+/* Docker could not enter cwd: the process never started, exit 126, and
+ * the runtime's message is all of stdout. A 400 naming cwd, not a 200. */
+static int cwd_error(const struct exec_out *o, const struct sandbox_exec_result *res,
+		     const char *cwd, struct sp_err *e)
+{
+	static const char oci[] = "OCI runtime exec failed: ";
+	const char *s = o->out.data, *why = "does not exist in the sandbox";
+
+	if (!cwd || res->exit_code != 126 || o->err.len || !s ||
+	    strncmp(s, oci, sizeof(oci) - 1) != 0 ||
+	    (!strstr(s, "chdir to cwd") &&                     /* runc */
+	     !strstr(s, "failed to find initial working directory"))) /* runsc */
+		return 0;
+	if (strstr(s, "not a directory"))
+		why = "is not a directory";
+	else if (strstr(s, "permission denied"))
+		why = "may not be entered by the sandbox user";
+	sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: %.200s %s", cwd, why);
+	return 1;
+}
+
 int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	struct sandbox_exec_req rq = { 0 };
@@ -155,6 +182,8 @@ int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, st
 		rc = 0;
 		goto out;
 	}
+	if (cwd_error(&o, &res, rq.cwd, e))
+		goto out;
 	*out = json_object_new_object();
 	json_object_object_add(*out, "stdout", utf8_string(&o.out));
 	json_object_object_add(*out, "stderr", utf8_string(&o.err));

@@ -969,6 +969,21 @@ static int reserve(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e
 	return sp_err_set(e, SP_TOO_MANY, "%s", msg);
 }
 
+/* 1 for "/" or "/a/b": no empty, "." or ".." component, no trailing '/'
+ * (the workdir becomes a tar entry and Docker's WorkingDir as it is). */
+static int path_clean(const char *p)
+{
+	if (strcmp(p, "/") == 0)
+		return 1;
+	while (*p == '/') {
+		size_t n = strcspn(p + 1, "/");
+		if (n == 0 || (n == 1 && p[1] == '.') || (n == 2 && p[1] == '.' && p[2] == '.'))
+			return 0;
+		p += 1 + n;
+	}
+	return *p == '\0';
+}
+
 int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbox_create_req *rq,
 		   struct sandbox *out, struct sp_err *e)
 {
@@ -989,6 +1004,10 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	if (rq->template_name && rq->image)
 		return sp_err_field(e, SP_BAD_REQUEST, "image",
 				    "Give either template or image, not both");
+	if (rq->workdir && !path_clean(rq->workdir))
+		return sp_err_field(e, SP_BAD_REQUEST, "workdir",
+				    "workdir: must be a plain absolute path (no '//', '.', '..' or "
+				    "trailing '/')");
 	if (rq->template_name) {
 		t = config_template(ctx->cfg, rq->template_name);
 		if (!t)

@@ -38,6 +38,7 @@ const past = [
   ['image', 'x'.repeat(256)],
   ['envVars', 'A=' + 'x'.repeat(65535)], ['envVars', 'not a pair'], ['envVars', '1BAD=x'],
   ['workdir', 'relative/dir'], ['workdir', '/' + 'x'.repeat(4096)], ['workdir', '/a\u0000b'],
+  ['workdir', '/home/../x'], ['workdir', '/a//b'], ['workdir', '/a/'], ['workdir', '/a/.'],
   ['template', 'no-such-template'], ['template', '../etc'],
   ['serverId', 'no-such-server'],
 ];
