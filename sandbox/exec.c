@@ -2,10 +2,11 @@
  * Running commands in a sandbox: `sh -c CMD` through Docker exec, as the
  * sandbox's user (never a caller-chosen user, never privileged), with the
  * caller's env merged over the container's (template env, then envVars).
- * Every command carries a marker variable; on timeout, or when the caller
- * goes away, a second exec kills every process whose environment holds the
- * marker (no procps needed), so setsid, double forks, nohup and trap ''
- * TERM do not survive. If that kill cannot run (nothing can fork) or the
+ * Every command carries a marker variable, and a marker file open on fd 9;
+ * on timeout, or when the caller goes away, a second exec kills every
+ * process whose environment holds the marker or that holds the file open
+ * (no procps needed), so setsid, double forks, nohup, trap '' TERM and
+ * env -i do not survive. If that kill cannot run (nothing can fork) or the
  * command still runs two seconds later, the whole container is killed and
  * the sandbox reads killed from then on. A running command counts as
  * activity: expiresAt covers it.
@@ -24,26 +25,31 @@
 #define MARKER_VAR "SANDPIT_EXEC"
 #define MARKER_LEN 20
 
-/* Kills every process (other than itself) whose environment holds $1,
- * repeating until a pass finds none, so children forked meanwhile die too.
- * environ is NUL-separated: busybox grep stops a line at the first NUL, so
- * the variables are split into lines with tr first. A pass that cannot
- * fork ends the shell with a non-zero status (the caller kills the
- * container). */
+/* Kills every process (other than itself) whose environment holds $1, or
+ * that holds the marker file /.sandpit/x$1 open (the wrapper below opens
+ * it on fd 9, so a command that clears its environment, `env -i`, is still
+ * found), repeating until a pass finds none, so children forked meanwhile
+ * die too; then removes the file. environ is NUL-separated: busybox grep
+ * stops a line at the first NUL, so the variables are split into lines
+ * with tr first; open files are compared with test -ef (a builtin: no
+ * fork, and no ls, whose statx runsc 20221219 fails). A pass that cannot fork ends the shell with a non-zero
+ * status (the caller kills the container). */
 static const char killer_script[] =
-	"m=\"" MARKER_VAR "=$1\"; n=0\n"
+	"m=\"" MARKER_VAR "=$1\" x=\"/.sandpit/x$1\"; n=0\n"
 	"while [ $n -lt 50 ]; do f=0\n"
 	"for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = \"$$\" ] && continue\n"
-	"tr '\\000' '\\n' 2>/dev/null <\"$d/environ\" | grep -q -x -F -e \"$m\" &&\n"
-	"kill -9 \"$p\" 2>/dev/null && f=1\n"
+	"k=0; tr '\\000' '\\n' 2>/dev/null <\"$d/environ\" | grep -q -x -F -e \"$m\" && k=1\n"
+	"[ $k = 0 ] && for g in \"$d\"/fd/*; do [ \"$g\" -ef \"$x\" ] && k=1 && break; done\n"
+	"[ $k = 1 ] && kill -9 \"$p\" 2>/dev/null && f=1\n"
 	"done\n"
-	"[ $f = 0 ] && exit 0; n=$((n+1))\n"
+	"[ $f = 0 ] && { rm -f \"$x\"; exit 0; }; n=$((n+1))\n"
 	"done\n"
 	"exit 1\n";
 
 /*
- * Runs a command ($4, with $0 = sh and $5... as its arguments) between two
- * writes of the watcher's expiry: $1 as it starts (now + timeoutMs + the
+ * Runs a command ($4, with $0 = sh and $5... as its arguments) with the
+ * marker file open on fd 9 (see killer_script), between two writes of the
+ * watcher's expiry: $1 as it starts (now + timeoutMs + the
  * command's own timeout), and end + timeoutMs ($2 s, never past the
  * deadline $3) as it ends. The file belongs to the sandbox user, so this
  * costs no extra Docker call; tampering with it only moves the inactivity
@@ -51,9 +57,11 @@ static const char killer_script[] =
  */
 static const char activity_wrapper[] =
 	"printf '%s\\n' \"$1\" >/.sandpit/expires 2>/dev/null\n"
+	"x=/.sandpit/x$" MARKER_VAR "; : >\"$x\" 2>/dev/null && exec 9<\"$x\"\n"
 	"t=$2 d=$3 c=$4; shift 4\n"
 	"sh -c \"$c\" sh \"$@\"\n"
 	"r=$?\n"
+	"exec 9<&-; rm -f \"$x\"\n"
 	"n=$(date +%s) && e=$((n + t)) && { [ \"$e\" -le \"$d\" ] || e=$d; } && "
 	"printf '%s\\n' \"$e\" >/.sandpit/expires 2>/dev/null\n"
 	"exit $r\n";

@@ -151,15 +151,17 @@ test('A7: sleep 1000 and a busy loop end at the timeout (3 s ± 1 s) with exit 1
   assert.equal(one.json.status, 'running');
 });
 
-test('A8: setsid, a double fork, nohup and trap \'\' TERM do not survive the timeout', async () => {
+test('A8: setsid, a double fork, nohup, trap \'\' TERM and env -i do not survive the timeout', async () => {
   const sb = await create({ template: 'python' });
+  // env -i clears the marker variable: the marker file on fd 9 finds those
   const cmd = 'setsid sleep 1001 & (sleep 1002 &) ; nohup sleep 1003 >/dev/null 2>&1 & ' +
-    "sh -c \"trap '' TERM HUP INT; sleep 1004\" & (setsid sh -c 'sleep 1005 & sleep 1006' >/dev/null 2>&1 &); sleep 1000";
+    "sh -c \"trap '' TERM HUP INT; sleep 1004\" & (setsid sh -c 'sleep 1005 & sleep 1006' >/dev/null 2>&1 &); " +
+    "env -i sleep 1007 & (env -i setsid sh -c 'sleep 1008 &' &); sleep 1000";
   const running = exec(sb.sandboxId, cmd, { timeoutMs: 3000 });
   // they all start
   await waitFor(async () => {
     const cmds = (await procs(sb.containerId)).map((p) => p.cmd);
-    return [1000, 1001, 1002, 1003, 1004, 1005, 1006].every((n) => cmds.some((c) => c.includes(`sleep ${n}`)));
+    return [1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008].every((n) => cmds.some((c) => c.includes(`sleep ${n}`)));
   }, 2500, 100);
   const r = await running;
   assert.equal(r.json.exitCode, 124);
