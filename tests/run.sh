@@ -246,19 +246,27 @@ for bin in "${UNIT_BINS[@]}"; do
 	record "unit $(basename "$bin")" "$p" "$f" "$s"
 done
 
+# summary_counts LOG RC: sets p and f from the last "N passed, N failed"
+# line of LOG (a non-zero RC with no failure counted is one failure);
+# returns 1 when LOG has no such line.
+summary_counts() {
+	local line
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1 || true)
+	[ -n "$line" ] || return 1
+	p=${line%% passed*}
+	f=${line#*passed, }
+	f=${f%% failed*}
+	[ "$2" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	return 0
+}
+
 # --- 5b. process manager -------------------------------------------------------------
 if [ -f tests/pm/test_pm.sh ]; then
 	header "process manager: tests/pm/test_pm.sh"
 	log=$RUN_TMP/pm.log
 	rc=0
 	run_logged "$log" timeout 600 bash tests/pm/test_pm.sh || rc=$?
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 || true)
-	if [ -n "$line" ]; then
-		p=${line%% passed*}
-		f=${line#*passed, }
-		f=${f%% failed*}
-		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-	else
+	if ! summary_counts "$log" "$rc"; then
 		# No summary (killed, crashed): count its "ok" / "FAIL" lines.
 		p=$(grep -c '^ok ' "$log" || true)
 		f=$(grep -c '^FAIL' "$log" || true)
@@ -277,13 +285,7 @@ if [ "${SANDPIT_TEST_FUZZ:-1}" != 0 ]; then
 	log=$RUN_TMP/fuzz.log
 	rc=0
 	run_logged "$log" make -s -j2 fuzz-run FUZZ_SECONDS="$fuzz_s" || rc=$?
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 || true)
-	if [ -n "$line" ]; then
-		p=${line%% passed*}
-		f=${line#*passed, }
-		f=${f%% failed*}
-		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-	else
+	if ! summary_counts "$log" "$rc"; then
 		# no summary: the fuzz build failed (clang or libFuzzer missing?)
 		p=0
 		f=1
