@@ -14,6 +14,19 @@
 
 #include "docker_int.h"
 
+/* Starts r as METHOD /containers/{id}/archive?path=PATH, both checked and
+ * escaped. r is initialised even when this fails (so it can be cleaned). */
+static int archive_req(struct docker_req *r, const char *method, const char *id,
+		       const char *path, struct sp_err *e)
+{
+	docker_req_init(r, method);
+	if (docker_check_id(id, "container", e) < 0 || docker_check_path(path, e) < 0 ||
+	    docker_req_path(r, e, "/containers/%s/archive", id) < 0 ||
+	    docker_req_query(r, "path", path, e) < 0)
+		return -1;
+	return 0;
+}
+
 /* Mapping: invalid id SP_NOT_FOUND; bad path SP_BAD_REQUEST; a missing
  * container or dir 404 SP_NOT_FOUND; Docker's 400 (dir is not a directory,
  * a dir replaced by a file) and 403 (read-only) SP_INTERNAL with Docker's
@@ -24,10 +37,7 @@ int docker_archive_put(struct docker_client *c, const char *id, const char *dir,
 	struct docker_req r;
 	int rc = -1;
 
-	docker_req_init(&r, "PUT");
-	if (docker_check_id(id, "container", e) < 0 || docker_check_path(dir, e) < 0 ||
-	    docker_req_path(&r, e, "/containers/%s/archive", id) < 0 ||
-	    docker_req_query(&r, "path", dir, e) < 0 ||
+	if (archive_req(&r, "PUT", id, dir, e) < 0 ||
 	    docker_req_query(&r, "noOverwriteDirNonDir", "true", e) < 0)
 		goto done;
 	if (!tar || len == 0) {
@@ -53,10 +63,7 @@ int docker_archive_get(struct docker_client *c, const char *id, const char *path
 	size_t had = out->len;
 	int rc = -1;
 
-	docker_req_init(&r, "GET");
-	if (docker_check_id(id, "container", e) < 0 || docker_check_path(path, e) < 0 ||
-	    docker_req_path(&r, e, "/containers/%s/archive", id) < 0 ||
-	    docker_req_query(&r, "path", path, e) < 0)
+	if (archive_req(&r, "GET", id, path, e) < 0)
 		goto done;
 	r.out = out;
 	rc = docker_call(c, &r, NULL, NULL, e);
@@ -111,10 +118,7 @@ int docker_archive_owner(struct docker_client *c, const char *id, const char *pa
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
-	docker_req_init(&r, "GET");
-	if (docker_check_id(id, "container", e) < 0 || docker_check_path(path, e) < 0 ||
-	    docker_req_path(&r, e, "/containers/%s/archive", id) < 0 ||
-	    docker_req_query(&r, "path", path, e) < 0)
+	if (archive_req(&r, "GET", id, path, e) < 0)
 		goto done;
 	r.sink = take_first_block;
 	r.sink_arg = &f;
@@ -176,10 +180,7 @@ int docker_archive_stat(struct docker_client *c, const char *id, const char *pat
 
 	memset(st, 0, sizeof(*st));
 	hdr[0] = '\0';
-	docker_req_init(&r, "HEAD");
-	if (docker_check_id(id, "container", e) < 0 || docker_check_path(path, e) < 0 ||
-	    docker_req_path(&r, e, "/containers/%s/archive", id) < 0 ||
-	    docker_req_query(&r, "path", path, e) < 0)
+	if (archive_req(&r, "HEAD", id, path, e) < 0)
 		goto done;
 	r.stat_hdr = hdr;
 	r.stat_cap = sizeof(hdr);
