@@ -49,6 +49,10 @@ int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_
 			char *missing, size_t cap, struct sp_err *e);
 int sandbox_seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
 		       struct sp_err *e);
+/* The sandbox's CPU, memory and pids limits as Docker fields into o (the
+ * HostConfig of a create, the body of an update); pids as the host counts
+ * them for the sandbox's runtime. */
+void sandbox_limits_json(const struct config *cfg, const struct sandbox *sb, json_object *o);
 /* Appends a .env body's KEY=value lines to env (Docker's "K=V" list). */
 int sandbox_env_lines(const char *s, size_t len, json_object *env, struct sp_err *e);
 

@@ -152,6 +152,14 @@ static int64_t host_pids_limit(const struct config *cfg, const struct sandbox *s
 	return sb->pids_limit * GVISOR_PIDS_PER_PROCESS + GVISOR_PIDS_BASE;
 }
 
+void sandbox_limits_json(const struct config *cfg, const struct sandbox *sb, json_object *o)
+{
+	json_object_object_add(o, "NanoCpus", json_object_new_int64((int64_t)(sb->cpu * 1e9 + 0.5)));
+	json_object_object_add(o, "Memory", json_object_new_int64(sb->memory_mb * 1024 * 1024));
+	json_object_object_add(o, "MemorySwap", json_object_new_int64(sb->memory_mb * 1024 * 1024));
+	json_object_object_add(o, "PidsLimit", json_object_new_int64(host_pids_limit(cfg, sb)));
+}
+
 /* Whether the daemon has runtime `name` registered. The list (GET /info) is
  * kept per worker and server; a name it lacks is asked again at most every
  * 10 s, so registering runsc later needs no restart of sandpit. */
@@ -597,10 +605,7 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_object_add(hc, "CapDrop", str_array(capdrop));
 	json_object_object_add(hc, "SecurityOpt", str_array(secopt));
 	json_object_object_add(hc, "Init", json_object_new_boolean(1));
-	json_object_object_add(hc, "NanoCpus", json_object_new_int64((int64_t)(sb->cpu * 1e9 + 0.5)));
-	json_object_object_add(hc, "Memory", json_object_new_int64(sb->memory_mb * 1024 * 1024));
-	json_object_object_add(hc, "MemorySwap", json_object_new_int64(sb->memory_mb * 1024 * 1024));
-	json_object_object_add(hc, "PidsLimit", json_object_new_int64(host_pids_limit(cfg, sb)));
+	sandbox_limits_json(cfg, sb, hc);
 	json_object_object_add(hc, "AutoRemove", json_object_new_boolean(1));
 	json_object_object_add(hc, "Privileged", json_object_new_boolean(0));
 	json_object_object_add(hc, "CgroupnsMode", json_object_new_string("private"));

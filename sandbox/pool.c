@@ -131,10 +131,7 @@ int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 	if (sb->cpu != SB_DEFAULT_CPU || sb->memory_mb != SB_DEFAULT_MEMORY_MB ||
 	    sb->pids_limit != SB_DEFAULT_PIDS) {
 		json_object *u = json_object_new_object();
-		json_object_object_add(u, "NanoCpus", json_object_new_int64((int64_t)(sb->cpu * 1e9 + 0.5)));
-		json_object_object_add(u, "Memory", json_object_new_int64(sb->memory_mb * 1024 * 1024));
-		json_object_object_add(u, "MemorySwap", json_object_new_int64(sb->memory_mb * 1024 * 1024));
-		json_object_object_add(u, "PidsLimit", json_object_new_int64(sb->pids_limit));
+		sandbox_limits_json(ctx->cfg, sb, u);
 		rc = docker_container_update(ctx->dk, sb->container_id, u, e);
 		json_object_put(u);
 		if (rc < 0)
