@@ -108,24 +108,24 @@ static json_object *utf8_string(const struct buf *b)
 	return s;
 }
 
-/* The end of a streamed answer: the rest of stdout, then the other fields. */
+/* The end of a streamed answer: the rest of stdout, then the other fields
+ * (stderr escaped like stdout). */
 static void stream_end(struct exec_out *o, const struct sandbox_exec_result *res)
 {
-	json_object *err = utf8_string(&o->err);
-	size_t elen = 0;
-	const char *etext = json_object_to_json_string_length(
-		err, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &elen);
 	char tail[128];
+	size_t used;
 	int n;
 
 	stream_out(o, 1);
-	n = snprintf(tail, sizeof(tail), ",\"exitCode\":%d,\"timedOut\":%s,\"truncated\":%s}\n",
+	o->esc.len = 0;
+	n = snprintf(tail, sizeof(tail), "\",\"exitCode\":%d,\"timedOut\":%s,\"truncated\":%s}\n",
 		     res->exit_code, res->timed_out ? "true" : "false",
 		     o->truncated ? "true" : "false");
-	if (req_stream_write(o->r, "\",\"stderr\":", 11) < 0 ||
-	    req_stream_write(o->r, etext, elen) < 0 || req_stream_write(o->r, tail, (size_t)n) < 0)
+	if (req_stream_write(o->r, "\",\"stderr\":\"", 12) < 0 ||
+	    utf8_json_escape(o->err.data ? o->err.data : "", o->err.len, 1, &o->esc, &used) < 0 ||
+	    req_stream_write(o->r, o->esc.data, o->esc.len) < 0 ||
+	    req_stream_write(o->r, tail, (size_t)n) < 0)
 		o->gone = 1;
-	json_object_put(err);
 }
 
 /* Docker could not enter cwd: the process never started, exit 126, and
