@@ -159,6 +159,9 @@ test('envVars: a line that is not KEY=value is a 400 naming the line; comments, 
   assert.equal(bad.status, 400, bad.text);
   assert.equal(bad.json.message, 'envVars: line 5 is not KEY=value');
   assert.deepEqual(bad.json.issues.map((i) => i.path), [['envVars']]);
+  const name = await post('create', { template: 'alpine', envVars: '# secrets\nOK=1\n1BAD=x\n' });
+  assert.equal(name.status, 400, name.text);
+  assert.equal(name.json.message, 'envVars: line 3 has an invalid name');
   const listed = await get('list');
   assert.ok(!listed.json.some((x) => x.status === 'error' || x.status === 'creating'), 'a refused create leaves no row');
 
