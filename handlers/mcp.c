@@ -205,9 +205,9 @@ static json_object *tools_call(struct handler_ctx *h, json_object *params, int *
 		json_object_object_add(res, "content", text_content(text, len));
 		if (!json_object_is_type(out, json_type_object)) {
 			json_object *w = json_object_new_object();
-			json_object_object_add(w, json_object_is_type(out, json_type_array) ? "items"
-											: "result",
-					       json_object_get(out));
+			json_object_object_add(
+				w, json_object_is_type(out, json_type_array) ? "items" : "result",
+				json_object_get(out));
 			json_object_object_add(res, "structuredContent", w);
 		} else {
 			json_object_object_add(res, "structuredContent", json_object_get(out));
