@@ -184,7 +184,8 @@ test('readFile of non-UTF-8 content as utf8 is a 422 pointing at base64 (Dokploy
 });
 
 test('writeFile runs as the sandbox user: the file is 1000:1000 and a planted symlink to /etc is refused', async () => {
-  const sb = await create({ template: 'python' });
+  // busybox stat: coreutils' fails under gVisor (README, gVisor)
+  const sb = await create({ template: 'alpine' });
   const w = await post('writeFile', { sandboxId: sb.sandboxId, path: '/home/user/new/f.txt', content: 'x' });
   assert.equal(w.status, 200, w.text);
   const own = await dockerExec(sb.containerId, ['stat', '-c', '%u:%g', '/home/user/new', '/home/user/new/f.txt']);
