@@ -18,19 +18,20 @@
 #include "util.h"
 
 static const struct {
-	const char *name, *image, *env;
+	const char *name, *image, *env, *description;
 } builtin_templates[] = {
-	{ "base", "ubuntu:24.04", "" },
-	{ "alpine", "alpine:3.20", "" },
-	{ "python", "python:3.13-slim", "" },
-	{ "node", "node:22-slim", "" },
-	{ "bun", "oven/bun:1", "" },
-	{ "deno", "denoland/deno:debian", "DENO_DIR=~/.deno\n" },
-	{ "go", "golang:1.24", "" },
-	{ "rust", "rust:1-slim", "CARGO_HOME=~/.cargo\n" },
-	{ "ruby", "ruby:3.3-slim", "GEM_HOME=~/.gem\nBUNDLE_APP_CONFIG=~/.bundle\n" },
-	{ "java", "eclipse-temurin:21-jdk", "" },
-	{ "php", "php:8.3-cli", "" },
+	{ "base", "ubuntu:24.04", "", "Ubuntu 24.04 with a POSIX shell and coreutils" },
+	{ "alpine", "alpine:3.20", "", "Alpine 3.20 (busybox, apk)" },
+	{ "python", "python:3.13-slim", "", "Python 3.13 (pip available)" },
+	{ "node", "node:22-slim", "", "Node.js 22 (npm available)" },
+	{ "bun", "oven/bun:1", "", "Bun 1" },
+	{ "deno", "denoland/deno:debian", "DENO_DIR=~/.deno\n", "Deno (DENO_DIR in the home)" },
+	{ "go", "golang:1.24", "", "Go 1.24" },
+	{ "rust", "rust:1-slim", "CARGO_HOME=~/.cargo\n", "Rust 1 (CARGO_HOME in the home)" },
+	{ "ruby", "ruby:3.3-slim", "GEM_HOME=~/.gem\nBUNDLE_APP_CONFIG=~/.bundle\n",
+	  "Ruby 3.3 (GEM_HOME and BUNDLE_APP_CONFIG in the home)" },
+	{ "java", "eclipse-temurin:21-jdk", "", "Java 21 (Eclipse Temurin JDK)" },
+	{ "php", "php:8.3-cli", "", "PHP 8.3 (CLI)" },
 };
 
 void config_defaults(struct config *cfg)
@@ -55,6 +56,7 @@ void config_defaults(struct config *cfg)
 	str_copy(cfg->data_key_file, sizeof(cfg->data_key_file), "/etc/sandpit/data.key");
 	str_copy(cfg->ssh_control_dir, sizeof(cfg->ssh_control_dir), "/tmp/sandpit-ssh");
 	cfg->server_connect_timeout_ms = 3000;
+	str_copy(cfg->naming, sizeof(cfg->naming), "sandpit");
 	str_copy(cfg->network_prefix, sizeof(cfg->network_prefix), "sandpit");
 	str_copy(cfg->label_prefix, sizeof(cfg->label_prefix), "sandpit");
 	cfg->retention_s = 7 * 24 * 3600;
@@ -71,6 +73,7 @@ void config_defaults(struct config *cfg)
 		str_copy(t->name, sizeof(t->name), builtin_templates[i].name);
 		str_copy(t->image, sizeof(t->image), builtin_templates[i].image);
 		str_copy(t->env, sizeof(t->env), builtin_templates[i].env);
+		str_copy(t->description, sizeof(t->description), builtin_templates[i].description);
 	}
 }
 
@@ -117,6 +120,7 @@ static const struct key {
 	{ I(server_connect_timeout_ms, 100, 600000) },
 	{ S(placement_pool) },
 	{ S(data_key_file) },
+	{ S(naming) },
 	{ S(network_prefix) },
 	{ S(label_prefix) },
 	{ I(retention_s, 0, 365 * 86400) },
@@ -164,6 +168,7 @@ static int set_template(struct config *cfg, const char *name, const char *image)
 		t = &cfg->templates[cfg->ntemplates++];
 		str_copy(t->name, sizeof(t->name), name);
 		t->env[0] = '\0';
+		t->description[0] = '\0';
 	}
 	return str_copy(t->image, sizeof(t->image), image);
 }
@@ -460,6 +465,15 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 			 path);
 		goto out;
 	}
+	/* Dokploy's names exactly: the prefixes are its, whatever the file says
+	 * (so code reading label_prefix directly names things right too) */
+	if (strcmp(cfg->naming, "dokploy") == 0) {
+		str_copy(cfg->network_prefix, sizeof(cfg->network_prefix), "dokploy");
+		str_copy(cfg->label_prefix, sizeof(cfg->label_prefix), "dokploy");
+	} else if (strcmp(cfg->naming, "sandpit") != 0) {
+		snprintf(err, errlen, "%s: naming must be sandpit or dokploy", path);
+		goto out;
+	}
 	if (strncmp(cfg->docker_host, "unix://", 7) != 0) {
 		snprintf(err, errlen, "%s: docker_host must be unix:///path (got %s)", path,
 			 cfg->docker_host);
@@ -498,6 +512,39 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 out:
 	fclose(f);
 	return rc;
+}
+
+int config_dokploy_naming(const struct config *cfg)
+{
+	return strcmp(cfg->naming, "dokploy") == 0;
+}
+
+void config_network_name(const struct config *cfg, const char *mode, char *out, size_t cap)
+{
+	if (!config_dokploy_naming(cfg))
+		snprintf(out, cap, "%s-%s", cfg->network_prefix, mode);
+	else if (strcmp(mode, "internet") == 0)
+		snprintf(out, cap, "%s-sandboxes", cfg->network_prefix);
+	else
+		snprintf(out, cap, "%s-sandboxes-%s", cfg->network_prefix, mode);
+}
+
+void config_network_label(const struct config *cfg, char *out, size_t cap)
+{
+	config_label(cfg, config_dokploy_naming(cfg) ? "sandbox" : "network", out, cap);
+}
+
+void config_label(const struct config *cfg, const char *what, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s.%s", cfg->label_prefix, what);
+}
+
+void config_container_name(const struct config *cfg, const char *id, char *out, size_t cap)
+{
+	if (config_dokploy_naming(cfg))
+		snprintf(out, cap, "%s-sandbox-%s", cfg->label_prefix, id);
+	else
+		snprintf(out, cap, "sandpit-%s", id);
 }
 
 void config_wipe(struct config *cfg)

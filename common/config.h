@@ -16,6 +16,7 @@ struct template_conf {
 	char name[32];
 	char image[256];
 	char env[512]; /* extra env, "K=V\n" lines; "~" expands to the home */
+	char description[96]; /* sandbox.templates' description; "" = the image */
 };
 
 #define CONFIG_MAX_POOLS 8
@@ -65,8 +66,12 @@ struct config {
 	char data_key_file[4096]; /* 32 random bytes, hex; encrypts env and hashes keys */
 	unsigned char data_key[32];
 	/* sandboxes */
-	char network_prefix[64];  /* networks <prefix>-isolated and <prefix>-internet, default "sandpit" */
-	char label_prefix[64];    /* container labels <prefix>.sandbox etc, default "sandpit" */
+	char naming[16];          /* sandpit|dokploy: how networks, labels and containers are named
+				     (config_network_name etc.), default sandpit */
+	char network_prefix[64];  /* networks <prefix>-isolated and <prefix>-internet, default "sandpit";
+				     naming dokploy: "dokploy" whatever the file says */
+	char label_prefix[64];    /* container labels <prefix>.sandbox etc, default "sandpit";
+				     naming dokploy: "dokploy" whatever the file says */
 	int retention_s;          /* killed rows are kept this long, default 604800 */
 	int create_timeout_s;     /* a creation still "creating" after this reads "error", default 600 */
 	char default_runtime[16]; /* runc|gvisor: a create without `runtime`, default runc */
@@ -93,5 +98,21 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen);
 /* Wipes secrets held by cfg. */
 void config_wipe(struct config *cfg);
 const struct template_conf *config_template(const struct config *cfg, const char *name);
+
+/*
+ * The names sandpit gives what it makes in Docker, by the naming scheme:
+ *   naming sandpit: networks <N>-isolated, <N>-internet; labels <L>.sandbox,
+ *     <L>.sandboxId, <L>.organizationId, networks labelled <L>.network;
+ *     containers sandpit-<id>
+ *   naming dokploy (Dokploy's names; N and L are then "dokploy"): networks
+ *     dokploy-sandboxes-isolated, dokploy-sandboxes; labels dokploy.sandbox
+ *     etc., networks labelled dokploy.sandbox; containers dokploy-sandbox-<id>
+ * Every place that builds one of these names goes through these.
+ */
+int config_dokploy_naming(const struct config *cfg);
+void config_network_name(const struct config *cfg, const char *mode, char *out, size_t cap);
+void config_network_label(const struct config *cfg, char *out, size_t cap);
+void config_label(const struct config *cfg, const char *what, char *out, size_t cap);
+void config_container_name(const struct config *cfg, const char *id, char *out, size_t cap);
 
 #endif

@@ -78,28 +78,32 @@ static const struct route *tool_route(const char *name)
 }
 
 /* structuredContent must be an object: an array answer is wrapped as
- * {"items": [...]}, and so is its schema. */
-static int output_is_array(const struct route *rt)
+ * {"items": [...]}, any other answer that is not an object (remove's true)
+ * as {"result": ...}, and so is its schema. NULL: not wrapped. */
+static const char *output_wrap(const struct route *rt)
 {
 	json_object *s = openapi_component(rt->output, 0), *t;
-	int arr = s && json_object_object_get_ex(s, "type", &t) &&
-		  strcmp(json_object_get_string(t), "array") == 0;
+	const char *w = NULL;
 
+	if (s && json_object_object_get_ex(s, "type", &t) &&
+	    strcmp(json_object_get_string(t), "object") != 0)
+		w = strcmp(json_object_get_string(t), "array") == 0 ? "items" : "result";
 	json_object_put(s);
-	return arr;
+	return w;
 }
 
 static json_object *output_schema(const struct route *rt)
 {
 	json_object *s = openapi_component(rt->output, 1), *w, *props, *req;
+	const char *key = output_wrap(rt);
 
-	if (!s || !output_is_array(rt))
+	if (!s || !key)
 		return s;
 	w = json_object_new_object();
 	props = json_object_new_object();
 	req = json_object_new_array();
-	json_object_object_add(props, "items", s);
-	json_object_array_add(req, json_object_new_string("items"));
+	json_object_object_add(props, key, s);
+	json_object_array_add(req, json_object_new_string(key));
 	json_object_object_add(w, "type", json_object_new_string("object"));
 	json_object_object_add(w, "properties", props);
 	json_object_object_add(w, "required", req);
@@ -199,9 +203,11 @@ static json_object *tools_call(struct handler_ctx *h, json_object *params, int *
 		const char *text = json_object_to_json_string_length(
 			out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 		json_object_object_add(res, "content", text_content(text, len));
-		if (json_object_is_type(out, json_type_array)) {
+		if (!json_object_is_type(out, json_type_object)) {
 			json_object *w = json_object_new_object();
-			json_object_object_add(w, "items", json_object_get(out));
+			json_object_object_add(
+				w, json_object_is_type(out, json_type_array) ? "items" : "result",
+				json_object_get(out));
 			json_object_object_add(res, "structuredContent", w);
 		} else {
 			json_object_object_add(res, "structuredContent", json_object_get(out));

@@ -61,9 +61,11 @@ static const struct component {
 	{ "Templates",
 	  "{\"type\":\"array\",\"description\":\"The built-in templates\",\"items\":{"
 	  "\"type\":\"object\",\"additionalProperties\":false,"
-	  "\"required\":[\"name\",\"image\",\"user\",\"workdir\",\"env\"],\"properties\":{"
+	  "\"required\":[\"name\",\"image\",\"user\",\"workdir\",\"description\",\"env\"],"
+	  "\"properties\":{"
 	  "\"name\":{\"type\":\"string\"},\"image\":{\"type\":\"string\"},"
 	  "\"user\":{\"type\":\"string\"},\"workdir\":{\"type\":\"string\"},"
+	  "\"description\":{\"type\":\"string\"},"
 	  "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}}}}" },
 	{ "ExecResult",
 	  "{\"type\":\"object\",\"additionalProperties\":false,"
@@ -98,9 +100,8 @@ static const struct component {
 	  "\"mode\":{\"type\":[\"string\",\"null\"],\"description\":\"Octal, e.g. 644\"},"
 	  "\"modifiedAt\":{\"type\":[\"string\",\"null\"],\"format\":\"date-time\"}}}}}}" },
 	{ "RemoveResult",
-	  "{\"type\":\"object\",\"additionalProperties\":false,"
-	  "\"required\":[\"sandboxId\",\"removed\"],\"properties\":{"
-	  "\"sandboxId\":{\"type\":\"string\"},\"removed\":{\"type\":\"boolean\",\"const\":true}}}" },
+	  "{\"type\":\"boolean\",\"const\":true,\"description\":\"true once the record is "
+	  "deleted (as Dokploy answers)\"}" },
 	{ "Error",
 	  "{\"type\":\"object\",\"description\":\"Every error answer\","
 	  "\"required\":[\"message\",\"code\"],\"additionalProperties\":false,\"properties\":{"

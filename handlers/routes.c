@@ -18,7 +18,8 @@ static const struct field_spec create_fields[] = {
 	{ "template", FT_ID, 0, 1, 31, 0, 0, NULL, NULL,
 	  "A built-in template (see sandbox.templates); either template or image is required" },
 	{ "image", FT_STRING, 0, 1, 255, 0, 0, NULL, NULL, "A custom image with sh, sleep and date" },
-	{ "name", FT_STRING, 0, 1, 64, 0, 0, NULL, NULL, "A name for people" },
+	{ "name", FT_STRING, 0, 1, 64, 0, 0, NULL, NULL,
+	  "A name for people; default sandbox-<ms since the epoch, base 36>" },
 	{ "serverId", FT_ID, FF_NULLABLE, 1, 64, 0, 0, NULL, NULL,
 	  "The server to run on; omitted or null = the local server" },
 	{ "cpu", FT_NUMBER, 0, 0, 0, 0.1, 64, NULL, "1", "CPUs" },
@@ -32,7 +33,7 @@ static const struct field_spec create_fields[] = {
 	  "isolated: no egress; internet: egress allowed" },
 	{ "envVars", FT_STRING, 0, 0, 65536, 0, 0, NULL, NULL,
 	  "KEY=value lines (a .env body); stored encrypted, never returned" },
-	{ "workdir", FT_ABSPATH, 0, 0, 0, 0, 0, NULL, "\"/home/user\"", "Working directory" },
+	{ "workdir", FT_ABSPATH, 0, 0, 0, 0, 0, NULL, "\"/home/user\"", "Working directory, also HOME" },
 	{ "runtime", FT_ENUM, 0, 0, 0, 0, 0, runtimes, NULL,
 	  "runc: Docker's default runtime; gvisor: gVisor (runsc), a user-space kernel. Default: "
 	  "the server's default_runtime (runc unless configured)" },

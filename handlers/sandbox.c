@@ -94,8 +94,6 @@ int h_sandbox_remove(struct handler_ctx *h, json_object *in, json_object **out, 
 
 	if (sandbox_remove(h->sb, h->r->org, id, e) < 0)
 		return -1;
-	*out = json_object_new_object();
-	json_object_object_add(*out, "sandboxId", json_object_new_string(id));
-	json_object_object_add(*out, "removed", json_object_new_boolean(1));
+	*out = json_object_new_boolean(1); /* Dokploy's answer: true */
 	return 0;
 }

@@ -105,7 +105,7 @@ static int ensure_docker(struct sandbox_ctx *ctx, struct sp_err *e)
 
 static void network_name(const struct config *cfg, const char *mode, char *out, size_t cap)
 {
-	snprintf(out, cap, "%s-%s", cfg->network_prefix, mode);
+	config_network_name(cfg, mode, out, cap);
 }
 
 static int ensure_networks(struct sandbox_ctx *ctx, struct sp_err *e)
@@ -114,7 +114,7 @@ static int ensure_networks(struct sandbox_ctx *ctx, struct sp_err *e)
 
 	if (ctx->cur->networks_ready)
 		return 0;
-	snprintf(label, sizeof(label), "%s.network", ctx->cfg->label_prefix);
+	config_network_label(ctx->cfg, label, sizeof(label));
 	network_name(ctx->cfg, "isolated", name, sizeof(name));
 	if (docker_network_ensure(ctx->dk, name, 1, label, e) < 0)
 		return -1;
@@ -436,7 +436,7 @@ int sandbox_list(struct sandbox_ctx *ctx, const char *org, json_object **out, st
 		goto out;
 	/* by the sandbox label, not the org's: a container from a warm pool was
 	 * made before its org was known */
-	snprintf(label, sizeof(label), "%s.sandbox=true", ctx->cfg->label_prefix);
+	config_label(ctx->cfg, "sandbox=true", label, sizeof(label));
 	arr = json_object_new_array();
 	for (int i = 0; i < n; i++) {
 		struct sandbox sb;
@@ -532,18 +532,20 @@ static int parse_env_vars(const char *s, size_t len, json_object *env, struct sp
 	return 0;
 }
 
-/* Adds the template's extra env ("K=V\n" lines, "~" = the home). */
-static void template_env(const struct template_conf *t, json_object *env)
+/* HOME is the workdir (as in Dokploy: /home/user unless the create names
+ * another), then the template's extra env ("K=V\n" lines, "~" = the home). */
+static void template_env(const struct template_conf *t, const char *home, json_object *env)
 {
-	const char *p = t->env;
+	const char *p = t ? t->env : "";
+	char line[1200];
 
-	json_object_array_add(env, json_object_new_string("HOME=" TEMPLATE_HOME));
+	snprintf(line, sizeof(line), "HOME=%s", home);
+	json_object_array_add(env, json_object_new_string(line));
 	while (*p) {
 		size_t n = strcspn(p, "\n");
-		char line[600];
 		const char *tilde = memchr(p, '~', n);
 		if (tilde)
-			snprintf(line, sizeof(line), "%.*s%s%.*s", (int)(tilde - p), p, TEMPLATE_HOME,
+			snprintf(line, sizeof(line), "%.*s%s%.*s", (int)(tilde - p), p, home,
 				 (int)(n - (size_t)(tilde - p) - 1), tilde + 1);
 		else
 			snprintf(line, sizeof(line), "%.*s", (int)n, p);
@@ -594,11 +596,11 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_object_add(o, "WorkingDir", json_object_new_string(sb->workdir));
 	json_object_object_add(o, "Env", json_object_get(env));
 	json_object_object_add(o, "Hostname", json_object_new_string("sandbox"));
-	snprintf(lname, sizeof(lname), "%s.sandbox", cfg->label_prefix);
+	config_label(cfg, "sandbox", lname, sizeof(lname));
 	json_object_object_add(labels, lname, json_object_new_string("true"));
-	snprintf(lname, sizeof(lname), "%s.sandboxId", cfg->label_prefix);
+	config_label(cfg, "sandboxId", lname, sizeof(lname));
 	json_object_object_add(labels, lname, json_object_new_string(sb->id));
-	snprintf(lname, sizeof(lname), "%s.organizationId", cfg->label_prefix);
+	config_label(cfg, "organizationId", lname, sizeof(lname));
 	json_object_object_add(labels, lname, json_object_new_string(sb->org));
 	json_object_object_add(o, "Labels", labels);
 
@@ -861,12 +863,12 @@ static int already_owned(struct sandbox_ctx *ctx, const struct sandbox *sb, cons
 	return ok;
 }
 
-/* Makes the workdir (and the template home) the sandbox user's before the
- * container starts: one archive PUT, skipped when the image has them so. */
+/* Makes the workdir (which is also HOME) the sandbox user's before the
+ * container starts: one archive PUT, skipped when the image has it so. */
 static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, const char *image_id,
 		      struct sp_err *e)
 {
-	struct docker_tar_entry ents[2];
+	struct docker_tar_entry ents[1];
 	struct buf tar;
 	unsigned uid, gid, mode;
 	size_t n = 0;
@@ -874,9 +876,6 @@ static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, const c
 	int rc;
 
 	sandbox_owner(sb, &uid, &gid, &mode);
-	if (sb->template_name[0] && strcmp(sb->workdir, TEMPLATE_HOME) != 0 &&
-	    !already_owned(ctx, sb, image_id, TEMPLATE_HOME, uid, gid, 0755))
-		ents[n++] = (struct docker_tar_entry){ &TEMPLATE_HOME[1], 1, 0755, uid, gid, NULL, 0, t };
 	if (strcmp(sb->workdir, "/") != 0 &&
 	    !already_owned(ctx, sb, image_id, sb->workdir, uid, gid, mode))
 		ents[n++] = (struct docker_tar_entry){ sb->workdir + 1, 1, mode, uid, gid, NULL, 0, t };
@@ -989,6 +988,26 @@ static int path_clean(const char *p)
 	return *p == '\0';
 }
 
+/* A create without a name gets Dokploy's: "sandbox-" and the time in ms in
+ * base 36, so lists and dashboards have something to show. */
+static void default_name(int64_t ms, char *out, size_t cap)
+{
+	char digits[16];
+	size_t n = 0;
+	uint64_t v = ms > 0 ? (uint64_t)ms : 0;
+
+	do {
+		digits[n++] = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
+		v /= 36;
+	} while (v && n < sizeof(digits));
+	if (cap < n + 9)
+		return;
+	memcpy(out, "sandbox-", 8);
+	for (size_t i = 0; i < n; i++)
+		out[8 + i] = digits[n - 1 - i];
+	out[8 + n] = '\0';
+}
+
 int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbox_create_req *rq,
 		   struct sandbox *out, struct sp_err *e)
 {
@@ -1029,7 +1048,10 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	crypto_random_id(sb->id, SANDBOX_ID_LEN);
 	sandbox_pool_claim(ctx, rq, sb); /* a warm container brings its own id */
 	str_copy(sb->org, sizeof(sb->org), org);
-	str_copy(sb->name, sizeof(sb->name), rq->name ? rq->name : "");
+	if (rq->name)
+		str_copy(sb->name, sizeof(sb->name), rq->name);
+	else
+		default_name(now, sb->name, sizeof(sb->name));
 	sb->status = SB_CREATING;
 	sb->cpu = rq->cpu > 0 ? rq->cpu : SB_DEFAULT_CPU;
 	sb->memory_mb = rq->memory_mb > 0 ? rq->memory_mb : SB_DEFAULT_MEMORY_MB;
@@ -1046,8 +1068,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	sb->expires_at = min64(now + sb->timeout_ms, sb->deadline_at);
 
 	env = json_object_new_array();
-	if (t)
-		template_env(t, env);
+	template_env(t, sb->workdir, env);
 	if (rq->env_vars && parse_env_vars(rq->env_vars, rq->env_vars_len, env, e) < 0)
 		goto out;
 	if (rq->env_vars && rq->env_vars_len &&
@@ -1100,8 +1121,8 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	tm.image_us = t0 - t1;
 	body = container_body(ctx, sb, env);
 	{
-		char cname[64];
-		snprintf(cname, sizeof(cname), "sandpit-%s", sb->id);
+		char cname[128];
+		config_container_name(ctx->cfg, sb->id, cname, sizeof(cname));
 		if (docker_container_create(ctx->dk, cname, body, sb->container_id, e) < 0) {
 			refused_field(e);
 			create_failed(ctx, sb, e);
@@ -1259,6 +1280,8 @@ json_object *sandbox_templates_json(const struct config *cfg)
 		json_object_object_add(o, "image", json_object_new_string(t->image));
 		json_object_object_add(o, "user", json_object_new_string("1000:1000"));
 		json_object_object_add(o, "workdir", json_object_new_string(TEMPLATE_HOME));
+		json_object_object_add(o, "description",
+				       json_object_new_string(t->description[0] ? t->description : t->image));
 		while (*p) {
 			size_t n = strcspn(p, "\n"), eq = strcspn(p, "=");
 			if (eq < n) {
@@ -1300,7 +1323,7 @@ json_object *sandbox_container_body(struct sandbox_ctx *ctx, struct sandbox *sb,
 	json_object *env = json_object_new_array(), *body;
 	int pulled = 0;
 
-	template_env(t, env);
+	template_env(t, sb->workdir, env);
 	if (prepare_image(ctx, sb, img, e, &pulled) < 0) {
 		json_object_put(env);
 		return NULL;

@@ -171,7 +171,7 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 	const struct template_conf *t = config_template(ctx->cfg, p->template_name);
 	struct sandbox sb = { 0 };
 	json_object *img = NULL, *body = NULL, *cmd, *labels;
-	char missing[32] = "", cname[64], expiry[32], member[128], lname[128];
+	char missing[32] = "", cname[128], expiry[32], member[128], lname[128];
 	int64_t until = now_ms() + (int64_t)p->ttl_s * 1000;
 	int rc = -1;
 
@@ -209,10 +209,10 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 	json_object_array_add(cmd, json_object_new_string(lname));
 	json_object_object_add(body, "Cmd", cmd);
 	if (json_object_object_get_ex(body, "Labels", &labels)) {
-		snprintf(lname, sizeof(lname), "%s.pool", ctx->cfg->label_prefix);
+		config_label(ctx->cfg, "pool", lname, sizeof(lname));
 		json_object_object_add(labels, lname, json_object_new_string(key));
 	}
-	snprintf(cname, sizeof(cname), "sandpit-%s", sb.id);
+	config_container_name(ctx->cfg, sb.id, cname, sizeof(cname));
 	if (docker_container_create(ctx->dk, cname, body, sb.container_id, e) < 0)
 		goto out;
 	if (sandbox_check_tools(ctx, &sb, img, missing, sizeof(missing), e) < 0 || missing[0] ||

@@ -175,7 +175,7 @@ test('create → exec → writeFile → readFile → listFiles → kill through 
   assert.match(dead.content[0].text, /^Sandbox is killed/);
 
   const rm = await client.callTool({ name: 'sandbox-remove', arguments: { sandboxId: id } });
-  assert.deepEqual(rm.structuredContent, { sandboxId: id, removed: true });
+  assert.deepEqual(rm.structuredContent, { result: true }); // remove answers true, wrapped
   created.length = 0;
 });
 

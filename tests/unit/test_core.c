@@ -263,6 +263,40 @@ static void test_config(void **state)
 	assert_string_equal(config_template(&cfg, "extra")->image, "local/extra");
 	assert_int_equal(cfg.data_key[0], 0x00);
 	assert_int_equal(cfg.data_key[31], 0xff);
+	{
+		char n[128];
+		/* naming sandpit (the default): the prefixes */
+		config_network_name(&cfg, "isolated", n, sizeof(n));
+		assert_string_equal(n, "sandpit-isolated");
+		config_network_name(&cfg, "internet", n, sizeof(n));
+		assert_string_equal(n, "sandpit-internet");
+		config_network_label(&cfg, n, sizeof(n));
+		assert_string_equal(n, "sandpit.network");
+		config_container_name(&cfg, "abc", n, sizeof(n));
+		assert_string_equal(n, "sandpit-abc");
+		/* naming dokploy: Dokploy's names, whatever the prefixes say */
+		f = fopen(path, "w");
+		fprintf(f, "data_key_file = %s\nlabel_prefix = x\nnaming = dokploy\nnetwork_prefix = y\n",
+			key);
+		fclose(f);
+		assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
+		config_network_name(&cfg, "isolated", n, sizeof(n));
+		assert_string_equal(n, "dokploy-sandboxes-isolated");
+		config_network_name(&cfg, "internet", n, sizeof(n));
+		assert_string_equal(n, "dokploy-sandboxes");
+		config_network_label(&cfg, n, sizeof(n));
+		assert_string_equal(n, "dokploy.sandbox");
+		config_label(&cfg, "sandboxId", n, sizeof(n));
+		assert_string_equal(n, "dokploy.sandboxId");
+		config_container_name(&cfg, "abc", n, sizeof(n));
+		assert_string_equal(n, "dokploy-sandbox-abc");
+		assert_string_equal(cfg.label_prefix, "dokploy");
+		f = fopen(path, "w");
+		fprintf(f, "data_key_file = %s\nnaming = other\n", key);
+		fclose(f);
+		assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "naming must be sandpit or dokploy"));
+	}
 	f = fopen(path, "w");
 	fprintf(f, "data_key_file = %s\nworkers_min = 9\nworkers_max = 3\n", key);
 	fclose(f);
