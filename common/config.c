@@ -119,6 +119,7 @@ static const struct key {
 	{ S(data_key_file) },
 	{ S(network_prefix) },
 	{ S(label_prefix) },
+	{ S(container_label) },
 	{ I(retention_s, 0, 365 * 86400) },
 	{ I(create_timeout_s, 10, 86400) },
 	{ S(default_runtime) },
@@ -152,6 +153,37 @@ static int valid_name_chars(const char *s)
 		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_')
 			return 0;
 	return 1;
+}
+
+/* container_label: empty, or KEY=VALUE with KEY of letters, digits and
+ * . - _ (at most 100 bytes, not sandpit's own <label_prefix>.*) and VALUE
+ * printable ASCII. */
+static int container_label_check(const struct config *cfg, char *msg, size_t cap)
+{
+	const char *s = cfg->container_label, *eq = strchr(s, '=');
+	size_t plen = strlen(cfg->label_prefix);
+
+	if (!*s)
+		return 0;
+	if (!eq || eq == s || eq - s > 100)
+		goto bad;
+	for (const char *p = s; p < eq; p++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+			goto bad;
+	for (const char *p = eq + 1; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			goto bad;
+	if (strncmp(s, cfg->label_prefix, plen) == 0 && s[plen] == '.') {
+		snprintf(msg, cap, "container_label may not set sandpit's own labels (%s.*)",
+			 cfg->label_prefix);
+		return -1;
+	}
+	return 0;
+bad:
+	snprintf(msg, cap,
+		 "container_label must be KEY=VALUE (KEY: at most 100 letters, digits, . - _; "
+		 "VALUE: printable ASCII)");
+	return -1;
 }
 
 static int set_template(struct config *cfg, const char *name, const char *image)
@@ -458,6 +490,10 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 			 "%s: gvisor_runtime_isolated and gvisor_runtime_internet must be dockerd "
 			 "runtime names (letters, digits, - and _)",
 			 path);
+		goto out;
+	}
+	if (container_label_check(cfg, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, msg);
 		goto out;
 	}
 	if (strncmp(cfg->docker_host, "unix://", 7) != 0) {

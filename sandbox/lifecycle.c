@@ -600,6 +600,12 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_object_add(labels, lname, json_object_new_string(sb->id));
 	snprintf(lname, sizeof(lname), "%s.organizationId", cfg->label_prefix);
 	json_object_object_add(labels, lname, json_object_new_string(sb->org));
+	if (cfg->container_label[0]) {
+		const char *eq = strchr(cfg->container_label, '=');
+		snprintf(lname, sizeof(lname), "%.*s", (int)(eq - cfg->container_label),
+			 cfg->container_label);
+		json_object_object_add(labels, lname, json_object_new_string(eq + 1));
+	}
 	json_object_object_add(o, "Labels", labels);
 
 	json_object_object_add(hc, "CapDrop", str_array(capdrop));
