@@ -36,7 +36,7 @@ const execOk = async (id) => {
   assert.equal(r.json.stdout, 'ok\n');
 };
 
-test('A1: a fork bomb fills its pids limit and no more; another sandbox\'s exec p50 stays normal', async (t) => {
+test('A1: a fork bomb fills its pids limit and no more; another sandbox\'s exec p50 stays normal', { timeout: 180000 }, async (t) => {
   const victim = await create({ template: 'alpine' });
   const bomber = await create({ template: 'python', pidsLimit: 64 });
   const cid = bomber.containerId;
@@ -80,7 +80,7 @@ test('A1: a fork bomb fills its pids limit and no more; another sandbox\'s exec 
   await execOk(victim.sandboxId);
 });
 
-test('A2: a memory bomb dies with 137 at its memory limit; the sandbox stays usable', async (t) => {
+test('A2: a memory bomb dies with 137 at its memory limit; the sandbox stays usable', { timeout: 120000 }, async (t) => {
   const sb = await create({ template: 'python', memoryMb: 64 });
   const cid = sb.containerId;
   assert.equal(Number(cg('memory', cid, 'memory.limit_in_bytes')), 64 << 20);
@@ -109,7 +109,7 @@ test('A2: a memory bomb dies with 137 at its memory limit; the sandbox stays usa
   assert.equal(c.json.stdout, 'still here');
 });
 
-test('A12: a CPU hog is held to its cpu limit; other sandboxes\' API latency stays normal', async (t) => {
+test('A12: a CPU hog is held to its cpu limit; other sandboxes\' API latency stays normal', { timeout: 180000 }, async (t) => {
   const victim = await create({ template: 'alpine' });
   const hog = await create({ template: 'alpine', cpu: 0.5 });
   const cid = hog.containerId;
