@@ -21,7 +21,8 @@ const SNAPSHOT = 'find /etc -xdev -type f -exec sha256sum {} + | sort; ' +
   '-o -newer /root/.f3-mark -print';
 
 test('F3: a symlink/directory swap race during writes and reads writes nothing outside and reads nothing it may not', { timeout: 240000 }, async (t) => {
-  const sb = await create({ template: 'python' });
+  // half a core for the swapper: the test files beside it need the rest
+  const sb = await create({ template: 'python', cpu: 0.5 });
   const id = sb.sandboxId, cid = sb.containerId;
   assert.equal((await dockerExec(cid, ['sh', '-c', 'touch /root/.f3-mark && sleep 1.1'], { user: '0' })).exitCode, 0);
   const before = await dockerExec(cid, ['sh', '-c', SNAPSHOT], { user: '0' });
