@@ -155,34 +155,38 @@ static int valid_name_chars(const char *s)
 	return 1;
 }
 
-/* container_label: empty, or KEY=VALUE with KEY of letters, digits and
- * . - _ (at most 100 bytes, not sandpit's own <label_prefix>.*) and VALUE
- * printable ASCII. */
+/* container_label: empty, or up to 8 KEY=VALUE pairs separated by spaces,
+ * KEY of letters, digits and . - _ (at most 100 bytes, not sandpit's own
+ * <label_prefix>.*), VALUE printable ASCII without spaces. */
 static int container_label_check(const struct config *cfg, char *msg, size_t cap)
 {
-	const char *s = cfg->container_label, *eq = strchr(s, '=');
+	const char *s = cfg->container_label;
 	size_t plen = strlen(cfg->label_prefix);
+	int pairs = 0;
 
-	if (!*s)
-		return 0;
-	if (!eq || eq == s || eq - s > 100)
-		goto bad;
-	for (const char *p = s; p < eq; p++)
-		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+	for (s += strspn(s, " \t"); *s; s += strspn(s, " \t")) {
+		size_t n = strcspn(s, " \t");
+		const char *eq = memchr(s, '=', n);
+		if (!eq || eq == s || eq - s > 100 || ++pairs > 8)
 			goto bad;
-	for (const char *p = eq + 1; *p; p++)
-		if (*p < 0x20 || *p > 0x7e)
-			goto bad;
-	if (strncmp(s, cfg->label_prefix, plen) == 0 && s[plen] == '.') {
-		snprintf(msg, cap, "container_label may not set sandpit's own labels (%s.*)",
-			 cfg->label_prefix);
-		return -1;
+		for (const char *p = s; p < eq; p++)
+			if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+				goto bad;
+		for (const char *p = eq + 1; p < s + n; p++)
+			if (*p < 0x21 || *p > 0x7e)
+				goto bad;
+		if (strncmp(s, cfg->label_prefix, plen) == 0 && s[plen] == '.') {
+			snprintf(msg, cap, "container_label may not set sandpit's own labels (%s.*)",
+				 cfg->label_prefix);
+			return -1;
+		}
+		s += n;
 	}
 	return 0;
 bad:
 	snprintf(msg, cap,
-		 "container_label must be KEY=VALUE (KEY: at most 100 letters, digits, . - _; "
-		 "VALUE: printable ASCII)");
+		 "container_label must be up to 8 KEY=VALUE pairs separated by spaces (KEY: at most "
+		 "100 letters, digits, . - _; VALUE: printable ASCII)");
 	return -1;
 }
 
