@@ -1,6 +1,7 @@
 // RELIABILITY H6, Docker API injection: sandbox ids and paths holding
 // `../ ? # %2F & %00`, NUL, newlines, CR LF and 10 KB strings, in every
-// field and query of the API, get a 4xx (400/404/414, never a 5xx), and
+// field and query of the API, get a 4xx (400/404/414, never a 5xx; on the
+// MCP face a tool error), and
 // what sandpit sends to Docker is seen on the wire, through a recording
 // proxy in front of the Docker socket (lib/dockerproxy.mjs): every request
 // matches the allow-list of method + path templates below, carries only
@@ -150,6 +151,18 @@ test('H6: injected ids and paths get 400/404 (never a 5xx), and nothing of them 
   }
   pathCalls.push(['readFile 10 KB path', () => s.api('GET', '/api/sandbox.readFile', { query: { sandboxId: id, path: `/tmp/${big}` } })]);
   pathCalls.push(['writeFile 10 KB path', () => s.api('POST', '/api/sandbox.writeFile', { body: { sandboxId: id, path: `/tmp/${big}`, content: 'x' } })]);
+  // the MCP face: the same ids through tools/call; a refusal is a tool
+  // error (isError) or a JSON-RPC error, in a 200
+  const mcpCalls = [];
+  for (const e of evil) {
+    for (const [name, args] of [['sandbox-exec', { cmd: 'true' }], ['sandbox-kill', {}], ['sandbox-readFile', { path: '/etc/hostname' }],
+      ['sandbox-listFiles', { path: '/' }], ['sandbox-setTimeout', { timeoutMs: 60000 }]]) {
+      mcpCalls.push([`mcp ${name}`, () => s.api('POST', '/mcp', {
+        rawBody: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: { sandboxId: e, ...args } } }),
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      })]);
+    }
+  }
   const n0 = proxy.log.length;
   const statuses = {};
   const fails = [];
@@ -162,6 +175,16 @@ test('H6: injected ids and paths get 400/404 (never a 5xx), and nothing of them 
       else if (r.status !== 414 && !r.json) fails.push(`${what}: ${r.status} is not JSON: ${r.text.slice(0, 80)}`);
     }));
   }
+  const mcpStatuses = {};
+  for (let i = 0; i < mcpCalls.length; i += 4) {
+    await Promise.all(mcpCalls.slice(i, i + 4).map(async ([what, call]) => {
+      const r = await call();
+      const k = `${r.status} ${r.json?.result?.isError ? 'isError' : r.json?.error ? `error ${r.json.error.code}` : 'other'}`;
+      mcpStatuses[k] = (mcpStatuses[k] || 0) + 1;
+      if (r.status !== 200 || !(r.json?.result?.isError === true || r.json?.error)) fails.push(`${what}: ${r.status} ${r.text.slice(0, 160)}`);
+      else if (/internal|500/i.test(JSON.stringify(r.json.result?.content ?? r.json.error))) fails.push(`${what}: ${r.text.slice(0, 160)}`);
+    }));
+  }
   const sent = proxy.log.slice(n0);
   const pathStatuses = {};
   for (let i = 0; i < pathCalls.length; i += 4) {
@@ -172,7 +195,8 @@ test('H6: injected ids and paths get 400/404 (never a 5xx), and nothing of them 
     }));
   }
   t.diagnostic(`${pathCalls.length} injected paths and cwds with a real sandbox: statuses ${JSON.stringify(pathStatuses)}`);
-  t.diagnostic(`${calls.length} injected requests: statuses ${JSON.stringify(statuses)}; ${sent.length} Docker requests meanwhile: ` +
+  t.diagnostic(`${calls.length} injected requests: statuses ${JSON.stringify(statuses)}; ${mcpCalls.length} MCP tool calls: ${JSON.stringify(mcpStatuses)}; ` +
+    `${sent.length} Docker requests meanwhile: ` +
     JSON.stringify([...new Set(sent.map((e) => `${e.method} ${e.url.split('?')[0].replace(/[0-9a-f]{64}/g, '{id}')}`))]));
   assert.deepEqual(fails, []);
   // the sandbox itself was never touched by an id that merely contains it
