@@ -123,6 +123,7 @@ static const struct key {
 	{ S(naming) },
 	{ S(network_prefix) },
 	{ S(label_prefix) },
+	{ S(container_label) },
 	{ I(retention_s, 0, 365 * 86400) },
 	{ I(create_timeout_s, 10, 86400) },
 	{ S(default_runtime) },
@@ -156,6 +157,41 @@ static int valid_name_chars(const char *s)
 		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_')
 			return 0;
 	return 1;
+}
+
+/* container_label: empty, or up to 8 KEY=VALUE pairs separated by spaces,
+ * KEY of letters, digits and . - _ (at most 100 bytes, not sandpit's own
+ * <label_prefix>.*), VALUE printable ASCII without spaces. */
+static int container_label_check(const struct config *cfg, char *msg, size_t cap)
+{
+	const char *s = cfg->container_label;
+	size_t plen = strlen(cfg->label_prefix);
+	int pairs = 0;
+
+	for (s += strspn(s, " \t"); *s; s += strspn(s, " \t")) {
+		size_t n = strcspn(s, " \t");
+		const char *eq = memchr(s, '=', n);
+		if (!eq || eq == s || eq - s > 100 || ++pairs > 8)
+			goto bad;
+		for (const char *p = s; p < eq; p++)
+			if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+				goto bad;
+		for (const char *p = eq + 1; p < s + n; p++)
+			if (*p < 0x21 || *p > 0x7e)
+				goto bad;
+		if (strncmp(s, cfg->label_prefix, plen) == 0 && s[plen] == '.') {
+			snprintf(msg, cap, "container_label may not set sandpit's own labels (%s.*)",
+				 cfg->label_prefix);
+			return -1;
+		}
+		s += n;
+	}
+	return 0;
+bad:
+	snprintf(msg, cap,
+		 "container_label must be up to 8 KEY=VALUE pairs separated by spaces (KEY: at most "
+		 "100 letters, digits, . - _; VALUE: printable ASCII)");
+	return -1;
 }
 
 static int set_template(struct config *cfg, const char *name, const char *image)
@@ -472,6 +508,10 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 		str_copy(cfg->label_prefix, sizeof(cfg->label_prefix), "dokploy");
 	} else if (strcmp(cfg->naming, "sandpit") != 0) {
 		snprintf(err, errlen, "%s: naming must be sandpit or dokploy", path);
+		goto out;
+	}
+	if (container_label_check(cfg, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, msg);
 		goto out;
 	}
 	if (strncmp(cfg->docker_host, "unix://", 7) != 0) {

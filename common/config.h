@@ -72,6 +72,8 @@ struct config {
 				     naming dokploy: "dokploy" whatever the file says */
 	char label_prefix[64];    /* container labels <prefix>.sandbox etc, default "sandpit";
 				     naming dokploy: "dokploy" whatever the file says */
+	char container_label[512]; /* more KEY=VALUE labels (space separated) on every sandbox
+				      container, default none */
 	int retention_s;          /* killed rows are kept this long, default 604800 */
 	int create_timeout_s;     /* a creation still "creating" after this reads "error", default 600 */
 	char default_runtime[16]; /* runc|gvisor: a create without `runtime`, default runc */

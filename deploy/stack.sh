@@ -19,6 +19,11 @@
 #                        1); instance i > 1 uses sandpitd-i.{conf,sock,pid,log}
 #   SANDPIT_LOCAL_IMAGES 1 (default): map the templates to sandpit-test/* images
 #   SANDPIT_EXTRA_CONF   more "key = value" lines appended to sandpitd.conf
+#   SANDPIT_RUN_LABEL    one more container_label pair (KEY=VALUE; tests/run.sh
+#                        sets one per run to remove only its own containers)
+#                        Every stack labels its containers sandpit-stack=<DIR's
+#                        name> too (container_label), so one stack's containers
+#                        can be told from another's on a shared dockerd.
 #   SANDPIT_DOCKER_HOST  docker_host (default unix:///var/run/docker.sock)
 #   SANDPIT_RATE         per-key request rate at nginx (default 50r/s)
 #   SANDPIT_BURST        requests allowed above the rate at once (default 100)
@@ -280,6 +285,7 @@ cmd_start() {
 				echo "template.$t = $img"
 			done
 		fi
+		echo "container_label = sandpit-stack=$(basename "$dir")${SANDPIT_RUN_LABEL:+ $SANDPIT_RUN_LABEL}"
 		if [ -n "${SANDPIT_EXTRA_CONF:-}" ]; then
 			echo "# from SANDPIT_EXTRA_CONF"
 			printf '%s\n' "$SANDPIT_EXTRA_CONF"

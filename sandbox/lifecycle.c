@@ -602,6 +602,15 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_object_add(labels, lname, json_object_new_string(sb->id));
 	config_label(cfg, "organizationId", lname, sizeof(lname));
 	json_object_object_add(labels, lname, json_object_new_string(sb->org));
+	/* container_label: KEY=VALUE pairs, checked by config_load */
+	for (const char *p = cfg->container_label + strspn(cfg->container_label, " \t"); *p;
+	     p += strspn(p, " \t")) {
+		size_t n = strcspn(p, " \t"), k = strcspn(p, "=");
+		snprintf(lname, sizeof(lname), "%.*s", (int)k, p);
+		json_object_object_add(labels, lname,
+				       json_object_new_string_len(p + k + 1, (int)(n - k - 1)));
+		p += n;
+	}
 	json_object_object_add(o, "Labels", labels);
 
 	json_object_object_add(hc, "CapDrop", str_array(capdrop));

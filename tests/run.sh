@@ -16,8 +16,12 @@
 # Ends with one line "N passed, N failed"; exits non-zero if anything failed.
 #
 # Environment:
-#   SANDPIT_TEST_CLEANUP  1: at the end remove every container labeled
-#                         sandpit.sandbox=true (default 1 when CI=true, else 0)
+#   SANDPIT_TEST_CLEANUP  1: at the end remove the sandbox containers this
+#                         run's stacks made and left (default 1 when CI=true,
+#                         else 0). Every stack of the run labels its containers
+#                         sandpit-test.run=<run id> (SANDPIT_RUN_LABEL, the
+#                         container_label key), so other stacks' containers on
+#                         the same dockerd are never touched.
 #   SANDPIT_TEST_KEEP     1: keep the run's temp folder (stack logs)
 #   SANDPIT_TEST_GVISOR   0: skip the gVisor pass and runsc's registration
 #   SANDPIT_TEST_FUZZ     0: skip the fuzz suite
@@ -32,6 +36,9 @@ FAILED=0
 SKIPPED=0
 SUMMARY=()
 RUN_TMP=$(mktemp -d /tmp/sandpit-test.XXXXXX)
+# this run's id, on every sandbox container its stacks make (deploy/stack.sh)
+RUN_LABEL="sandpit-test.run=${RUN_TMP##*/sandpit-test.}"
+export SANDPIT_RUN_LABEL=$RUN_LABEL
 DOCKERD_PID=""
 if [ "${CI:-}" = true ]; then
 	CLEANUP=${SANDPIT_TEST_CLEANUP:-1}
@@ -62,9 +69,10 @@ finish() {
 		[ -f "$d/sandpitd.conf" ] && bash deploy/stack.sh stop "$d"
 	done
 	if [ "$CLEANUP" = 1 ] && docker_answers; then
-		ids=$(docker ps -aq --filter label=sandpit.sandbox=true)
+		# only this run's: both labels (docker ANDs label filters)
+		ids=$(docker ps -aq --filter label=sandpit.sandbox=true --filter "label=$RUN_LABEL")
 		if [ -n "$ids" ]; then
-			echo "run.sh: removing $(echo "$ids" | wc -l) leftover sandbox container(s)"
+			echo "run.sh: removing $(echo "$ids" | wc -l) leftover sandbox container(s) of this run ($RUN_LABEL)"
 			# shellcheck disable=SC2086
 			docker rm -f $ids >/dev/null
 		fi

@@ -302,6 +302,22 @@ static void test_config(void **state)
 	fclose(f);
 	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "workers_min"));
+	/* container_label: KEY=VALUE, never one of sandpit's own labels */
+	f = fopen(path, "w");
+	fprintf(f, "data_key_file = %s\ncontainer_label = sandpit-test.run=r1-x  a.b=c=d\n", key);
+	fclose(f);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.container_label, "sandpit-test.run=r1-x  a.b=c=d");
+	static const char *const bad_labels[] = { "novalue", "=v", "a b=c", "sandpit.sandbox=false",
+						  "k=\x01", "a=1 sandpit.x=2",
+						  "a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9" };
+	for (size_t i = 0; i < sizeof(bad_labels) / sizeof(bad_labels[0]); i++) {
+		f = fopen(path, "w");
+		fprintf(f, "data_key_file = %s\ncontainer_label = %s\n", key, bad_labels[i]);
+		fclose(f);
+		assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "container_label"));
+	}
 	chmod(key, 0644);
 	f = fopen(path, "w");
 	fprintf(f, "data_key_file = %s\n", key);

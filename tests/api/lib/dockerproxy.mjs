@@ -1,0 +1,78 @@
+// A recording proxy in front of the Docker socket, for tests that check
+// what sandpit sends to Docker (RELIABILITY H6): point a stack's
+// docker_host at proxy.sock (startStack({ env: { SANDPIT_DOCKER_HOST:
+// `unix://${proxy.sock}` } })). Every request is passed on unchanged,
+// and its method and raw request target are recorded in proxy.log, with the
+// answer's status; the ids Docker hands out (container create, exec create)
+// are collected in proxy.ids. Hijacked connections (exec start with
+// `Connection: Upgrade`) are spliced through as raw bytes.
+//
+//   const proxy = await dockerProxy(dir);  ...  await proxy.close();
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { rm } from 'node:fs/promises';
+
+export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOCK || '/var/run/docker.sock') {
+  const sock = path.join(dir, 'docker-proxy.sock');
+  await rm(sock, { force: true });
+  const log = [];
+  const ids = new Set();
+  const conns = new Set();
+  const server = http.createServer((req, res) => {
+    const entry = { method: req.method, url: req.url, at: Date.now(), status: 0 };
+    log.push(entry);
+    const up = http.request({ socketPath: upstream, method: req.method, path: req.url, headers: req.headers }, (ur) => {
+      entry.status = ur.statusCode;
+      res.writeHead(ur.statusCode, ur.rawHeaders);
+      // the ids Docker gives out: small JSON answers of the two creates
+      const learn = /\/(containers\/create|containers\/[^/]+\/exec)$/.test(req.url.split('?')[0]) && ur.statusCode === 201;
+      const chunks = [];
+      ur.on('data', (c) => { if (learn) chunks.push(c); res.write(c); });
+      ur.on('end', () => {
+        if (learn) {
+          try { ids.add(JSON.parse(Buffer.concat(chunks).toString()).Id); } catch { /* not JSON */ }
+        }
+        res.end();
+      });
+      ur.on('error', () => res.destroy());
+    });
+    up.on('error', () => { entry.status = -1; res.destroy(); });
+    req.pipe(up);
+  });
+  server.on('upgrade', (req, client, head) => {
+    log.push({ method: req.method, url: req.url, at: Date.now(), status: 101, upgrade: true });
+    const up = net.connect(upstream, () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      up.write(lines.join('\r\n') + '\r\n\r\n');
+      if (head.length) up.write(head);
+      up.pipe(client);
+      client.pipe(up);
+    });
+    const end = () => { up.destroy(); client.destroy(); };
+    up.on('error', end);
+    client.on('error', end);
+    up.on('close', () => client.end());
+  });
+  // long execs and kept-alive connections: no server-side timeouts
+  server.requestTimeout = 0;
+  server.headersTimeout = 0;
+  server.keepAliveTimeout = 0;
+  server.timeout = 0;
+  server.on('connection', (c) => { conns.add(c); c.on('close', () => conns.delete(c)); });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(sock, resolve);
+  });
+  return {
+    sock,
+    log,
+    ids,
+    async close() {
+      for (const c of conns) c.destroy();
+      await new Promise((r) => server.close(r));
+      await rm(sock, { force: true });
+    },
+  };
+}
