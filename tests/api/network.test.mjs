@@ -39,6 +39,9 @@ before(async () => {
   s = await startStack({
     extraConf: [
       `network_prefix = ${prefix}`,
+      // its own labels too: a reaper of another stack on this dockerd that
+      // ends sandpit.sandbox containers it has no record of leaves these be
+      `label_prefix = ${prefix}`,
       'deny_cidrs = 169.254.0.0/16, 198.18.0.0/24',
       `probe_ports = ${hostPort}`,
       'workers_min = 1',
@@ -160,7 +163,7 @@ test('a remote server is checked when added; servers list shows it', async () =>
   assert.equal(srv.allowUnfiltered, false);
   assert.ok(srv.netCheckAt > Date.now() - 120000);
   // no probe container is left behind
-  const left = execFileSync('docker', ['ps', '-aq', '--filter', 'label=sandpit.probe'], { encoding: 'utf8' }).trim();
+  const left = execFileSync('docker', ['ps', '-aq', '--filter', `label=${prefix}.probe`], { encoding: 'utf8' }).trim();
   assert.equal(left, '');
 });
 
