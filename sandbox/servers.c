@@ -277,11 +277,17 @@ int sandbox_server_check(struct sandbox_ctx *ctx, const char *id, struct sp_err 
 	return rc;
 }
 
-/* A server never checked is checked now (once: the result is stored). */
+/* A server never checked is checked now (once: the result is stored), and
+ * so is one whose check could not run (unreachable when it was added), at
+ * most every NET_RECHECK_MS. */
+#define NET_RECHECK_MS 60000
 static int check_if_new(struct sandbox_ctx *ctx, const char *id, struct server *s,
 			struct sp_err *e)
 {
-	if (s->net_check[0] || s->allow_unfiltered)
+	if (s->allow_unfiltered)
+		return 0;
+	if (s->net_check[0] &&
+	    !(strcmp(s->net_check, "error") == 0 && now_ms() - s->net_check_at > NET_RECHECK_MS))
 		return 0;
 	if (sandbox_server_check(ctx, id, e) < 0)
 		return -1;
