@@ -233,3 +233,37 @@ test('a server whose host lets sandboxes through fails its check and gets no san
   const [p] = JSON.parse((await s.cli('servers', 'list')).stdout);
   assert.equal(p.netCheck, 'pass', JSON.stringify(p));
 });
+
+test('a local server where iptables cannot run: creates answer 503 saying why, unless allow_unfiltered_local', async () => {
+  // sandpitd in a mount namespace of its own where /usr/sbin (iptables,
+  // iptables-legacy) is an empty folder
+  const p2 = ownPrefix('u');
+  const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'sandpit-bin-'));
+  const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'sandpit-empty-'));
+  const real = path.join(repoRoot, 'build');
+  for (const b of ['sandpit', 'sandpit-stream']) fs.symlinkSync(path.join(real, b), path.join(bin, b));
+  fs.writeFileSync(path.join(bin, 'sandpitd'), '#!/bin/sh\n' +
+    `exec unshare -m --propagation private sh -c 'mount --bind "$0" /usr/sbin && exec "$@"' ${empty} ${real}/sandpitd "$@"\n`, { mode: 0o755 });
+  const conf = [`network_prefix = ${p2}`, `label_prefix = ${p2}`];
+  let s2;
+  try {
+    s2 = await startStack({ env: { SANDPIT_BIN: bin }, extraConf: conf });
+    const r = await s2.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
+    assert.equal(r.status, 503, r.text);
+    assert.match(r.json.message, /^The local server cannot drop sandbox traffic to the host and to deny_cidrs \(no working iptables.*allow_unfiltered_local = true/);
+    const l = await s2.api('GET', '/api/sandbox.list');
+    assert.deepEqual(l.json, [], 'no record is left');
+    assert.equal(rules(chains(p2).input).length, 0);
+    await s2.stop();
+    s2 = await startStack({ env: { SANDPIT_BIN: bin }, extraConf: [...conf, 'allow_unfiltered_local = true'] });
+    const c = await s2.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
+    assert.equal(c.status, 200, c.text);
+    await s2.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
+    assert.match(await s2.logTail('sandpitd.log', 200), /sandbox traffic is not filtered/);
+  } finally {
+    await s2?.stop().catch(() => {});
+    removeOwn(p2);
+    fs.rmSync(bin, { recursive: true, force: true });
+    fs.rmSync(empty, { recursive: true, force: true });
+  }
+});

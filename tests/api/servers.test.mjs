@@ -23,7 +23,10 @@ before(async () => {
   hostsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandpit-hosts-'));
   execFileSync('bash', [hostsSh, 'start', hostsDir]);
   env = Object.fromEntries(fs.readFileSync(path.join(hostsDir, 'env'), 'utf8').trim().split('\n').map((l) => l.split('=')));
-  s = await startStack({ extraConf: [`ssh_control_dir = ${env.SSH_CONTROL_DIR}`, 'placement_pool = pool1', `network_prefix = ${prefix}`] });
+  s = await startStack({ extraConf: [`ssh_control_dir = ${env.SSH_CONTROL_DIR}`, 'placement_pool = pool1', `network_prefix = ${prefix}`,
+    // and its own labels: a reaper of another stack on this dockerd ends
+    // sandpit.sandbox containers it has no record of
+    `label_prefix = ${prefix}`] });
   await s.cli('servers', 'add', '--id', 'tls1', '--endpoint', `tcp://127.0.0.1:${env.TLS_PORT}`,
     '--tls-cert', env.TLS_CERT, '--tls-key', env.TLS_KEY, '--tls-ca', env.TLS_CA, '--orgs', 'default', '--pool', 'pool1');
   await s.cli('servers', 'add', '--id', 'ssh1', '--endpoint', `ssh://root@127.0.0.1:${env.SSH_PORT}`,
