@@ -125,13 +125,14 @@ static int pick_iptables(struct sp_err *e)
 		}
 	}
 	/* Docker runs without iptables: use the first one that works */
-	if (first[0] &&
-	    run((const char *const[]){ first, "-w", "5", "-n", "-L", "INPUT", NULL }, NULL, 0) == 0) {
+	if (first[0] && run((const char *const[]){ first, "-w", "5", "-n", "-L", "INPUT", NULL },
+			    NULL, 0) == 0) {
 		str_copy(ipt_bin, sizeof(ipt_bin), first);
 		ipt_docker_user = 0;
 		return 0;
 	}
-	return sp_err_set(e, SP_UNAVAILABLE, "no working iptables found in /usr/sbin, /sbin, /usr/bin");
+	return sp_err_set(e, SP_UNAVAILABLE,
+			  "no working iptables found in /usr/sbin, /sbin, /usr/bin");
 }
 
 /* iptables -w 5 ACTION ...rule; ACTION is -C, -A or -I (with "1"). */
@@ -179,7 +180,8 @@ static int ensure_chain(const char *chain, struct sp_err *e)
 
 	if (run((const char *const[]){ ipt_bin, "-w", "5", "-n", "-L", chain, NULL }, NULL, 0) == 0)
 		return 0;
-	if (run((const char *const[]){ ipt_bin, "-w", "5", "-N", chain, NULL }, err, sizeof(err)) == 0)
+	if (run((const char *const[]){ ipt_bin, "-w", "5", "-N", chain, NULL }, err, sizeof(err)) ==
+	    0)
 		return 0;
 	/* a racing worker made it meanwhile */
 	if (run((const char *const[]){ ipt_bin, "-w", "5", "-n", "-L", chain, NULL }, NULL, 0) == 0)
@@ -228,11 +230,21 @@ int firewall_apply(const struct config *cfg, const char *const bridges[], int nb
 		return -1;
 	for (int b = 0; b < nb; b++) {
 		const char *br = bridges[b];
-		const char *est[] = { in,	  "-i", br,	   "-m",      "conntrack", "--ctstate",
-				      "ESTABLISHED,RELATED", "-m", "comment", "--comment",
-				      comment,	  "-j", "RETURN" };
-		const char *drop[] = { in, "-i", br, "-m", "comment", "--comment", comment, "-j",
-				       "DROP" };
+		const char *est[] = { in,
+				      "-i",
+				      br,
+				      "-m",
+				      "conntrack",
+				      "--ctstate",
+				      "ESTABLISHED,RELATED",
+				      "-m",
+				      "comment",
+				      "--comment",
+				      comment,
+				      "-j",
+				      "RETURN" };
+		const char *drop[] = { in,	    "-i",    br,   "-m",  "comment",
+				       "--comment", comment, "-j", "DROP" };
 		if (!br || !br[0])
 			continue;
 		if (ensure_rule(est, 13, 0, e) < 0 || ensure_rule(drop, 9, 0, e) < 0)
@@ -246,8 +258,9 @@ int firewall_apply(const struct config *cfg, const char *const bridges[], int nb
 				size_t n = strcspn(p, ", \t");
 				if (n > 0 && n < 64) {
 					char cidr[64];
-					const char *fr[] = { fwd, "-i", br, "-d", cidr, "-m", "comment",
-							     "--comment", comment, "-j", "DROP" };
+					const char *fr[] = { fwd,     "-i", br,	       "-d",
+							     cidr,    "-m", "comment", "--comment",
+							     comment, "-j", "DROP" };
 					memcpy(cidr, p, n);
 					cidr[n] = '\0';
 					if (ensure_rule(fr, 11, 0, e) < 0)

@@ -200,8 +200,8 @@ done:
 	return rc;
 }
 
-int sandbox_net_probe(struct sandbox_ctx *ctx, const char *docker_port, char *status,
-		      size_t scap, char *detail, size_t dcap)
+int sandbox_net_probe(struct sandbox_ctx *ctx, const char *docker_port, char *status, size_t scap,
+		      char *detail, size_t dcap)
 {
 	struct sp_err e;
 	int pass = 1;
