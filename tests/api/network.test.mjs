@@ -214,6 +214,7 @@ test('a server whose host lets sandboxes through fails its check and gets no san
     assert.match(srv.netCheckDetail, new RegExp(`:${hostPort}: answers`));
     assert.match(srv.netCheckDetail, /internet 169\.254\.169\.254:80: answers/);
     const r = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', serverId: 'tls1' } });
+    if (r.status === 200) made.push(r.json.sandboxId);
     assert.equal(r.status, 409, r.text);
     assert.match(r.json.message, /Server tls1 failed its network check/);
     // the override: registered again with --allow-unfiltered
@@ -249,6 +250,7 @@ test('a local server where iptables cannot run: creates answer 503 saying why, u
   try {
     s2 = await startStack({ env: { SANDPIT_BIN: bin }, extraConf: conf });
     const r = await s2.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
+    if (r.status === 200) await s2.api('POST', '/api/sandbox.remove', { body: { sandboxId: r.json.sandboxId } });
     assert.equal(r.status, 503, r.text);
     assert.match(r.json.message, /^The local server cannot drop sandbox traffic to the host and to deny_cidrs \(no working iptables.*allow_unfiltered_local = true/);
     const l = await s2.api('GET', '/api/sandbox.list');

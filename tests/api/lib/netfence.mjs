@@ -76,8 +76,14 @@ export function stopUpstream(up) {
   quiet('ip', ['netns', 'del', up.ns]);
 }
 
-/** Removes the prefix's networks (once no container uses them) and its chains. */
+/**
+ * Removes the prefix's networks and its chains, and first any container
+ * left with its sandbox label (the stack's label_prefix is the prefix too,
+ * so these are the stack's own: a failed assertion can leave one).
+ */
 export function removeOwn(prefix) {
+  const left = (quiet('docker', ['ps', '-aq', '--filter', `label=${prefix}.sandbox`]) || '').trim().split('\n').filter(Boolean);
+  if (left.length) quiet('docker', ['rm', '-f', ...left]);
   for (const m of ['isolated', 'internet']) {
     for (let i = 0; i < 20; i++) {
       const ids = (quiet('docker', ['network', 'ls', '-q', '--filter', `name=^${prefix}-${m}$`]) || '').trim();
