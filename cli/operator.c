@@ -36,10 +36,14 @@ const char operator_usage[] =
 	"  quota show --org ORG\n"
 	"  servers add --id ID --endpoint URL --orgs ORG[,ORG...]|'*' [--name NAME]\n"
 	"              [--tls-cert F --tls-key F --tls-ca F] [--ssh-key F] [--known-hosts F]\n"
-	"              [--pool POOL] [--no-pooling]\n"
+	"              [--pool POOL] [--no-pooling] [--allow-unfiltered]\n"
 	"                              register a Docker server: unix:///path,\n"
-	"                              tcp://host:port (TLS) or ssh://user@host[:port]\n"
-	"  servers list                servers, their pools and current load (JSON)\n"
+	"                              tcp://host:port (TLS) or ssh://user@host[:port];\n"
+	"                              then checks that its sandboxes cannot reach its\n"
+	"                              host or 169.254.169.254 (a failing server gets no\n"
+	"                              sandboxes unless --allow-unfiltered)\n"
+	"  servers check ID            run that network check again\n"
+	"  servers list                servers, their pools, load and check (JSON)\n"
 	"  servers remove ID\n";
 
 static const char *const groups[] = { "keys", "orgs", "roles", "quota", "servers", NULL };
@@ -96,7 +100,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "tls-key", required_argument, NULL, 'K' },  { "tls-ca", required_argument, NULL, 'A' },
 		{ "ssh-key", required_argument, NULL, 'S' },  { "known-hosts", required_argument, NULL, 'H' },
 		{ "pool", required_argument, NULL, 'P' },     { "orgs", required_argument, NULL, 'O' },
-		{ "no-pooling", no_argument, NULL, 'N' },     { NULL, 0, NULL, 0 },
+		{ "no-pooling", no_argument, NULL, 'N' },     { "allow-unfiltered", no_argument, NULL, 'U' },
+		{ NULL, 0, NULL, 0 },
 	};
 	long long n;
 	double d;
@@ -161,6 +166,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'O':
 			o->srv.orgs = optarg;
+			break;
+		case 'U':
+			o->srv.allow_unfiltered = 1;
 			break;
 		case 'N':
 			o->srv.pooled = 0;
@@ -337,13 +345,50 @@ static int orgs_cmd(struct store *st, const char *action, int argc, char **argv)
 	return usage_error("orgs: create or list");
 }
 
-static int servers_cmd(struct store *st, const char *action, const struct opts *o, int argc,
-		       char **argv)
+/* Runs server id's network check and says the result on stderr. */
+static int server_check(const struct config *cfg, const char *id)
+{
+	struct sandbox_ctx ctx;
+	struct sp_err e;
+	char *json = NULL;
+	int rc;
+
+	if (sandbox_ctx_init(&ctx, cfg, &e) < 0)
+		return fail(e.msg);
+	rc = sandbox_server_check(&ctx, id, &e);
+	if (rc == 0 && store_server_get(ctx.st, id, &json, &e) == 0) {
+		json_object *o = json_tokener_parse(json), *v;
+		const char *st = "", *d = "";
+		if (o && json_object_object_get_ex(o, "netCheck", &v))
+			st = json_object_get_string(v);
+		if (o && json_object_object_get_ex(o, "netCheckDetail", &v))
+			d = json_object_get_string(v);
+		fprintf(stderr, "sandpit: server %s: network check %s%s%s\n", id, st, d[0] ? ": " : "",
+			d);
+		if (strcmp(st, "pass") != 0)
+			fprintf(stderr,
+				"sandpit: server %s gets no sandboxes until it passes (add the deny "
+				"rules, then `servers check %s`) unless it has --allow-unfiltered\n",
+				id, id);
+		json_object_put(o);
+		free(json);
+	}
+	sandbox_ctx_cleanup(&ctx);
+	return rc < 0 ? fail(e.msg) : 0;
+}
+
+static int servers_cmd(const struct config *cfg, struct store *st, const char *action,
+		       const struct opts *o, int argc, char **argv)
 {
 	struct sp_err e;
 
-	if (strcmp(action, "add") == 0 && argc == 0)
-		return sandbox_server_add(st, &o->srv, &e) < 0 ? fail(e.msg) : 0;
+	if (strcmp(action, "add") == 0 && argc == 0) {
+		if (sandbox_server_add(st, &o->srv, &e) < 0)
+			return fail(e.msg);
+		return server_check(cfg, o->srv.id);
+	}
+	if (strcmp(action, "check") == 0 && argc == 1)
+		return server_check(cfg, argv[0]);
 	if (strcmp(action, "list") == 0 && argc == 0) {
 		json_object *arr = sandbox_server_list(st, &e);
 		if (!arr)
@@ -355,7 +400,7 @@ static int servers_cmd(struct store *st, const char *action, const struct opts *
 	}
 	if (strcmp(action, "remove") == 0 && argc == 1)
 		return store_server_del(st, argv[0], &e) < 0 ? fail(e.msg) : 0;
-	return usage_error("servers: add, list or remove ID");
+	return usage_error("servers: add, check ID, list or remove ID");
 }
 
 int operator_main(const char *config_path, int argc, char **argv)
@@ -400,7 +445,7 @@ int operator_main(const char *config_path, int argc, char **argv)
 	else if (strcmp(group, "quota") == 0)
 		rc = quota_cmd(st, action, &o);
 	else if (strcmp(group, "servers") == 0)
-		rc = servers_cmd(st, action, &o, argc, argv);
+		rc = servers_cmd(&cfg, st, action, &o, argc, argv);
 	else
 		rc = usage_error("unknown command");
 	store_close(st);

@@ -59,6 +59,8 @@ void config_defaults(struct config *cfg)
 	str_copy(cfg->naming, sizeof(cfg->naming), "sandpit");
 	str_copy(cfg->network_prefix, sizeof(cfg->network_prefix), "sandpit");
 	str_copy(cfg->label_prefix, sizeof(cfg->label_prefix), "sandpit");
+	str_copy(cfg->deny_cidrs, sizeof(cfg->deny_cidrs), "169.254.0.0/16,100.100.100.200/32");
+	str_copy(cfg->probe_ports, sizeof(cfg->probe_ports), "22,80,443,2375,2376,6379");
 	cfg->retention_s = 7 * 24 * 3600;
 	cfg->create_timeout_s = 600;
 	str_copy(cfg->default_runtime, sizeof(cfg->default_runtime), "runc");
@@ -124,6 +126,11 @@ static const struct key {
 	{ S(network_prefix) },
 	{ S(label_prefix) },
 	{ S(container_label) },
+	{ S(deny_cidrs) },
+	{ "allow_unfiltered_local", K_BOOL, offsetof(struct config, allow_unfiltered_local),
+	  sizeof(int), 0, 1 },
+	{ S(probe_image) },
+	{ S(probe_ports) },
 	{ I(retention_s, 0, 365 * 86400) },
 	{ I(create_timeout_s, 10, 86400) },
 	{ S(default_runtime) },
@@ -192,6 +199,62 @@ bad:
 		 "container_label must be up to 8 KEY=VALUE pairs separated by spaces (KEY: at most "
 		 "100 letters, digits, . - _; VALUE: printable ASCII)");
 	return -1;
+}
+
+/* "a.b.c.d/n" with n 0..32 and no leading zeros. */
+static int valid_cidr(const char *s, size_t len)
+{
+	int parts = 0;
+	size_t i = 0;
+
+	while (parts < 4) {
+		long v = 0;
+		size_t start = i;
+		while (i < len && isdigit((unsigned char)s[i]) && i - start < 3)
+			v = v * 10 + (s[i++] - '0');
+		if (i == start || v > 255 || (s[start] == '0' && i - start > 1))
+			return 0;
+		parts++;
+		if (parts < 4 && (i >= len || s[i++] != '.'))
+			return 0;
+	}
+	if (i >= len || s[i++] != '/')
+		return 0;
+	{
+		long v = 0;
+		size_t start = i;
+		while (i < len && isdigit((unsigned char)s[i]) && i - start < 2)
+			v = v * 10 + (s[i++] - '0');
+		return i == len && i > start && v <= 32 && !(s[start] == '0' && i - start > 1);
+	}
+}
+
+/* A list of items separated by commas and blanks, each accepted by ok. */
+static int valid_list(const char *s, int (*ok)(const char *, size_t))
+{
+	while (*s) {
+		size_t n = strcspn(s, ", \t");
+		if (n && !ok(s, n))
+			return 0;
+		s += n;
+		while (*s == ',' || *s == ' ' || *s == '\t')
+			s++;
+	}
+	return 1;
+}
+
+static int valid_port(const char *s, size_t len)
+{
+	long v = 0;
+
+	if (len == 0 || len > 5 || s[0] == '0')
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return 0;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v <= 65535;
 }
 
 static int set_template(struct config *cfg, const char *name, const char *image)
@@ -512,6 +575,21 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	}
 	if (container_label_check(cfg, msg, sizeof(msg)) < 0) {
 		snprintf(err, errlen, "%s: %s", path, msg);
+		goto out;
+	}
+	if (!valid_list(cfg->deny_cidrs, valid_cidr)) {
+		snprintf(err, errlen, "%s: deny_cidrs must be IPv4 ranges a.b.c.d/n separated by commas",
+			 path);
+		goto out;
+	}
+	if (!valid_list(cfg->probe_ports, valid_port)) {
+		snprintf(err, errlen, "%s: probe_ports must be port numbers separated by commas", path);
+		goto out;
+	}
+	/* the deny rules' chains are <PREFIX>-FORWARD (iptables: 28 bytes) */
+	if (strlen(cfg->network_prefix) > 20 || !valid_name_chars(cfg->network_prefix)) {
+		snprintf(err, errlen,
+			 "%s: network_prefix must be 1 to 20 letters, digits, '-' or '_'", path);
 		goto out;
 	}
 	if (strncmp(cfg->docker_host, "unix://", 7) != 0) {

@@ -74,6 +74,15 @@ struct config {
 				     naming dokploy: "dokploy" whatever the file says */
 	char container_label[512]; /* more KEY=VALUE labels (space separated) on every sandbox
 				      container, default none */
+	char deny_cidrs[1024];    /* IPv4 ranges sandboxes may not reach (comma separated), besides
+				     the host itself and 169.254.0.0/16; default
+				     "169.254.0.0/16,100.100.100.200/32" */
+	int allow_unfiltered_local; /* place sandboxes on the local server even when its deny rules
+				       cannot be installed (not root, no iptables), default 0 */
+	char probe_image[256];    /* the image of a remote server's network probe (needs sh and
+				     busybox nc); "" = the alpine template's image */
+	char probe_ports[128];    /* the host ports the probe tries on the bridge gateway, besides
+				     the server's Docker port; default "22,80,443,2375,2376,6379" */
 	int retention_s;          /* killed rows are kept this long, default 604800 */
 	int create_timeout_s;     /* a creation still "creating" after this reads "error", default 600 */
 	char default_runtime[16]; /* runc|gvisor: a create without `runtime`, default runc */

@@ -11,6 +11,7 @@
 #include "docker_int.h"
 
 #define ICC_OPT "com.docker.network.bridge.enable_icc"
+#define BRIDGE_OPT "com.docker.network.bridge.name"
 
 /* Missing or invalid name: SP_NOT_FOUND. */
 int docker_network_inspect(struct docker_client *c, const char *name, json_object **out,
@@ -77,7 +78,7 @@ done:
 /* POST /networks/create. CheckDuplicate makes a name clash a 409 on API
  * versions that would otherwise create a second network of the same name. */
 static int network_create(struct docker_client *c, const char *name, int internal,
-			  const char *label, struct sp_err *e)
+			  const char *label, const char *bridge, struct sp_err *e)
 {
 	json_object *body = json_object_new_object();
 	json_object *opts = json_object_new_object();
@@ -92,6 +93,8 @@ static int network_create(struct docker_client *c, const char *name, int interna
 	    json_object_object_add(body, "Internal", json_object_new_boolean(internal)) < 0 ||
 	    json_object_object_add(body, "CheckDuplicate", json_object_new_boolean(1)) < 0 ||
 	    json_object_object_add(opts, ICC_OPT, json_object_new_string("false")) < 0 ||
+	    (bridge && bridge[0] &&
+	     json_object_object_add(opts, BRIDGE_OPT, json_object_new_string(bridge)) < 0) ||
 	    (label && json_object_object_add(labels, label, json_object_new_string("true")) < 0)) {
 		sp_err_set(e, SP_INTERNAL, "out of memory");
 		goto done;
@@ -189,6 +192,28 @@ static void network_drop(struct docker_client *c, const char *name, const char *
 int docker_network_ensure(struct docker_client *c, const char *name, int internal,
 			  const char *label, struct sp_err *e)
 {
+	return docker_network_ensure_ex(c, name, internal, label, NULL, NULL, 0, e);
+}
+
+/* The host interface of an inspected bridge network: its bridge.name
+ * option, else Docker's default br-<first 12 of the id>. */
+static void network_bridge(json_object *net, char *out, size_t cap)
+{
+	json_object *opts;
+	const char *b = NULL, *id = docker_json_str(net, "Id");
+
+	if (json_object_object_get_ex(net, "Options", &opts))
+		b = docker_json_str(opts, BRIDGE_OPT);
+	if (b && b[0])
+		snprintf(out, cap, "%s", b);
+	else
+		snprintf(out, cap, "br-%.12s", id ? id : "");
+}
+
+int docker_network_ensure_ex(struct docker_client *c, const char *name, int internal,
+			     const char *label, const char *bridge, char *out_bridge, size_t cap,
+			     struct sp_err *e)
+{
 	json_object *ids = NULL, *net = NULL;
 	struct sp_err own;
 	int rc = -1;
@@ -197,6 +222,10 @@ int docker_network_ensure(struct docker_client *c, const char *name, int interna
 		e = &own;
 	if (!docker_valid_id(name)) {
 		sp_err_field(e, SP_BAD_REQUEST, "name", "invalid network name");
+		goto done;
+	}
+	if (bridge && (strlen(bridge) > 15 || (bridge[0] && !docker_valid_id(bridge)))) {
+		sp_err_field(e, SP_BAD_REQUEST, "bridge", "invalid bridge name");
 		goto done;
 	}
 	if (label && (!label[0] || strpbrk(label, "\n\r\t"))) {
@@ -214,7 +243,7 @@ int docker_network_ensure(struct docker_client *c, const char *name, int interna
 			goto done;
 		n = json_object_array_length(ids);
 		if (n == 0) {
-			if (network_create(c, name, internal, label, e) < 0 &&
+			if (network_create(c, name, internal, label, bridge, e) < 0 &&
 			    e->code != SP_CONFLICT)
 				goto done;
 			continue;
@@ -235,6 +264,8 @@ int docker_network_ensure(struct docker_client *c, const char *name, int interna
 			goto done;
 		}
 		if (network_fits(net, internal)) {
+			if (out_bridge)
+				network_bridge(net, out_bridge, cap);
 			rc = 0;
 			goto done;
 		}
@@ -242,6 +273,8 @@ int docker_network_ensure(struct docker_client *c, const char *name, int interna
 			log_warn("docker: network %s lacks %s=false or Internal=%d but has "
 				 "containers attached; keeping it",
 				 name, ICC_OPT, internal);
+			if (out_bridge)
+				network_bridge(net, out_bridge, cap);
 			rc = 0;
 			goto done;
 		}

@@ -109,6 +109,14 @@ static int check_docker(const struct config *cfg)
 			 v.runc[0] ? v.runc : "unknown");
 	}
 	docker_client_free(dk);
+	/* the local deny rules, before any worker runs: they name the bridges
+	 * sandpit gives its networks, so they can exist before the networks */
+	if (rc == 0 && sandbox_firewall_init(cfg, &e) < 0)
+		log_warn("local server: %s; %s", e.msg,
+			 cfg->allow_unfiltered_local
+				 ? "allow_unfiltered_local is set: sandbox traffic is not filtered"
+				 : "creates on the local server answer 503 until it works "
+				   "(or allow_unfiltered_local = true)");
 	return rc;
 }
 

@@ -17,6 +17,21 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv);
  * that user must be able to use. */
 void sandbox_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsigned *dir_mode);
 
+/* After a Docker call failed with e: when e says a network is missing,
+ * marks the current server's networks as to be made again and returns 1. */
+int sandbox_network_missing(struct sandbox_ctx *ctx, const struct sp_err *e);
+
+/* firewall.c: the local server's deny rules. The bridge interface name of
+ * network mode ("isolated"/"internet"): <prefix>-iso / <prefix>-net, or
+ * sp<8 hex of the prefix>-iso/-net for a prefix over 11 bytes. */
+void firewall_bridge_name(const struct config *cfg, const char *mode, char *out, size_t cap);
+/* <PREFIX>-INPUT and <PREFIX>-FORWARD. */
+void firewall_chain_names(const struct config *cfg, char *in, char *fwd, size_t cap);
+/* Installs, unless present, the rules that drop what comes in on bridges
+ * to the host itself and to 169.254.0.0/16 and deny_cidrs. SP_UNAVAILABLE
+ * when it cannot (not root, no iptables, iptables failed). */
+int firewall_apply(const struct config *cfg, const char *const bridges[], int n, struct sp_err *e);
+
 /* A registered Docker server. */
 struct server {
 	char id[65], name[65], endpoint[512];
@@ -25,7 +40,19 @@ struct server {
 	char pool[65];
 	char orgs[1024]; /* comma separated; "*" = every organization */
 	int pooled;
+	int allow_unfiltered;     /* the operator accepts a failed network check */
+	char net_check[16];       /* "" (not checked), pass, fail, error */
+	char net_check_detail[512];
+	int64_t net_check_at;     /* epoch ms */
 };
+/* Whether placement may use s: its network check passed, or the operator
+ * overrode it. */
+int server_usable(const struct server *s);
+/* netcheck.c: runs the probe on the current server (ctx->dk); docker_port
+ * ("" = none) is tried besides probe_ports. status: pass, fail or error;
+ * detail: what was reached, or the error. -1 on error. */
+int sandbox_net_probe(struct sandbox_ctx *ctx, const char *docker_port, char *status,
+		      size_t scap, char *detail, size_t dcap);
 int server_from_json(const char *text, struct server *s, struct sp_err *e);
 json_object *server_to_json(const struct server *s);
 int server_allows(const struct server *s, const char *org);

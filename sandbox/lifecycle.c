@@ -108,21 +108,53 @@ static void network_name(const struct config *cfg, const char *mode, char *out, 
 	config_network_name(cfg, mode, out, cap);
 }
 
+/* Makes both sandbox networks of the current server exist, once per worker
+ * and server, and again after a Docker call said one is missing (see
+ * sandbox_network_missing). On the local server it also installs the deny
+ * rules for their bridges (firewall.c): where that fails, sandboxes are not
+ * placed there unless allow_unfiltered_local is set. */
 static int ensure_networks(struct sandbox_ctx *ctx, struct sp_err *e)
 {
-	char name[128], label[128];
+	static const char *const modes[2] = { "isolated", "internet" };
+	char name[128], label[128], want[2][16], got[2][32];
 
 	if (ctx->cur->networks_ready)
 		return 0;
 	config_network_label(ctx->cfg, label, sizeof(label));
-	network_name(ctx->cfg, "isolated", name, sizeof(name));
-	if (docker_network_ensure(ctx->dk, name, 1, label, e) < 0)
-		return -1;
-	network_name(ctx->cfg, "internet", name, sizeof(name));
-	if (docker_network_ensure(ctx->dk, name, 0, label, e) < 0)
-		return -1;
+	for (int i = 0; i < 2; i++) {
+		network_name(ctx->cfg, modes[i], name, sizeof(name));
+		firewall_bridge_name(ctx->cfg, modes[i], want[i], sizeof(want[i]));
+		if (docker_network_ensure_ex(ctx->dk, name, i == 0, label, want[i], got[i],
+					     sizeof(got[i]), e) < 0)
+			return -1;
+	}
+	if (ctx->cur == &ctx->conns[0]) {
+		const char *br[2] = { got[0], got[1] };
+		struct sp_err fe;
+		if (firewall_apply(ctx->cfg, br, 2, &fe) < 0) {
+			if (!ctx->cfg->allow_unfiltered_local)
+				return sp_err_set(e, SP_UNAVAILABLE,
+						  "The local server cannot drop sandbox traffic to the "
+						  "host and to deny_cidrs (%s); an operator may set "
+						  "allow_unfiltered_local = true to place sandboxes "
+						  "there anyway",
+						  fe.msg);
+			log_warn("local server: sandbox traffic is not filtered (%s); "
+				 "allow_unfiltered_local is set",
+				 fe.msg);
+		}
+	}
 	ctx->cur->networks_ready = 1;
 	return 0;
+}
+
+int sandbox_network_missing(struct sandbox_ctx *ctx, const struct sp_err *e)
+{
+	if (e->code != SP_NOT_FOUND || !strstr(e->msg, "network") || !ctx->cur)
+		return 0;
+	log_warn("server %s: %s; making the sandbox networks again", ctx->cur->id, e->msg);
+	ctx->cur->networks_ready = 0;
+	return 1;
 }
 
 /* The dockerd runtime a sandbox runs under: "" for Docker's default (runc),
@@ -1028,7 +1060,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	int64_t now = now_ms();
 	struct sandbox_timing tm = { 0 };
 	int64_t t0 = mono_us(), t1;
-	int rc = -1;
+	int rc = -1, retried = 0;
 
 	buf_init(&sealed, 256 * 1024);
 	memset(sb, 0, sizeof(*sb));
@@ -1089,7 +1121,8 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		goto out;
 	if (sandbox_place(ctx, org, sb, rq->server_id, e) < 0 ||
 	    sandbox_select_server(ctx, sb->server_id, e) < 0 || ensure_docker(ctx, e) < 0 ||
-	    runtime_ok(ctx, sb, e) < 0 || save(ctx, sb, sealed.len ? sealed.data : NULL, e) < 0) {
+	    ensure_networks(ctx, e) < 0 || runtime_ok(ctx, sb, e) < 0 ||
+	    save(ctx, sb, sealed.len ? sealed.data : NULL, e) < 0) {
 		struct sp_err ignore;
 		store_release(ctx->st, sb->org, sb->id, &ignore);
 		store_server_release(ctx->st, sb->server_id, sb->id, &ignore);
@@ -1114,7 +1147,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		sb->container_id[0] = '\0';
 		sp_err_clear(e);
 	}
-	if (ensure_networks(ctx, e) < 0 || prepare_image(ctx, sb, &img, e, &tm.pulled) < 0) {
+	if (prepare_image(ctx, sb, &img, e, &tm.pulled) < 0) {
 		create_failed(ctx, sb, e);
 		goto out;
 	}
@@ -1129,10 +1162,18 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	t0 = mono_us();
 	tm.image_us = t0 - t1;
 	body = container_body(ctx, sb, env);
+retry:
 	{
 		char cname[128];
 		config_container_name(ctx->cfg, sb->id, cname, sizeof(cname));
 		if (docker_container_create(ctx->dk, cname, body, sb->container_id, e) < 0) {
+			/* the network went away since this worker made sure of it
+			 * (docker network prune): make it again, try once more */
+			if (!retried && sandbox_network_missing(ctx, e)) {
+				retried = 1;
+				if (ensure_networks(ctx, e) == 0)
+					goto retry;
+			}
 			refused_field(e);
 			create_failed(ctx, sb, e);
 			goto out;
@@ -1162,6 +1203,14 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	t1 = mono_us();
 	tm.create_us = t1 - t0;
 	if (docker_container_start(ctx->dk, sb->container_id, e) < 0) {
+		if (!retried && sandbox_network_missing(ctx, e)) {
+			struct sp_err ignore;
+			retried = 1;
+			docker_container_remove(ctx->dk, sb->container_id, 1, &ignore);
+			sb->container_id[0] = '\0';
+			if (ensure_networks(ctx, e) == 0)
+				goto retry;
+		}
 		create_failed(ctx, sb, e);
 		goto out;
 	}

@@ -213,8 +213,10 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 		json_object_object_add(labels, lname, json_object_new_string(key));
 	}
 	config_container_name(ctx->cfg, sb.id, cname, sizeof(cname));
-	if (docker_container_create(ctx->dk, cname, body, sb.container_id, e) < 0)
+	if (docker_container_create(ctx->dk, cname, body, sb.container_id, e) < 0) {
+		sandbox_network_missing(ctx, e); /* the next refill makes it again */
 		goto out;
+	}
 	if (sandbox_check_tools(ctx, &sb, img, missing, sizeof(missing), e) < 0 || missing[0] ||
 	    sandbox_seed_files(ctx, &sb, img, e) < 0 || docker_container_start(ctx->dk, sb.container_id, e) < 0) {
 		struct sp_err ignore;

@@ -220,8 +220,17 @@ struct sandbox_server_spec {
 	const char *ssh_key, *ssh_known_hosts;
 	const char *pool, *orgs;
 	int pooled;
+	int allow_unfiltered; /* place sandboxes there even if its network check fails */
 };
+/* Installs the local server's deny rules for the bridges of its sandbox
+ * networks (see firewall.c). SP_UNAVAILABLE when it cannot. */
+int sandbox_firewall_init(const struct config *cfg, struct sp_err *e);
 int sandbox_server_add(struct store *st, const struct sandbox_server_spec *sp, struct sp_err *e);
+/* Runs the network check of server id (netcheck.c) and stores the result
+ * in its record: netCheck pass|fail|error, netCheckDetail, netCheckAt.
+ * -1 only when the record cannot be read or written; a failed check is 0
+ * (read netCheck). */
+int sandbox_server_check(struct sandbox_ctx *ctx, const char *id, struct sp_err *e);
 json_object *sandbox_server_list(struct store *st, struct sp_err *e);
 
 /* The record as the API returns it (never envVars). New object. */

@@ -47,6 +47,12 @@ int server_from_json(const char *text, struct server *s, struct sp_err *e)
 	jstr(o, "pool", s->pool, sizeof(s->pool));
 	jstr(o, "orgs", s->orgs, sizeof(s->orgs));
 	s->pooled = !(json_object_object_get_ex(o, "pooled", &v) && !json_object_get_boolean(v));
+	s->allow_unfiltered =
+		json_object_object_get_ex(o, "allowUnfiltered", &v) && json_object_get_boolean(v);
+	jstr(o, "netCheck", s->net_check, sizeof(s->net_check));
+	jstr(o, "netCheckDetail", s->net_check_detail, sizeof(s->net_check_detail));
+	if (json_object_object_get_ex(o, "netCheckAt", &v))
+		s->net_check_at = json_object_get_int64(v);
 	json_object_put(o);
 	return 0;
 }
@@ -70,9 +76,19 @@ json_object *server_to_json(const struct server *s)
 	PUT("sshKnownHosts", ssh_known_hosts);
 	PUT("pool", pool);
 	PUT("orgs", orgs);
+	PUT("netCheck", net_check);
+	PUT("netCheckDetail", net_check_detail);
 #undef PUT
 	json_object_object_add(o, "pooled", json_object_new_boolean(s->pooled));
+	json_object_object_add(o, "allowUnfiltered", json_object_new_boolean(s->allow_unfiltered));
+	if (s->net_check_at)
+		json_object_object_add(o, "netCheckAt", json_object_new_int64(s->net_check_at));
 	return o;
+}
+
+int server_usable(const struct server *s)
+{
+	return s->allow_unfiltered || strcmp(s->net_check, "pass") == 0;
 }
 
 int server_allows(const struct server *s, const char *org)
@@ -192,13 +208,99 @@ void sandbox_servers_cleanup(struct sandbox_ctx *ctx)
 	ctx->nconns = 1;
 }
 
+static int load_server(struct store *st, const char *id, struct server *s, struct sp_err *e)
+{
+	char *json = NULL;
+	int rc;
+
+	if (store_server_get(st, id, &json, e) < 0)
+		return -1;
+	rc = server_from_json(json, s, e);
+	free(json);
+	return rc;
+}
+
+/* The port of a server's Docker endpoint, tried by the probe on its
+ * bridge gateway: tcp://host:PORT, ssh://user@host[:PORT] (default 22). */
+static void endpoint_port(const char *url, char *out, size_t cap)
+{
+	const char *p = NULL, *host;
+
+	out[0] = '\0';
+	if (strncmp(url, "tcp://", 6) == 0)
+		host = url + 6;
+	else if (strncmp(url, "ssh://", 6) == 0)
+		host = url + 6;
+	else
+		return;
+	if (strchr(host, '@'))
+		host = strchr(host, '@') + 1;
+	if (host[0] == '[' && strchr(host, ']'))
+		host = strchr(host, ']');
+	p = strchr(host, ':');
+	if (p) {
+		size_t n = strspn(p + 1, "0123456789");
+		if (n > 0 && n < 6)
+			snprintf(out, cap, "%.*s", (int)n, p + 1);
+	} else if (strncmp(url, "ssh://", 6) == 0) {
+		str_copy(out, cap, "22");
+	}
+}
+
+int sandbox_server_check(struct sandbox_ctx *ctx, const char *id, struct sp_err *e)
+{
+	struct server s;
+	char status[16], detail[512], port[8];
+	json_object *o;
+	int rc;
+
+	if (load_server(ctx->st, id, &s, e) < 0)
+		return -1;
+	endpoint_port(s.endpoint, port, sizeof(port));
+	if (sandbox_select_server(ctx, id, e) < 0) {
+		str_copy(status, sizeof(status), "error");
+		str_copy(detail, sizeof(detail), e->msg);
+	} else {
+		sandbox_net_probe(ctx, port, status, sizeof(status), detail, sizeof(detail));
+	}
+	log_info("server %s: network check %s%s%s", id, status, detail[0] ? ": " : "", detail);
+	/* the record as it is now, with the result */
+	if (load_server(ctx->st, id, &s, e) < 0)
+		return -1;
+	str_copy(s.net_check, sizeof(s.net_check), status);
+	str_copy(s.net_check_detail, sizeof(s.net_check_detail), detail);
+	s.net_check_at = now_ms();
+	o = server_to_json(&s);
+	rc = store_server_put(ctx->st, s.id, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+			      e);
+	json_object_put(o);
+	return rc;
+}
+
+/* A server never checked is checked now (once: the result is stored), and
+ * so is one whose check could not run (unreachable when it was added), at
+ * most every NET_RECHECK_MS. */
+#define NET_RECHECK_MS 60000
+static int check_if_new(struct sandbox_ctx *ctx, const char *id, struct server *s,
+			struct sp_err *e)
+{
+	if (s->allow_unfiltered)
+		return 0;
+	if (s->net_check[0] &&
+	    !(strcmp(s->net_check, "error") == 0 && now_ms() - s->net_check_at > NET_RECHECK_MS))
+		return 0;
+	if (sandbox_server_check(ctx, id, e) < 0)
+		return -1;
+	return load_server(ctx->st, id, s, e);
+}
+
 int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
 		  const char *requested, struct sp_err *e)
 {
 	const char *cand[64];
 	char ids[64][65];
 	struct store_rec all = { 0 };
-	int n = 0, rc = -1;
+	int n = 0, rc = -1, unchecked = 0;
 
 	if (requested && *requested && strcmp(requested, "local") != 0) {
 		char *json = NULL;
@@ -216,6 +318,17 @@ int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
 		if (!server_allows(&s, org))
 			return sp_err_field(e, SP_FORBIDDEN, "serverId",
 					    "Your organization may not use server %s", requested);
+		if (check_if_new(ctx, requested, &s, e) < 0)
+			return -1;
+		if (!server_usable(&s))
+			return sp_err_field(e, SP_CONFLICT, "serverId",
+					    "Server %s failed its network check (%s%s%s): its "
+					    "sandboxes could reach its host or the metadata address. "
+					    "An operator must add the deny rules and run `sandpit "
+					    "servers check %s`, or accept it with --allow-unfiltered",
+					    requested, s.net_check[0] ? s.net_check : "not checked",
+					    s.net_check_detail[0] ? ": " : "", s.net_check_detail,
+					    requested);
 		str_copy(sb->server_id, sizeof(sb->server_id), requested);
 		return store_place(ctx->st, (const char *const[]){ requested }, 1, sb->id,
 				   sb->deadline_at, (int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb,
@@ -235,11 +348,20 @@ int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
 		if (server_from_json(all.value[i], &s, &ignore) < 0 ||
 		    strcmp(s.pool, ctx->cfg->placement_pool) != 0 || !server_allows(&s, org))
 			continue;
+		if (check_if_new(ctx, all.name[i], &s, &ignore) < 0 || !server_usable(&s)) {
+			unchecked++;
+			continue;
+		}
 		str_copy(ids[n], sizeof(ids[n]), all.name[i]);
 		cand[n] = ids[n];
 		n++;
 	}
 	store_rec_free(&all);
+	if (n == 0 && unchecked)
+		return sp_err_set(e, SP_UNAVAILABLE,
+				  "No server of pool %s passed its network check (%d failed; see "
+				  "`sandpit servers list`)",
+				  ctx->cfg->placement_pool, unchecked);
 	if (n == 0)
 		return sp_err_set(e, SP_UNAVAILABLE,
 				  "No server of pool %s is open to your organization",
@@ -297,6 +419,7 @@ int sandbox_server_add(struct store *st, const struct sandbox_server_spec *sp, s
 	str_copy(s.pool, sizeof(s.pool), sp->pool ? sp->pool : "");
 	str_copy(s.orgs, sizeof(s.orgs), sp->orgs);
 	s.pooled = sp->pooled;
+	s.allow_unfiltered = sp->allow_unfiltered;
 	o = server_to_json(&s);
 	rc = store_server_put(st, s.id, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), e);
 	json_object_put(o);

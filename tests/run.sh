@@ -336,9 +336,9 @@ if [ ${#API_TESTS[@]} -gt 0 ]; then
 	api_pass "api (node --test)" "$RUN_TMP/api.tap" "${API_TESTS[@]}"
 fi
 
-# --- 5e. the gVisor pass: lifecycle, exec, files and hardening under runsc -----------
+# --- 5e. the gVisor pass: lifecycle, exec, files, hardening and network under runsc ---
 GVISOR_TESTS=(tests/api/lifecycle.test.mjs tests/api/exec.test.mjs tests/api/files.test.mjs
-	tests/api/hardening.test.mjs)
+	tests/api/hardening.test.mjs tests/api/network.test.mjs)
 if [ "${SANDPIT_TEST_GVISOR:-1}" != 0 ]; then
 	header "API under gVisor: SANDPIT_TEST_RUNTIME=gvisor node --test ${GVISOR_TESTS[*]}"
 	if [ "$GVISOR_OK" = 1 ]; then

@@ -11,15 +11,22 @@ import os from 'node:os';
 import path from 'node:path';
 import { startStack, waitFor } from './lib/stack.mjs';
 import { dockerExec } from './lib/docker.mjs';
+import { ownPrefix, removeOwn } from './lib/netfence.mjs';
 
 const hostsSh = path.resolve('tests/remote/hosts.sh');
 let s, hostsDir, env, other;
+// its own networks and deny chains (removed at the end): `servers add` runs
+// the network check from these networks, covered by this stack's rules
+const prefix = ownPrefix('s');
 
 before(async () => {
   hostsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandpit-hosts-'));
   execFileSync('bash', [hostsSh, 'start', hostsDir]);
   env = Object.fromEntries(fs.readFileSync(path.join(hostsDir, 'env'), 'utf8').trim().split('\n').map((l) => l.split('=')));
-  s = await startStack({ extraConf: [`ssh_control_dir = ${env.SSH_CONTROL_DIR}`, 'placement_pool = pool1'] });
+  s = await startStack({ extraConf: [`ssh_control_dir = ${env.SSH_CONTROL_DIR}`, 'placement_pool = pool1', `network_prefix = ${prefix}`,
+    // and its own labels: a reaper of another stack on this dockerd ends
+    // sandpit.sandbox containers it has no record of
+    `label_prefix = ${prefix}`] });
   await s.cli('servers', 'add', '--id', 'tls1', '--endpoint', `tcp://127.0.0.1:${env.TLS_PORT}`,
     '--tls-cert', env.TLS_CERT, '--tls-key', env.TLS_KEY, '--tls-ca', env.TLS_CA, '--orgs', 'default', '--pool', 'pool1');
   await s.cli('servers', 'add', '--id', 'ssh1', '--endpoint', `ssh://root@127.0.0.1:${env.SSH_PORT}`,
@@ -30,6 +37,7 @@ after(async () => {
   await s?.stop();
   execFileSync('bash', [hostsSh, 'stop', hostsDir]);
   fs.rmSync(hostsDir, { recursive: true, force: true });
+  removeOwn(prefix);
 });
 
 async function roundTrip(serverId) {
@@ -100,6 +108,8 @@ test('placement spreads creates over the pool by load', async () => {
   assert.deepEqual(per, { tls1: 2, ssh1: 2 });
   const listed = JSON.parse((await s.cli('servers', 'list')).stdout);
   for (const srv of listed) assert.equal(srv.sandboxes, 2);
+  // both passed the network check when they were added (this host's rules)
+  for (const srv of listed) assert.equal(srv.netCheck, 'pass', JSON.stringify(srv));
   for (const c of ids) await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.sandboxId } });
   const after = JSON.parse((await s.cli('servers', 'list')).stdout);
   for (const srv of after) assert.equal(srv.sandboxes, 0);

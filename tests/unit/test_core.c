@@ -318,6 +318,34 @@ static void test_config(void **state)
 		assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
 		assert_non_null(strstr(err, "container_label"));
 	}
+	/* the network keys: defaults, good and bad values */
+	f = fopen(path, "w");
+	fprintf(f, "data_key_file = %s\n", key);
+	fclose(f);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.deny_cidrs, "169.254.0.0/16,100.100.100.200/32");
+	assert_int_equal(cfg.allow_unfiltered_local, 0);
+	f = fopen(path, "w");
+	fprintf(f, "data_key_file = %s\ndeny_cidrs = 10.0.0.0/8, 192.168.0.0/16,0.0.0.0/0\n"
+		   "probe_ports = 22, 65535\nallow_unfiltered_local = true\n", key);
+	fclose(f);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.allow_unfiltered_local, 1);
+	{
+		static const char *const bad[] = {
+			"deny_cidrs = 10.0.0.0", "deny_cidrs = 10.0.0.0/33", "deny_cidrs = 10.0.0/8",
+			"deny_cidrs = 256.0.0.0/8", "deny_cidrs = 010.0.0.0/8", "deny_cidrs = -j ACCEPT",
+			"deny_cidrs = fd00::/8", "probe_ports = 0", "probe_ports = 65536",
+			"probe_ports = 22;rm", "network_prefix = a-very-long-prefix-over-20",
+			"network_prefix = bad/name",
+		};
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			f = fopen(path, "w");
+			fprintf(f, "data_key_file = %s\n%s\n", key, bad[i]);
+			fclose(f);
+			assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+		}
+	}
 	chmod(key, 0644);
 	f = fopen(path, "w");
 	fprintf(f, "data_key_file = %s\n", key);
