@@ -185,8 +185,10 @@ void req_send_error(struct req *r, const struct sp_err *e, json_object *issues)
 	}
 	if (status >= 500)
 		log_warn("answer %d: %s", status, e->msg);
-	/* a busy or briefly unavailable service: tell the client when to retry */
-	req_send_json(r, status, status == 503 || status == 429 ? "Retry-After: 1\r\n" : NULL, o);
+	/* a busy or briefly unavailable service: tell the client when to retry
+	 * (not for a full quota: a second later it is as full) */
+	req_send_json(r, status,
+		      status == 503 || e->code == SP_TOO_MANY ? "Retry-After: 1\r\n" : NULL, o);
 	json_object_put(o);
 }
 
