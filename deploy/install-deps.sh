@@ -28,6 +28,7 @@ RUN_PKGS=(
 	libfcgi0ldbl libjson-c5 libcurl4 libhiredis0.14 libsodium23 libarchive13
 	libwslay1 libssl3
 	redis-server nginx-light openssh-client runsc
+	jq # the README's examples read answers with it
 )
 BUILD_PKGS=(
 	build-essential pkg-config
@@ -37,7 +38,7 @@ BUILD_PKGS=(
 	busybox-static debootstrap
 )
 TEST_PKGS=(
-	libcmocka-dev libfcgi-bin socat openssh-server jq
+	libcmocka-dev libfcgi-bin socat openssh-server
 	wrk # make bench: sandbox.one throughput
 	# make fuzz: clang with libFuzzer and the sanitizers' runtimes
 	# (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev, only a
