@@ -34,12 +34,19 @@ STREAM_LIBS = -lwslay $(shell pkg-config --libs libcrypto 2>/dev/null || echo -l
 UNIT_SRC    = $(wildcard tests/unit/test_*.c)
 UNIT_BIN    = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all deps test unit api up down clean lint images bench bench-ssh bench-ws fuzz fuzz-run
+.PHONY: all deps test unit api up down clean lint images bench bench-ssh bench-ws fuzz fuzz-run install
 
 all: $(B)/sandpitd $(B)/sandpit $(B)/sandpit-stream
 
 deps:
 	bash deploy/install-deps.sh
+
+# A system service behind the operator's nginx (deploy/install.sh; README,
+# "Operations"): binaries, systemd units, /etc/sandpit (written once), the
+# nginx include. PREFIX (/usr/local) and DESTDIR (a staging root) as usual.
+PREFIX ?= /usr/local
+install: all
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" SANDPIT_BIN="$(abspath $(B))" bash deploy/install.sh
 
 $(B)/%.o: %.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)

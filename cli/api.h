@@ -25,6 +25,17 @@ void api_close(struct api *a);
  * api_status() (0 when the server was not reached). */
 int api_call(struct api *a, const char *method, const char *proc, json_object *in,
 	     json_object **out);
+
+/* Receives decoded bytes of an answer's leading "stdout" string as they
+ * arrive (sandbox.exec streams it while the command runs). */
+typedef void (*api_sink)(const char *data, size_t len, void *arg);
+
+/* Like api_call; while the answer arrives, the bytes of a leading
+ * {"stdout":"..." member are decoded and passed to sink as they come, and
+ * *streamed is set to 1 once any was (the caller then does not print the
+ * parsed stdout again). A cut-off answer is an error. */
+int api_call_stream(struct api *a, const char *method, const char *proc, json_object *in,
+		    api_sink sink, void *arg, int *streamed, json_object **out);
 const char *api_error(const struct api *a);
 int api_status(const struct api *a);
 

@@ -233,6 +233,10 @@ static int cmd_create(struct api *a, int argc, char **argv, int json)
 			if (!v)
 				goto missing;
 			json_object_object_add(in, "networkMode", json_object_new_string(v));
+		} else if (opt_value(argc, argv, &i, "--runtime", &v)) {
+			if (!v)
+				goto missing;
+			json_object_object_add(in, "runtime", json_object_new_string(v));
 		} else if (opt_value(argc, argv, &i, "--workdir", &v)) {
 			if (!v)
 				goto missing;
@@ -481,13 +485,70 @@ static int write_all(FILE *f, const char *s, size_t n)
 	return fflush(f);
 }
 
+/* exec's stdout as it arrives (the API streams it while the command runs). */
+static void exec_sink(const char *data, size_t len, void *arg)
+{
+	(void)arg;
+	write_all(stdout, data, len);
+}
+
+/* Sends the CLI's whole stdin (at most FILE_MAX) to a fresh file under
+ * /tmp in the sandbox, mode 0600, and writes its name into name (cap). */
+static int upload_stdin(struct api *a, const char *id, char *name, size_t cap)
+{
+	json_object *in = NULL, *out = NULL;
+	unsigned char rnd[8];
+	struct buf data;
+	char *b64 = NULL;
+	size_t n;
+	int rc = -1;
+
+	buf_init(&data, FILE_MAX);
+	if (read_local("-", FILE_MAX, &data) < 0) {
+		if (errno == EFBIG)
+			fprintf(stderr, "sandpit exec: stdin exceeds the %d byte limit\n",
+				FILE_MAX);
+		else
+			fprintf(stderr, "sandpit exec: stdin: %s\n", strerror(errno));
+		goto out;
+	}
+	randombytes_buf(rnd, sizeof(rnd));
+	snprintf(name, cap, "/tmp/.sandpit-stdin-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
+		 rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	n = sodium_base64_ENCODED_LEN(data.len, sodium_base64_VARIANT_ORIGINAL);
+	b64 = malloc(n);
+	if (!b64) {
+		fprintf(stderr, "sandpit exec: out of memory\n");
+		goto out;
+	}
+	sodium_bin2base64(b64, n, (const unsigned char *)(data.data ? data.data : ""), data.len,
+			  sodium_base64_VARIANT_ORIGINAL);
+	in = id_input(id);
+	json_object_object_add(in, "path", json_object_new_string(name));
+	json_object_object_add(in, "encoding", json_object_new_string("base64"));
+	json_object_object_add(in, "content", json_object_new_string_len(b64, (int)(n - 1)));
+	json_object_object_add(in, "mode", json_object_new_int64(0600));
+	if (api_call(a, "POST", "sandbox.writeFile", in, &out) < 0) {
+		fprintf(stderr, "sandpit exec: sending stdin: %s\n", api_error(a));
+		goto out;
+	}
+	rc = 0;
+out:
+	free(b64);
+	buf_free(&data);
+	json_object_put(in);
+	json_object_put(out);
+	return rc;
+}
+
 static int cmd_exec(struct api *a, int argc, char **argv, int json)
 {
 	json_object *in = json_object_new_object(), *env = NULL, *out = NULL, *v;
 	const char *id = NULL, *val;
 	struct buf cmd;
 	long long ms;
-	int i, rc = 2;
+	int i, rc = 2, with_stdin = 0, streamed = 0;
+	char stdin_file[64];
 
 	buf_init(&cmd, 65536);
 	for (i = 1; i < argc && !id; i++) {
@@ -518,6 +579,8 @@ static int cmd_exec(struct api *a, int argc, char **argv, int json)
 			json_object_object_add(env, key, json_object_new_string(eq + 1));
 		} else if (strcmp(argv[i], "--json") == 0) {
 			json = 1;
+		} else if (strcmp(argv[i], "--stdin") == 0 || strcmp(argv[i], "-i") == 0) {
+			with_stdin = 1;
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			rc = commands_help("exec", stdout);
 			goto out;
@@ -544,6 +607,16 @@ static int cmd_exec(struct api *a, int argc, char **argv, int json)
 				 "");
 		goto out;
 	}
+	/* -i: stdin goes first, to a file the command then reads as its stdin
+	 * (opened, then removed, before the command runs) */
+	if (with_stdin) {
+		if (upload_stdin(a, id, stdin_file, sizeof(stdin_file)) < 0) {
+			rc = 1;
+			goto out;
+		}
+		if (buf_printf(&cmd, "exec 0<%s; rm -f %s; ", stdin_file, stdin_file) < 0)
+			goto too_long;
+	}
 	/* One word is a shell command line as it is; several are an argv. */
 	if (i == argc - 1) {
 		if (buf_puts(&cmd, argv[i]) < 0)
@@ -559,14 +632,16 @@ static int cmd_exec(struct api *a, int argc, char **argv, int json)
 		json_object_object_add(in, "env", env);
 		env = NULL;
 	}
-	if (api_call(a, "POST", "sandbox.exec", in, &out) < 0) {
+	/* stdout is printed as it arrives; stderr comes with the end */
+	if (api_call_stream(a, "POST", "sandbox.exec", in, json ? NULL : exec_sink, NULL, &streamed,
+			    &out) < 0) {
 		rc = api_fail(a);
 		goto out;
 	}
 	if (json) {
 		print_json(out);
 	} else {
-		if (json_object_object_get_ex(out, "stdout", &v))
+		if (!streamed && json_object_object_get_ex(out, "stdout", &v))
 			write_all(stdout, json_object_get_string(v),
 				  (size_t)json_object_get_string_len(v));
 		if (json_object_object_get_ex(out, "stderr", &v))
@@ -835,6 +910,7 @@ static const struct command commands[] = {
 	  "      --max-lifetime DURATION\n"
 	  "                          hard lifetime (default and maximum 24h)\n"
 	  "      --network MODE      isolated (default, no egress) or internet\n"
+	  "      --runtime RUNTIME   runc or gvisor (default: the server's default_runtime)\n"
 	  "  -e, --env KEY=VALUE     an environment variable (repeatable)\n"
 	  "      --env-file FILE     KEY=value lines (a .env file); stored encrypted\n"
 	  "      --workdir DIR       working directory (default /home/user)\n"
@@ -857,7 +933,13 @@ static const struct command commands[] = {
 	  "\n"
 	  "  -w, --cwd DIR           working directory (default: the sandbox's workdir)\n"
 	  "  -e, --env KEY=VALUE     an environment variable (repeatable)\n"
+	  "  -i, --stdin             send this program's stdin (read to its end, at most\n"
+	  "                          10 MiB) to the command as its stdin\n"
 	  "      --timeout DURATION  kill the command after this (default 60s, max 10m)\n"
+	  "\n"
+	  "stdout is printed as the command writes it; stderr when it ends. A command\n"
+	  "left running in the background with its output open (cmd &) holds the\n"
+	  "answer until it exits or 2 s after the command: redirect it (cmd >log 2>&1 &).\n"
 	  "\n"
 	  "With --json the result object is printed instead (stdout, stderr,\n"
 	  "exitCode, timedOut, truncated); the exit code is still the command's.\n" },

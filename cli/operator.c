@@ -23,7 +23,7 @@ const char operator_usage[] =
 	"  keys create --org ORG [--role owner|admin|member|CUSTOM]\n"
 	"                              create an API key; it is printed once\n"
 	"  keys list --org ORG         key ids, roles and creation times (never keys)\n"
-	"  keys revoke KEY_ID          revoke a key (takes effect within 2 s)\n"
+	"  keys revoke KEY_ID          revoke a key (takes effect within 3 s)\n"
 	"  orgs create ORG             register an organization\n"
 	"  orgs list\n"
 	"  roles create --org ORG NAME --perms P[,P...]\n"

@@ -18,7 +18,8 @@ enum sp_code {
 	SP_PRECONDITION,       /* 412 */
 	SP_TOO_LARGE,          /* 413 */
 	SP_UNPROCESSABLE,      /* 422 */
-	SP_TOO_MANY,           /* 429 */
+	SP_TOO_MANY,           /* 429, with Retry-After: waiting a moment helps */
+	SP_QUOTA,              /* 429 QUOTA_EXCEEDED, no Retry-After: the org must free some */
 	SP_INTERNAL,           /* 500 */
 	SP_UNAVAILABLE,        /* 503 */
 };

@@ -7,9 +7,12 @@
  */
 #include "metrics.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define METRICS_SLOTS 192
 #define METRICS_NAME 64
@@ -24,8 +27,17 @@ struct metrics_slot {
 	_Atomic uint64_t bucket[METRICS_BUCKETS + 1]; /* not cumulative; last = +Inf */
 };
 
+#define METRICS_PROCS 128
+
+struct metrics_proc {
+	_Atomic int32_t pid; /* 0 = free */
+	_Atomic int64_t gauge[METRICS_GAUGES];
+};
+
 struct metrics_table {
 	struct metrics_slot slot[METRICS_FAMILIES][METRICS_SLOTS];
+	struct metrics_proc proc[METRICS_PROCS];
+	_Atomic uint64_t ws_total;
 };
 
 /* Upper bounds in microseconds and as Prometheus prints them. */
@@ -196,4 +208,139 @@ int metrics_render(struct buf *out)
 			  "Docker Engine API calls") < 0)
 		return -1;
 	return 0;
+}
+
+/* 1 while pid runs (a reused pid is counted as the old one: rare, and only
+ * until that process ends). */
+static int pid_alive(int32_t pid)
+{
+	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+/* The calling process's gauge slot: the one holding its pid, else a free
+ * one or one whose process is gone, claimed with a compare-and-swap. */
+static struct metrics_proc *proc_slot(void)
+{
+	static _Thread_local int32_t cached_pid;
+	static _Thread_local int cached = -1;
+	int32_t me = (int32_t)getpid();
+
+	if (cached >= 0 && cached_pid == me &&
+	    atomic_load_explicit(&table->proc[cached].pid, memory_order_relaxed) == me)
+		return &table->proc[cached];
+	for (int i = 0; i < METRICS_PROCS; i++)
+		if (atomic_load_explicit(&table->proc[i].pid, memory_order_acquire) == me) {
+			cached = i;
+			cached_pid = me;
+			return &table->proc[i];
+		}
+	for (int i = 0; i < METRICS_PROCS; i++) {
+		int32_t p = atomic_load_explicit(&table->proc[i].pid, memory_order_acquire);
+		if (p != 0 && pid_alive(p))
+			continue;
+		if (atomic_compare_exchange_strong(&table->proc[i].pid, &p, me)) {
+			for (int g = 0; g < METRICS_GAUGES; g++)
+				atomic_store_explicit(&table->proc[i].gauge[g], 0,
+						      memory_order_relaxed);
+			cached = i;
+			cached_pid = me;
+			return &table->proc[i];
+		}
+	}
+	return NULL;
+}
+
+void metrics_gauge_add(enum metrics_gauge g, int delta)
+{
+	struct metrics_proc *p;
+
+	if (!table || g < 0 || g >= METRICS_GAUGES)
+		return;
+	p = proc_slot();
+	if (p)
+		atomic_fetch_add_explicit(&p->gauge[g], delta, memory_order_relaxed);
+	if (g == METRICS_WS_OPEN && delta > 0)
+		atomic_fetch_add_explicit(&table->ws_total, (uint64_t)delta, memory_order_relaxed);
+}
+
+int metrics_render_stream(struct buf *out)
+{
+	int64_t sum[METRICS_GAUGES] = { 0 };
+
+	if (!table)
+		return 0;
+	for (int i = 0; i < METRICS_PROCS; i++) {
+		int32_t p = atomic_load_explicit(&table->proc[i].pid, memory_order_acquire);
+		if (!pid_alive(p))
+			continue;
+		for (int g = 0; g < METRICS_GAUGES; g++)
+			sum[g] += atomic_load_explicit(&table->proc[i].gauge[g],
+						       memory_order_relaxed);
+	}
+	return buf_printf(
+		out,
+		"# HELP sandpit_ws_connections WebSocket connections open (/sandbox-exec).\n"
+		"# TYPE sandpit_ws_connections gauge\nsandpit_ws_connections %lld\n"
+		"# HELP sandpit_ws_commands_running Commands running on WebSocket "
+		"connections.\n"
+		"# TYPE sandpit_ws_commands_running gauge\nsandpit_ws_commands_running %lld\n"
+		"# HELP sandpit_ws_connections_total WebSocket connections upgraded.\n"
+		"# TYPE sandpit_ws_connections_total counter\n"
+		"sandpit_ws_connections_total %llu\n",
+		(long long)sum[METRICS_WS_OPEN], (long long)sum[METRICS_WS_RUNNING],
+		(unsigned long long)atomic_load_explicit(&table->ws_total, memory_order_relaxed));
+}
+
+int metrics_add_label(const char *in, size_t len, const char *name, const char *value,
+		      struct buf *out)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		const char *nl = memchr(in + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - in) : len, sp = i;
+
+		if (in[i] == '#' || end == i) {
+			if (buf_append(out, in + i, end - i) < 0)
+				return -1;
+		} else {
+			/* the metric name ends at '{' (labels follow) or at ' ' */
+			while (sp < end && in[sp] != '{' && in[sp] != ' ')
+				sp++;
+			if (buf_append(out, in + i, sp - i) < 0 ||
+			    buf_printf(out, "{%s=\"", name) < 0 || put_label(out, value) < 0 ||
+			    buf_puts(out, "\"") < 0)
+				return -1;
+			if (sp < end && in[sp] == '{') {
+				sp++;
+				if (sp < end && in[sp] != '}' && buf_puts(out, ",") < 0)
+					return -1;
+			} else if (buf_puts(out, "}") < 0) {
+				return -1;
+			}
+			if (buf_append(out, in + sp, end - sp) < 0)
+				return -1;
+		}
+		if (nl && buf_puts(out, "\n") < 0)
+			return -1;
+		i = end + 1;
+	}
+	return 0;
+}
+
+void metrics_instance_name(const char *listen, char *out, size_t cap)
+{
+	const char *b = strrchr(listen, '/');
+	size_t n;
+
+	b = b ? b + 1 : listen;
+	n = strlen(b);
+	if (n > 5 && strcmp(b + n - 5, ".sock") == 0)
+		n -= 5;
+	if (cap == 0)
+		return;
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(out, b, n);
+	out[n] = '\0';
 }

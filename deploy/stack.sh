@@ -133,6 +133,9 @@ cmd_stop() {
 		stop_pid "$dir/redis.pid" redis-server TERM 10
 		rm -f "$dir/redis.started" "$dir/redis.sock"
 	fi
+	# nginx leaves its unix listener behind when it dies or fails to bind
+	# another listener; a stale one would fail every later start.
+	rm -f "$dir/local/sandpit.sock"
 	if [ -s "$dir/auth-cache.path" ]; then
 		p=$(cat "$dir/auth-cache.path")
 		case $p in */sandpit-auth.??????) rm -rf -- "$p" ;; esac
@@ -172,6 +175,15 @@ on_start_exit() {
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# port_taken_msg PORT: names what holds 127.0.0.1:PORT (or *:PORT).
+port_taken_msg() {
+	local who=""
+	if command -v ss >/dev/null; then
+		who=$(ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*users:(("\([^"]*\)",pid=\([0-9]*\).*/\1 (pid \2)/p' | head -n 1)
+	fi
+	echo "port $1 on 127.0.0.1 is already in use${who:+ by $who}: stop that program or choose another port (SANDPIT_PORT=N make up, or --port N)"
+}
+
 cmd_start() {
 	local dir=$1 port=$2 auto_port=0
 	case "$dir" in
@@ -203,6 +215,11 @@ cmd_start() {
 		port=$(free_port)
 	fi
 	case "$port" in '' | *[!0-9]*) say "bad port: $port"; exit 2 ;; esac
+	# A port taken by another program fails here, before anything starts.
+	if [ $auto_port -eq 0 ] && port_open "$port"; then
+		say "$(port_taken_msg "$port")"
+		exit 1
+	fi
 
 	# From here on a failure stops whatever was started.
 	trap on_start_exit EXIT
@@ -391,7 +408,19 @@ cmd_start() {
 	rm -f "$nconf/extra/"*.conf
 	[ -z "${SANDPIT_NGINX_EXTRA:-}" ] || render "$SANDPIT_NGINX_EXTRA" "$nconf/extra/extra.conf"
 	local ngx=(nginx -e "$dir/nginx/error.log" -p "$dir/nginx/" -c "$dir/nginx.conf")
+	# No stack runs in DIR (checked above), so a socket left here is stale.
+	rm -f "$dir/local/sandpit.sock"
 	while :; do
+		# A taken port is named as such, before nginx spends 2.5 s retrying.
+		if port_open "$port"; then
+			if [ $auto_port -eq 1 ] && [ $tries -lt 3 ]; then
+				tries=$((tries + 1))
+				port=$(free_port)
+				continue
+			fi
+			say "$(port_taken_msg "$port")"
+			exit 1
+		fi
 		render "$REPO/nginx/sandpit.conf.tmpl" "$dir/nginx.conf"
 		if ! out=$("${ngx[@]}" -t -q 2>&1); then
 			say "nginx rejected $dir/nginx.conf:"
@@ -411,7 +440,14 @@ cmd_start() {
 			port=$(free_port)
 			continue
 		fi
-		say "nginx failed to start on 127.0.0.1:$port"
+		local cause
+		cause=$(sed -n 's/.*bind() to \(.*\) failed (\(.*\))$/\1 (\2)/p' \
+			"$dir/nginx/start.log" 2>/dev/null | head -n 1)
+		case $cause in
+		"127.0.0.1:$port "*) say "nginx failed to start: $(port_taken_msg "$port")" ;;
+		?*) say "nginx failed to start on 127.0.0.1:$port: cannot bind $cause" ;;
+		*) say "nginx failed to start on 127.0.0.1:$port" ;;
+		esac
 		tail_log "$dir/nginx/start.log" "$dir/nginx/error.log"
 		exit 1
 	done

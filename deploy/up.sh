@@ -14,7 +14,7 @@ cd "$REPO"
 STATE=$REPO/state
 PORT=${SANDPIT_PORT:-8443}
 
-bash deploy/install-deps.sh
+bash deploy/install-deps.sh --run --build
 
 docker_answers() {
 	curl -sf --max-time 5 --unix-socket /var/run/docker.sock http://docker/_ping >/dev/null 2>&1

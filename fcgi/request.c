@@ -128,15 +128,21 @@ void req_send_json(struct req *r, int status, const char *headers, json_object *
 
 void req_stream_begin(struct req *r, int status)
 {
-	char head[256];
+	char head[1024];
 	int n;
 
 	r->status = status;
 	last_answer_size = 0;
+	/* r->headers: what the handler added (exec: X-Accel-Buffering) */
 	n = snprintf(head, sizeof(head),
 		     "Status: %d %s\r\nContent-Type: application/json\r\n"
-		     "Cache-Control: no-store\r\n\r\n",
-		     status, reason(status));
+		     "Cache-Control: no-store\r\n%s\r\n",
+		     status, reason(status), r->headers);
+	if (n < 0 || (size_t)n >= sizeof(head))
+		n = snprintf(head, sizeof(head),
+			     "Status: %d %s\r\nContent-Type: application/json\r\n"
+			     "Cache-Control: no-store\r\n\r\n",
+			     status, reason(status));
 	FCGX_PutStr(head, n, r->fx->out);
 }
 
@@ -185,8 +191,10 @@ void req_send_error(struct req *r, const struct sp_err *e, json_object *issues)
 	}
 	if (status >= 500)
 		log_warn("answer %d: %s", status, e->msg);
-	/* a busy or briefly unavailable service: tell the client when to retry */
-	req_send_json(r, status, status == 503 || status == 429 ? "Retry-After: 1\r\n" : NULL, o);
+	/* a busy or briefly unavailable service: tell the client when to retry
+	 * (not for a full quota: a second later it is as full) */
+	req_send_json(r, status,
+		      status == 503 || e->code == SP_TOO_MANY ? "Retry-After: 1\r\n" : NULL, o);
 	json_object_put(o);
 }
 

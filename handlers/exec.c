@@ -23,6 +23,7 @@
 #include "../common/buf.h"
 #include "../common/log.h"
 #include "../common/utf8.h"
+#include "../common/util.h"
 
 #define EXEC_STREAM_MAX (1024 * 1024)
 
@@ -80,6 +81,9 @@ static int on_output(void *arg, int stream, const char *data, size_t len)
 	if (!o->stream_ok || o->gone || o->pieces < 2)
 		return 0;
 	if (!o->streaming) {
+		/* nginx passes each piece on as it comes, not in 32 KiB buffers,
+		 * so a command's lines reach the client (the CLI) as printed */
+		str_copy(o->r->headers, sizeof(o->r->headers), "X-Accel-Buffering: no\r\n");
 		req_stream_begin(o->r, 200);
 		if (req_stream_write(o->r, "{\"stdout\":\"", 11) < 0)
 			o->gone = 1;

@@ -108,7 +108,8 @@ static const struct component {
 	  "\"message\":{\"type\":\"string\",\"description\":\"Safe to show a person\"},"
 	  "\"code\":{\"type\":\"string\",\"description\":\"tRPC-style code: BAD_REQUEST, "
 	  "UNAUTHORIZED, FORBIDDEN, NOT_FOUND, PRECONDITION_FAILED, PAYLOAD_TOO_LARGE, "
-	  "UNPROCESSABLE_CONTENT, TOO_MANY_REQUESTS, INTERNAL_SERVER_ERROR, SERVICE_UNAVAILABLE, "
+	  "UNPROCESSABLE_CONTENT, TOO_MANY_REQUESTS, QUOTA_EXCEEDED, INTERNAL_SERVER_ERROR, "
+	  "SERVICE_UNAVAILABLE, "
 	  "...\"},"
 	  "\"issues\":{\"type\":\"array\",\"description\":\"Field-level problems\",\"items\":{"
 	  "\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"message\"],"
@@ -131,7 +132,10 @@ static const struct {
 	{ "412", "PreconditionFailed", "The sandbox is not running (\"Sandbox is killed\")" },
 	{ "413", "PayloadTooLarge", "A file or body over its limit" },
 	{ "422", "UnprocessableContent", "The content cannot be returned as asked (not UTF-8)" },
-	{ "429", "TooManyRequests", "Too many requests or sandboxes" },
+	{ "429", "TooManyRequests",
+	  "TOO_MANY_REQUESTS: over the key's request rate (Retry-After says when to "
+	  "retry); QUOTA_EXCEEDED: the organization's sandbox, CPU or memory quota is "
+	  "full (no Retry-After: kill or remove a sandbox first)" },
 	{ "500", "InternalServerError", "An internal error" },
 	{ "503", "ServiceUnavailable", "Redis, Docker or the auth service is unavailable" },
 };

@@ -66,8 +66,10 @@ static const struct field_spec exec_fields[] = {
 static const struct field_spec write_fields[] = {
 	SANDBOX_ID,
 	{ "path", FT_ABSPATH, FF_REQUIRED, 0, 0, 0, 0, NULL, NULL, "Absolute path of the file" },
-	{ "content", FT_STRING, FF_REQUIRED, 0, 14 * 1024 * 1024, 0, 0, NULL, NULL,
-	  "The content, at most 10 MiB once decoded" },
+	/* as long as any body that nginx and the route accept (15 MiB), so that
+	 * content over 10 MiB decoded is the handler's 413, never a 400 here */
+	{ "content", FT_STRING, FF_REQUIRED, 0, 15 * 1024 * 1024, 0, 0, NULL, NULL,
+	  "The content, at most 10 MiB once decoded (413 beyond)" },
 	{ "encoding", FT_ENUM, 0, 0, 0, 0, 0, encodings, "\"utf8\"", "How content is encoded" },
 	{ "mode", FT_INT, 0, 0, 07777, 0, 0, NULL, "420",
 	  "File mode (setuid, setgid and sticky bits are dropped)" },

@@ -951,8 +951,11 @@ static void refused_field(struct sp_err *e)
 	}
 }
 
-/* Ends a failed creation: removes the container if there is one and keeps
- * the row as "error" with the reason. Returns -1 with e unchanged. */
+/* Ends a failed creation: removes the container if there is one, releases
+ * the reservations and deletes the row: the caller is told why and gets no
+ * sandbox, so no "error" row it never learned the id of stays in list and
+ * /metrics (the log line keeps id and reason). Only if the delete fails is
+ * the row kept as "error". Returns -1 with e unchanged. */
 static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
 	struct sp_err ignore;
@@ -961,7 +964,8 @@ static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_
 		docker_container_remove(ctx->dk, sb->container_id, 1, &ignore);
 	sb->status = SB_ERROR;
 	str_copy(sb->error_message, sizeof(sb->error_message), e->msg);
-	save_if(ctx, sb, SB_CREATING, &ignore);
+	if (store_sandbox_del(ctx->st, sb->org, sb->id, &ignore) < 0)
+		save_if(ctx, sb, SB_CREATING, &ignore);
 	store_release(ctx->st, sb->org, sb->id, &ignore);
 	store_server_release(ctx->st, sb->server_id, sb->id, &ignore);
 	log_info("sandbox %s: creation failed: %s", sb->id, e->msg);
@@ -990,7 +994,8 @@ static int prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_objec
 
 /* Reserves the sandbox's share of its org's quota. When the quota looks
  * full, sandboxes that died unobserved are caught up first (their share is
- * released) and the reservation is tried once more. 429 when still full. */
+ * released) and the reservation is tried once more. 429 QUOTA_EXCEEDED
+ * (no Retry-After) when still full. */
 static int reserve(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
 	char msg[256];
@@ -1011,7 +1016,7 @@ static int reserve(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e
 		if (attempt == 0 && sandbox_list(ctx, sb->org, &all, e) == 0)
 			json_object_put(all);
 	}
-	return sp_err_set(e, SP_TOO_MANY, "%s", msg);
+	return sp_err_set(e, SP_QUOTA, "%s", msg);
 }
 
 /* 1 for "/" or "/a/b": no empty, "." or ".." component, no trailing '/'

@@ -18,6 +18,7 @@
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define STREAM_PATH "/sandbox-exec"
+#define METRICS_PATH "/metrics"
 
 int stream_ws_accept(const char *key, size_t len, char *out, size_t cap)
 {
@@ -199,6 +200,13 @@ int stream_http_parse(const char *p, size_t len, struct stream_upgrade *u)
 		return 0;
 	}
 	q = memchr(sp1 + 1, '?', (size_t)(sp2 - sp1 - 1));
+	/* GET /metrics: this daemon's gauges (nginx's /metrics/stream) */
+	if ((size_t)((q ? q : sp2) - sp1 - 1) == sizeof(METRICS_PATH) - 1 &&
+	    memcmp(sp1 + 1, METRICS_PATH, sizeof(METRICS_PATH) - 1) == 0) {
+		u->status = 200;
+		u->why = NULL;
+		return 0;
+	}
 	if ((size_t)((q ? q : sp2) - sp1 - 1) != sizeof(STREAM_PATH) - 1 ||
 	    memcmp(sp1 + 1, STREAM_PATH, sizeof(STREAM_PATH) - 1) != 0) {
 		u->status = 404;

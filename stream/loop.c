@@ -30,6 +30,7 @@
 
 #include "../common/buf.h"
 #include "../common/log.h"
+#include "../common/metrics.h"
 #include "../common/util.h"
 #include "../fcgi/pm.h"
 #include "../fcgi/route.h"
@@ -58,6 +59,8 @@ struct conn {
 	int64_t since_ms;	  /* entered the current state */
 	int64_t blocked_since_ms; /* a write would block since then; 0 = not blocked */
 	int64_t last_ping_ms;
+	int ws_counted;		    /* counted in METRICS_WS_OPEN */
+	int cmd_counted;	    /* its exec job is counted in METRICS_WS_RUNNING */
 	struct conn *prev, *next;   /* every live connection */
 	struct conn *aprev, *anext; /* connections with a job */
 	int active;
@@ -127,8 +130,18 @@ static void active_del(struct conn *c)
 }
 
 /* Drops the connection's job: stops its command if still running. */
+/* The connection's command is over (or dropped): no longer running. */
+static void cmd_uncount(struct conn *c)
+{
+	if (c->cmd_counted) {
+		c->cmd_counted = 0;
+		metrics_gauge_add(METRICS_WS_RUNNING, -1);
+	}
+}
+
 static void drop_job(struct conn *c)
 {
+	cmd_uncount(c);
 	if (!c->job)
 		return;
 	stream_job_stop(c->job);
@@ -274,6 +287,8 @@ static void handle_exec(struct conn *c, json_object *msg)
 		return;
 	}
 	c->job = j;
+	c->cmd_counted = 1;
+	metrics_gauge_add(METRICS_WS_RUNNING, 1);
 	active_add(c);
 	log_info("%s sandbox %s: exec", c->rid, c->sandbox_id);
 }
@@ -362,6 +377,10 @@ static void conn_close(struct conn *c, const char *why)
 	if (c->ws)
 		wslay_event_context_free(c->ws);
 	c->ws = NULL;
+	if (c->ws_counted) {
+		c->ws_counted = 0;
+		metrics_gauge_add(METRICS_WS_OPEN, -1);
+	}
 	buf_free(&c->head);
 	buf_free(&c->out);
 	buf_free(&c->pre);
@@ -455,6 +474,35 @@ static void http_reply(struct conn *c, int status, const char *why)
 	set_state(c, CS_HTTP_REPLY);
 }
 
+/* GET /metrics: the gauges of every worker of this daemon, labeled with
+ * the socket's name; the connection closes once sent. */
+static void metrics_reply(struct conn *c)
+{
+	struct buf m, labeled;
+	char inst[128];
+
+	buf_init(&m, 64 * 1024);
+	buf_init(&labeled, 96 * 1024);
+	metrics_instance_name(L.cfg->stream_listen, inst, sizeof(inst));
+	if (metrics_render_stream(&m) < 0 ||
+	    metrics_add_label(m.data ? m.data : "", m.len, "sandpit_instance", inst, &labeled) <
+		    0) {
+		buf_free(&m);
+		buf_free(&labeled);
+		http_reply(c, 400, "metrics too large");
+		return;
+	}
+	buf_reset(&c->out);
+	buf_printf(&c->out,
+		   "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+		   "Content-Length: %zu\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+		   labeled.len);
+	buf_append(&c->out, labeled.data ? labeled.data : "", labeled.len);
+	buf_free(&m);
+	buf_free(&labeled);
+	set_state(c, CS_HTTP_REPLY);
+}
+
 /* The upgrade is accepted: 101, then the checks in the order the close
  * codes promise (4000 sandboxId, 4001 identity, 4003 permission and
  * sandbox), the last one in a thread. */
@@ -471,6 +519,8 @@ static void upgrade(struct conn *c, const struct stream_upgrade *u)
 		return;
 	}
 	wslay_event_config_set_max_recv_msg_length(c->ws, (uint64_t)L.cfg->stream_max_message);
+	c->ws_counted = 1;
+	metrics_gauge_add(METRICS_WS_OPEN, 1);
 	c->last_ping_ms = mono_ms();
 	str_copy(c->sandbox_id, sizeof(c->sandbox_id), u->sandbox_id);
 	str_copy(c->org, sizeof(c->org), u->org);
@@ -538,7 +588,9 @@ static void read_head(struct conn *c)
 		if (u.request_id[0])
 			str_copy(c->rid, sizeof(c->rid), u.request_id);
 		buf_free(&c->head);
-		if (u.status != 0)
+		if (u.status == 200)
+			metrics_reply(c);
+		else if (u.status != 0)
 			http_reply(c, u.status, u.why);
 		else
 			upgrade(c, &u);
@@ -572,6 +624,7 @@ static void job_finished(struct conn *c)
 			queue_close(c, WSLAY_CODE_INTERNAL_SERVER_ERROR, "Service unavailable");
 		}
 	} else if (j->kind == JOB_EXEC) {
+		cmd_uncount(c);
 		log_info("%s sandbox %s: exec done", c->rid, c->sandbox_id);
 		if (L.draining && c->state == CS_OPEN)
 			queue_close(c, WSLAY_CODE_GOING_AWAY,

@@ -56,8 +56,9 @@ struct stream_upgrade {
 };
 
 /* Parses one HTTP/1.1 request head of len bytes (through the blank line).
- * Reads only; fills u. Returns 0, or -1 when the head is not HTTP at all
- * (u->status is then 400 too). */
+ * Reads only; fills u. u->status 0 is an upgrade of /sandbox-exec, 200 a
+ * GET /metrics, anything else the error to answer. Returns 0, or -1 when
+ * the head is not HTTP at all (u->status is then 400 too). */
 int stream_http_parse(const char *p, size_t len, struct stream_upgrade *u);
 /* Sec-WebSocket-Accept for a Sec-WebSocket-Key: base64(SHA-1(key + GUID)),
  * written with its NUL into out (>= 29 bytes). -1 if the key is not 16

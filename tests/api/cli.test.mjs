@@ -187,6 +187,48 @@ test('a wrong key or an untrusted certificate fails with a message', async () =>
   const noCa = await sandpit(['list'], { extraEnv: { SANDPIT_CA: '', CURL_CA_BUNDLE: '', SSL_CERT_FILE: '' } });
   assert.equal(noCa.code, 1);
   assert.match(noCa.stderr, /certificate/i);
+  // ... and says what to do about it (issue 13)
+  assert.match(noCa.stderr, /set SANDPIT_CA to its certificate/);
+});
+
+test('exec streams stdout as the command prints it', { timeout: 120000 }, async () => {
+  const id = (await sandpit(['create', '--template', 'alpine'])).stdout.trim();
+  created.push(id);
+  const t0 = Date.now();
+  const seen = [];
+  const code = await new Promise((resolve, reject) => {
+    const child = execFile(path.join(binDir, 'sandpit'),
+      ['exec', id, '--', 'for i in 1 2 3; do echo line $i; sleep 1; done'], { env, timeout: 60000 });
+    child.stdout.on('data', (d) => seen.push({ t: Date.now() - t0, d: d.toString() }));
+    child.on('error', reject);
+    child.on('exit', (c) => resolve(c));
+  });
+  const end = Date.now() - t0;
+  assert.equal(code, 0);
+  assert.equal(seen.map((x) => x.d).join(''), 'line 1\nline 2\nline 3\n');
+  // the first lines arrive while the command still runs, not all at the end
+  assert.ok(seen[0].t < end - 700, `first output at ${seen[0].t} ms, exit at ${end} ms`);
+  assert.ok(seen.length >= 2, `${seen.length} piece(s)`);
+});
+
+test('exec -i sends stdin to the command; create --runtime', { timeout: 120000 }, async () => {
+  const id = (await sandpit(['create', '--template', 'alpine', '--runtime', 'runc'])).stdout.trim();
+  created.push(id);
+  assert.equal(JSON.parse((await sandpit(['--json', 'show', id])).stdout).runtime, 'runc');
+  const bad = await sandpit(['create', '--template', 'alpine', '--runtime', 'kata']);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /runtime/);
+  const data = randomBytes(100000);
+  const r = await sandpit(['exec', '-i', id, '--', 'sha256sum; ls /tmp/.sandpit-stdin-* 2>/dev/null | wc -l'], { input: data });
+  assert.equal(r.code, 0, r.stderr);
+  const { createHash } = await import('node:crypto');
+  assert.equal(r.stdout.split(/\s+/)[0], createHash('sha256').update(data).digest('hex'));
+  assert.match(r.stdout, /\n0\n$/, 'the stdin file is gone once the command has it');
+  const words = await sandpit(['exec', '--stdin', id, '--', 'wc', '-l'], { input: 'a\nb\nc\n' });
+  assert.equal(words.stdout.trim(), '3');
+  // without -i the command's stdin is empty, whatever ours holds
+  const none = await sandpit(['exec', id, '--', 'wc -c'], { input: 'ignored' });
+  assert.equal(none.stdout.trim(), '0');
 });
 
 test('the admin commands still live in the same binary (-c CONFIG)', async () => {

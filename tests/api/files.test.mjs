@@ -207,6 +207,11 @@ test('F4: exactly 10 MiB works both ways; one byte more → 413; FIFOs, /dev/zer
   const w2 = await write(id, '/home/user/over.bin', randomBytes(MiB10 + 1).toString('base64'), { encoding: 'base64' });
   assert.equal(w2.status, 413);
   assert.equal(w2.json.message, tooBig);
+  // 11 MiB as base64 (14.7 MiB of JSON string) is the promised 413 too, not
+  // a 400 on content's length (issue 13)
+  const w3 = await write(id, '/home/user/over.bin', randomBytes(11 * 1024 * 1024).toString('base64'), { encoding: 'base64' });
+  assert.equal(w3.status, 413, w3.text.slice(0, 200));
+  assert.equal(w3.json.message, tooBig);
   const gone = await exec(id, 'ls over.txt over.bin 2>&1 | wc -l');
   assert.equal(gone.json.stdout, '2\n', 'nothing written');
   assert.equal(await tempsLeft(sb.containerId, '/home/user'), '0\n', 'no temporary file left');

@@ -285,6 +285,42 @@ test('JSON-RPC: ping, notifications, errors', async () => {
 test('transport: GET is 405, a key is needed', async () => {
   const g = await stack.api('GET', '/mcp', { headers: { accept: 'text/event-stream' } });
   assert.equal(g.status, 405);
+  // No key: not a 401 (stock MCP clients turn a 401 into an OAuth prompt)
+  // but a 403 without WWW-Authenticate carrying a JSON-RPC error to show.
   const n = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, { key: null });
-  assert.equal(n.status, 401);
+  assert.equal(n.status, 403);
+  assert.equal(n.headers['www-authenticate'], undefined);
+  assert.equal(n.json.error.code, -32001);
+  assert.match(n.json.error.message, /^Missing API key: send it in the x-api-key header\. .*not OAuth$/);
+  const bad = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, { key: 'sp_not-a-key' });
+  assert.equal(bad.status, 403);
+  assert.match(bad.json.error.message, /^Invalid API key\./);
+  // the rest of the API keeps its 401
+  assert.equal((await stack.api('GET', '/api/sandbox.list', { key: null })).status, 401);
+});
+
+test('an MCP client with an OAuth provider and no key shows the message, never starts OAuth', async () => {
+  const calls = [];
+  // What the MCP Inspector passes: an auth provider that would start OAuth.
+  const provider = new Proxy({}, {
+    get(_t, prop) {
+      if (prop === 'then') return undefined;
+      if (prop === 'redirectUrl') return 'http://localhost/cb';
+      if (prop === 'clientMetadata') return { redirect_uris: ['http://localhost/cb'], client_name: 't' };
+      return (...a) => { calls.push(String(prop)); return undefined; };
+    },
+  });
+  const c = new Client({ name: 'sandpit-test', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL('/mcp', stack.url), {
+    authProvider: provider, fetch: caFetch(stack.ca),
+  });
+  await assert.rejects(c.connect(transport), (err) => {
+    assert.match(err.message, /Missing API key: send it in the x-api-key header/);
+    assert.doesNotMatch(err.message, /401|Unauthorized/i);
+    return true;
+  });
+  // tokens() may be asked for (to attach a bearer token); nothing that
+  // starts an OAuth flow is
+  assert.deepEqual(calls.filter((c2) => c2 !== 'tokens'), [], calls.join(','));
+  await c.close().catch(() => {});
 });

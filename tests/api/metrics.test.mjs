@@ -2,21 +2,29 @@
 // address, counts that move after calls (summed across workers through
 // shared memory), cumulative and consistent histograms, Docker call series
 // keyed by endpoint template, sandboxes by status, and 403 from an address
-// that SANDPIT_METRICS_ALLOW does not list.
+// that SANDPIT_METRICS_ALLOW does not list. Issue 13: behind two instances
+// every sample carries sandpit_instance and /metrics/NAME reaches one
+// instance, so counters never mix; sandboxes per organization; WebSocket
+// connections and their running commands from sandpit-stream
+// (/metrics/stream).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack } from './lib/stack.mjs';
+import WebSocket from 'ws';
+import { startStack, waitFor } from './lib/stack.mjs';
 
 let stack;
 let denied;
+let multi; // two sandpitd instances behind one nginx
 before(async () => {
   stack = await startStack();
+  multi = await startStack({ env: { SANDPIT_INSTANCES: '2' } });
   // loopback is not in this list, so the test's own address is denied
   denied = await startStack({ env: { SANDPIT_METRICS_ALLOW: '10.9.9.9' } });
 });
 after(async () => {
   await stack?.stop();
   await denied?.stop();
+  await multi?.stop();
 });
 
 // Parses the text exposition into [{ name, labels, value }].
@@ -36,8 +44,8 @@ function parse(text) {
   return out;
 }
 
-async function scrape(s = stack) {
-  const r = await s.api('GET', '/metrics', { key: null });
+async function scrape(s = stack, where = '/metrics') {
+  const r = await s.api('GET', where, { key: null });
   assert.equal(r.status, 200, r.text);
   assert.match(r.headers['content-type'], /^text\/plain; version=0\.0\.4/);
   return parse(r.text);
@@ -144,4 +152,97 @@ test('an address outside SANDPIT_METRICS_ALLOW gets 403, even with a key', async
   // the rest of that stack works as usual
   const h = await denied.api('GET', '/healthz', { key: null });
   assert.equal(h.status, 200, h.text);
+});
+
+test('two instances: every sample names its instance, /metrics/NAME reaches one, counters never mix', async () => {
+  for (const name of ['sandpitd', 'sandpitd-2']) {
+    const s = await scrape(multi, `/metrics/${name}`);
+    assert.ok(s.length > 0);
+    for (const x of s) assert.equal(x.labels.sandpit_instance, name, `${x.name} ${JSON.stringify(x.labels)}`);
+  }
+  // the plain /metrics reaches either; each of its samples still names one
+  const seen = new Set();
+  for (let i = 0; i < 12; i++) {
+    const s = await scrape(multi);
+    const inst = new Set(s.map((x) => x.labels.sandpit_instance));
+    assert.equal(inst.size, 1, [...inst].join(','));
+    seen.add([...inst][0]);
+  }
+  // one instance's own counter only grows from scrape to scrape (with the
+  // two mixed, it went 17, 17, 13, 17, ...)
+  const key = { operation: 'sandbox-templates', status: '200' };
+  let last = -1;
+  for (let i = 0; i < 8; i++) {
+    assert.equal((await multi.api('GET', '/api/sandbox.templates')).status, 200);
+    const v = value(await scrape(multi, '/metrics/sandpitd-2'), 'sandpit_requests_total', key);
+    assert.ok(v >= last, `sandpitd-2's counter went from ${last} to ${v}`);
+    last = v;
+  }
+  assert.equal((await multi.api('GET', '/metrics/sandpitd-9', { key: null })).status, 503);
+  assert.equal((await denied.api('GET', '/metrics/sandpitd', { key: null })).status, 403);
+  assert.equal((await denied.api('GET', '/metrics/stream', { key: null })).status, 403);
+});
+
+test('sandboxes per organization', async () => {
+  const org = `m-org-${Date.now().toString(36)}`;
+  await stack.cli('orgs', 'create', org);
+  const key = await stack.newKey(org);
+  const c = await stack.api('POST', '/api/sandbox.create', { body: { template: 'alpine', memoryMb: 64 }, key });
+  assert.equal(c.status, 200, c.text);
+  try {
+    const s = await scrape();
+    assert.equal(value(s, 'sandpit_org_sandboxes', { org, status: 'running' }), 1);
+    assert.equal(value(s, 'sandpit_org_sandboxes', { org, status: 'killed' }), 0);
+    assert.ok(s.some((x) => x.name === 'sandpit_org_sandboxes' && x.labels.org === org && x.labels.status === 'killed'),
+      'every status of an org with sandboxes is there');
+    const k = await stack.api('POST', '/api/sandbox.kill', { body: { sandboxId: c.json.sandboxId }, key });
+    assert.equal(k.status, 200, k.text);
+    const s2 = await scrape();
+    assert.equal(value(s2, 'sandpit_org_sandboxes', { org, status: 'running' }), 0);
+    assert.equal(value(s2, 'sandpit_org_sandboxes', { org, status: 'killed' }), 1);
+  } finally {
+    await stack.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId }, key });
+  }
+});
+
+test('WebSocket connections and their running commands (/metrics/stream)', { timeout: 120000 }, async () => {
+  const c = await stack.api('POST', '/api/sandbox.create', { body: { template: 'alpine', memoryMb: 64 } });
+  assert.equal(c.status, 200, c.text);
+  const id = c.json.sandboxId;
+  const ws = [];
+  const ws0 = async () => {
+    const s = await scrape(stack, '/metrics/stream');
+    for (const x of s) assert.equal(x.labels.sandpit_instance, 'stream');
+    return s;
+  };
+  try {
+    const before0 = await ws0();
+    const total0 = value(before0, 'sandpit_ws_connections_total', {});
+    assert.equal(value(before0, 'sandpit_ws_connections', {}), 0);
+    for (let i = 0; i < 2; i++) {
+      const w = new WebSocket(`${stack.url.replace('https', 'wss')}/sandbox-exec?sandboxId=${id}`,
+        { ca: stack.ca, headers: { 'x-api-key': stack.key } });
+      const msgs = [];
+      w.on('message', (d) => msgs.push(JSON.parse(d)));
+      await waitFor(() => msgs.some((m) => m.type === 'ready'), 20000);
+      ws.push({ w, msgs });
+    }
+    let s = await ws0();
+    assert.equal(value(s, 'sandpit_ws_connections', {}), 2);
+    assert.equal(value(s, 'sandpit_ws_connections_total', {}), total0 + 2);
+    assert.equal(value(s, 'sandpit_ws_commands_running', {}), 0);
+    ws[0].w.send(JSON.stringify({ type: 'exec', cmd: 'echo go; sleep 30' }));
+    await waitFor(() => ws[0].msgs.some((m) => m.type === 'stdout'), 20000);
+    s = await ws0();
+    assert.equal(value(s, 'sandpit_ws_commands_running', {}), 1);
+    ws[0].w.close();
+    ws[1].w.close();
+    await waitFor(async () => {
+      const t = await ws0();
+      return value(t, 'sandpit_ws_connections', {}) === 0 && value(t, 'sandpit_ws_commands_running', {}) === 0;
+    }, 30000);
+  } finally {
+    for (const x of ws) x.w.terminate();
+    await stack.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } });
+  }
 });

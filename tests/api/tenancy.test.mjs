@@ -54,16 +54,19 @@ test('client-sent identity headers are ignored', async () => {
   assert.equal(noKey.status, 401);
 });
 
-test('an image without date fails create, naming it, and leaves no container', async () => {
+test('an image without date fails create, naming it, and leaves no container and no row', async () => {
   const r = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/nodate:latest' } });
   assert.equal(r.status, 400, r.text);
   assert.match(r.json.message, /lacks date/);
   assert.ok(!/sh|sleep/.test(r.json.message.replace(/sh, sleep and date/, '').replace(/sandpit-test\/nodate:latest/, '')));
+  // The caller got no id, so no "error" row is kept for it (issue 13): the
+  // id is in the server's log only.
   const list = (await s.api('GET', '/api/sandbox.list')).json;
-  const row = list.find((x) => x.status === 'error');
-  assert.ok(row, 'the failed creation is kept as an error row');
-  assert.match(row.errorMessage, /lacks date/);
-  const left = await docker('GET', '/containers/json?all=1&filters=' + encodeURIComponent(JSON.stringify({ label: [`sandpit.sandboxId=${row.sandboxId}`] })));
+  assert.deepEqual(list.filter((x) => x.status === 'error'), []);
+  const m = /sandbox (\S+): creation failed: .*lacks date/.exec(await s.logTail('sandpitd.log', 400));
+  assert.ok(m, 'the log names the failed creation');
+  assert.equal((await s.api('GET', '/api/sandbox.one', { query: { sandboxId: m[1] } })).status, 404);
+  const left = await docker('GET', '/containers/json?all=1&filters=' + encodeURIComponent(JSON.stringify({ label: [`sandpit.sandboxId=${m[1]}`] })));
   assert.deepEqual(left.json, []);
 });
 
@@ -71,6 +74,8 @@ test('an image that cannot be pulled fails with 400 naming image', async () => {
   const r = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/does-not-exist:1' } });
   assert.equal(r.status, 400, r.text);
   assert.ok(r.json.message.includes('sandpit-test/does-not-exist:1'));
+  const list = (await s.api('GET', '/api/sandbox.list')).json;
+  assert.deepEqual(list.filter((x) => x.status === 'error'), []);
 });
 
 test('envVars are sealed in Redis, never in clear', async () => {

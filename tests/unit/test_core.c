@@ -19,6 +19,7 @@
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/crypto.h"
+#include "common/metrics.h"
 #include "common/utf8.h"
 #include "fcgi/route.h"
 
@@ -385,13 +386,41 @@ static void test_crypto(void **state)
 	buf_free(&plain);
 }
 
+/* Every sample line gets the instance label; comments and blank lines stay. */
+static void test_metrics_label(void **state)
+{
+	static const char in[] = "# HELP a An a.\n# TYPE a counter\na 1\n"
+				 "b{x=\"1\",y=\"2\"} 3\nc{} 4\n\nd_bucket{le=\"+Inf\"} 5\n";
+	static const char want[] = "# HELP a An a.\n# TYPE a counter\na{i=\"s\\\"2\"} 1\n"
+				   "b{i=\"s\\\"2\",x=\"1\",y=\"2\"} 3\nc{i=\"s\\\"2\"} 4\n\n"
+				   "d_bucket{i=\"s\\\"2\",le=\"+Inf\"} 5\n";
+	struct buf out;
+	char name[32];
+
+	(void)state;
+	buf_init(&out, 4096);
+	assert_int_equal(metrics_add_label(in, sizeof(in) - 1, "i", "s\"2", &out), 0);
+	assert_int_equal(out.len, sizeof(want) - 1);
+	assert_memory_equal(out.data, want, out.len);
+	buf_free(&out);
+	buf_init(&out, 8); /* the cap is kept */
+	assert_int_equal(metrics_add_label(in, sizeof(in) - 1, "i", "s", &out), -1);
+	buf_free(&out);
+	metrics_instance_name("/run/sandpit/sandpitd-2.sock", name, sizeof(name));
+	assert_string_equal(name, "sandpitd-2");
+	metrics_instance_name("stream.sock", name, sizeof(name));
+	assert_string_equal(name, "stream");
+	metrics_instance_name("/x/plain", name, sizeof(name));
+	assert_string_equal(name, "plain");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_bounds), cmocka_unit_test(test_exec_and_query),
 		cmocka_unit_test(test_utf8), cmocka_unit_test(test_utf8_json_escape),
 		cmocka_unit_test(test_config), cmocka_unit_test(test_crypto),
-		cmocka_unit_test(test_error_text_stays_utf8),
+		cmocka_unit_test(test_error_text_stays_utf8), cmocka_unit_test(test_metrics_label),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
