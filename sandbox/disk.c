@@ -341,6 +341,25 @@ static int loop_attach(int ffd, const char *id, char *dev, size_t cap, int *lfd,
 	return sp_err_set(e, SP_UNAVAILABLE, "No free loop device after 16 attempts");
 }
 
+/* mkdir -p: the parents 0755, disk_dir itself 0700. */
+static int make_dir(const char *dir)
+{
+	char p[1024];
+
+	if (str_copy(p, sizeof(p), dir) < 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *q = p + 1; *q; q++)
+		if (*q == '/') {
+			*q = '\0';
+			if (mkdir(p, 0755) < 0 && errno != EEXIST)
+				return -1;
+			*q = '/';
+		}
+	return mkdir(p, 0700) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 int sandbox_disk_prepare(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
 	const struct config *cfg = ctx->cfg;
@@ -352,7 +371,7 @@ int sandbox_disk_prepare(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_
 		return 0;
 	if (!tool_path("mke2fs", tool, sizeof(tool)))
 		return sp_err_set(e, SP_INTERNAL, "mke2fs is not installed (e2fsprogs)");
-	if (mkdir(cfg->disk_dir, 0700) < 0 && errno != EEXIST)
+	if (make_dir(cfg->disk_dir) < 0)
 		return sp_err_set(e, SP_INTERNAL, "mkdir %s: %s", cfg->disk_dir, strerror(errno));
 	snprintf(d->file, sizeof(d->file), "%s/%s.img", cfg->disk_dir, sb->id);
 	ffd = open(d->file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
