@@ -54,7 +54,8 @@ function loopsIn(dir) {
 }
 
 test('A3: the record and the container show the disk: a loop ext4 at the workdir, the image read-only, /tmp bounded', async () => {
-  const sb = await create({ template: 'python', diskMb: 64 });
+  // alpine (busybox): runsc 20221219 answers coreutils' statx with EINVAL
+  const sb = await create({ template: 'alpine', diskMb: 64 });
   assert.equal(sb.diskMb, 64);
   const one = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: sb.sandboxId } });
   assert.equal(one.json.diskMb, 64);
@@ -86,10 +87,12 @@ test('A3: the record and the container show the disk: a loop ext4 at the workdir
 });
 
 test('A3: a write past diskMb gets ENOSPC, the sandbox stays usable and the host stays above its floor', async () => {
-  const sb = await create({ template: 'python', diskMb: 64, memoryMb: 256 });
+  const sb = await create({ template: 'alpine', diskMb: 64, memoryMb: 256 });
   const before = freeMb(DOCKER_ROOT);
-  // 4 GiB asked: more than the 3 GiB between the host's free space and the floor
-  const r = await exec(sb.sandboxId, 'head -c 4294967296 /dev/zero > big; echo "rc=$?"; ls -l big | awk "{print \\$5}"');
+  // 4 GiB asked: more than the 3 GiB between the host's free space and the
+  // floor (dd stops at the first failed write; a writer that goes on after
+  // ENOSPC only spends its own CPU)
+  const r = await exec(sb.sandboxId, 'dd if=/dev/zero of=big bs=1M count=4096; echo "rc=$?"; wc -c <big');
   assert.equal(r.status, 200, r.text);
   assert.match(r.json.stdout, /^rc=1\n/);
   assert.match(r.json.stderr, /No space left on device/);
@@ -99,11 +102,11 @@ test('A3: a write past diskMb gets ENOSPC, the sandbox stays usable and the host
   assert.ok(after >= floorMb, `host free ${after} MiB, floor ${floorMb} MiB`);
   assert.ok(before - after < 512, `the host lost ${before - after} MiB`);
   // /tmp and /var/tmp are bounded too, and the image's own files are read-only
-  const t = await exec(sb.sandboxId, 'head -c 1073741824 /dev/zero > /tmp/big; echo "rc=$?"; wc -c </tmp/big; rm /tmp/big; head -c 1073741824 /dev/zero > /var/tmp/big; echo "rc=$?"; rm /var/tmp/big');
+  const t = await exec(sb.sandboxId, 'dd if=/dev/zero of=/tmp/big bs=1M count=1024 2>/dev/null; echo "rc=$?"; wc -c </tmp/big; rm /tmp/big; dd if=/dev/zero of=/var/tmp/big bs=1M count=1024 2>/dev/null; echo "rc=$?"; rm /var/tmp/big');
   assert.equal(t.status, 200, t.text);
-  const [rc1, tsize, rc2] = t.json.stdout.trim().split('\n');
+  const [rc1, tsize, rc2] = (t.json.stdout ?? '').trim().split('\n');
   assert.equal(rc1, 'rc=1');
-  assert.ok(Number(tsize) <= 64 * MiB, `/tmp took ${tsize} bytes`);
+  assert.ok(Number(tsize) <= 64 * MiB, `/tmp took ${tsize} bytes: ${t.text}`);
   assert.equal(rc2, 'rc=1');
   assert.ok(freeMb(DOCKER_ROOT) >= floorMb);
   // usable again once the caller frees its space
@@ -146,7 +149,7 @@ test('A3: an inode fill (many small files) stops at the disk\'s inode count', as
   const r = await exec(sb.sandboxId, fill('/home/user/many'));
   assert.equal(r.status, 200, r.text);
   const n = Number(r.json.stdout.trim());
-  assert.ok(n > 1900 && n < 2048, `${n} files made in the workdir`);
+  assert.ok(n > 1900 && n < 2048, `${n} files made in the workdir: ${r.text}`);
   if (!GVISOR) {
     // gVisor's tmpfs does not take nr_inodes: there /tmp's files count
     // against memoryMb instead (README "Disk limits")
@@ -185,13 +188,15 @@ test('A3: a create that fails after its disk was made leaves no loop device and 
   assert.equal(c.status, 400, c.text);
   assert.match(c.json.message, /lacks date/);
   assert.deepEqual(fs.readdirSync(diskDir), []);
-  assert.deepEqual(loopsIn(diskDir), loops);
+  // none new (one of an earlier sandbox may have gone meanwhile)
+  assert.deepEqual(loopsIn(diskDir).filter((l) => !loops.includes(l)), []);
 });
 
 test('A3: diskMb is validated: the default, disk_max_mb, the range, workdir "/"', async () => {
   const d = await create({ template: 'python' });
   assert.equal(d.diskMb, 1024);
   const df = await exec(d.sandboxId, 'df -k . | tail -1');
+  assert.equal(df.status, 200, df.text);
   const sizeK = Number(df.json.stdout.trim().split(/\s+/)[1]);
   assert.ok(sizeK > 900 * 1024 && sizeK <= 1024 * 1024, `default disk of ${sizeK} KiB`);
   for (const [body, field, re] of [
