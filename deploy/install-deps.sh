@@ -10,6 +10,7 @@ PKGS=(
   libarchive-dev libcmocka-dev libwslay-dev libssl-dev
   libfcgi-bin redis-server nginx-light socat openssh-server openssh-client
   docker.io busybox-static debootstrap runsc
+  e2fsprogs  # mke2fs and debugfs: the per-sandbox disks (README "Disk limits")
   wrk  # make bench: sandbox.one throughput
   # make fuzz: clang with libFuzzer and the sanitizers' runtimes
   # (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev, only a
