@@ -234,6 +234,25 @@ test('A3: the host floor: below disk_reserve_mb or disk_reserve_inodes, creates 
   }
 });
 
+test('A3: disk_preallocate: each disk is taken from the host at create, and the floor counts it', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandpit-disk-'));
+  const reserve = freeMb(dir) - 512;
+  const pre = await startStack({ extraConf: [`disk_dir = ${dir}`, 'disk_preallocate = yes', `disk_reserve_mb = ${reserve}`] });
+  try {
+    const r = await pre.api('POST', '/api/sandbox.create', { body: { template: 'alpine', diskMb: 1024 } });
+    assert.equal(r.status, 503, r.text);
+    assert.match(r.json.message, /before this sandbox's disk.*disk_reserve_mb/);
+    const c = await pre.api('POST', '/api/sandbox.create', { body: { template: 'alpine', diskMb: 64 } });
+    assert.equal(c.status, 200, c.text);
+    const dd = await pre.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.sandboxId, cmd: 'dd if=/dev/zero of=f bs=1M count=100 2>&1' } });
+    assert.match(dd.json.stdout, /No space left on device/);
+    await pre.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
+  } finally {
+    await pre.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('A3: a server that cannot limit disk refuses an explicit diskMb and records 0 otherwise', async () => {
   // the local daemon is overlay2 on ext4: StorageOpt size is not possible
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandpit-disk-'));
