@@ -530,6 +530,18 @@ void sandbox_disk_abort(struct sandbox_ctx *ctx, struct sandbox *sb)
 	d->dev[0] = '\0';
 }
 
+void sandbox_disk_refused(const struct sandbox *sb, struct sp_err *e)
+{
+	char msg[sizeof(e->msg)];
+
+	if (sb->disk.how != SB_DISK_LOOP || !strstr(e->msg, "no space left on device"))
+		return;
+	str_copy(msg, sizeof(msg), e->msg);
+	sp_err_field(e, SP_BAD_REQUEST, "diskMb",
+		     "diskMb: the image's files at the workdir (%s) do not fit in %lld MiB: %.300s",
+		     sb->workdir, (long long)sb->disk_mb, msg);
+}
+
 /* Detaches a loop device whose backing file is path (AUTOCLEAR would do it
  * at its last close; this covers a device nobody holds). */
 static void detach_backing(const char *path)

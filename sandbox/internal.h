@@ -72,6 +72,9 @@ void sandbox_disk_hostconfig(const struct config *cfg, const struct sandbox *sb,
 int sandbox_disk_owner(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
 void sandbox_disk_started(struct sandbox_ctx *ctx, struct sandbox *sb);
 void sandbox_disk_abort(struct sandbox_ctx *ctx, struct sandbox *sb);
+/* Names diskMb (400) when Docker could not create the container because
+ * the image's content at the workdir does not fit in the disk. */
+void sandbox_disk_refused(const struct sandbox *sb, struct sp_err *e);
 
 /* pool.c: claims a warm container for rq into sb (sets id, container id,
  * pooled) if one fits and is ready: 1 claimed, 0 none. activate arms it

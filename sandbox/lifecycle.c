@@ -1118,6 +1118,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		snprintf(cname, sizeof(cname), "sandpit-%s", sb->id);
 		if (docker_container_create(ctx->dk, cname, body, sb->container_id, e) < 0) {
 			refused_field(e);
+			sandbox_disk_refused(sb, e);
 			create_failed(ctx, sb, e);
 			goto out;
 		}

@@ -204,6 +204,8 @@ test('A3: diskMb is validated: the default, disk_max_mb, the range, workdir "/"'
     [{ template: 'python', diskMb: 8 }, 'diskMb', /diskMb/],
     [{ template: 'python', diskMb: 'x' }, 'diskMb', /diskMb/],
     [{ image: 'sandpit-test/busybox:latest', workdir: '/' }, 'workdir', /workdir/],
+    // the image's files at the workdir are copied into the disk at create
+    [{ image: 'sandpit-test/python:latest', workdir: '/usr/lib', diskMb: 16 }, 'diskMb', /do not fit in 16 MiB/],
   ]) {
     const r = await s.api('POST', '/api/sandbox.create', { body });
     assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
