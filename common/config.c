@@ -66,6 +66,13 @@ void config_defaults(struct config *cfg)
 	str_copy(cfg->default_runtime, sizeof(cfg->default_runtime), "runc");
 	str_copy(cfg->gvisor_runtime_isolated, sizeof(cfg->gvisor_runtime_isolated), "runsc-isolated");
 	str_copy(cfg->gvisor_runtime_internet, sizeof(cfg->gvisor_runtime_internet), "runsc-internet");
+	str_copy(cfg->disk_limit, sizeof(cfg->disk_limit), "auto");
+	str_copy(cfg->disk_dir, sizeof(cfg->disk_dir), "/var/lib/sandpit/disk");
+	cfg->disk_default_mb = 1024;
+	cfg->disk_max_mb = 16384;
+	cfg->disk_reserve_mb = 2048;
+	cfg->disk_reserve_inodes = 100000;
+	cfg->disk_readonly_rootfs = 1;
 	str_copy(cfg->stream_listen, sizeof(cfg->stream_listen), "/run/sandpit/stream.sock");
 	cfg->stream_workers = 1;
 	cfg->stream_stuck_timeout_s = 30;
@@ -136,6 +143,15 @@ static const struct key {
 	{ S(default_runtime) },
 	{ S(gvisor_runtime_isolated) },
 	{ S(gvisor_runtime_internet) },
+	{ S(disk_limit) },
+	{ S(disk_dir) },
+	{ I(disk_default_mb, 16, 1048576) },
+	{ I(disk_max_mb, 16, 1048576) },
+	{ I(disk_reserve_mb, 0, 1 << 30) },
+	{ I(disk_reserve_inodes, 0, 1 << 30) },
+	{ "disk_preallocate", K_BOOL, offsetof(struct config, disk_preallocate), sizeof(int), 0, 1 },
+	{ "disk_readonly_rootfs", K_BOOL, offsetof(struct config, disk_readonly_rootfs), sizeof(int), 0, 1 },
+	{ "disk_require_limit", K_BOOL, offsetof(struct config, disk_require_limit), sizeof(int), 0, 1 },
 	{ S(stream_listen) },
 	{ I(stream_workers, 1, 64) },
 	{ I(stream_stuck_timeout_s, 1, 3600) },
@@ -590,6 +606,20 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	if (strlen(cfg->network_prefix) > 20 || !valid_name_chars(cfg->network_prefix)) {
 		snprintf(err, errlen,
 			 "%s: network_prefix must be 1 to 20 letters, digits, '-' or '_'", path);
+		goto out;
+	}
+	if (strcmp(cfg->disk_limit, "auto") && strcmp(cfg->disk_limit, "loop") &&
+	    strcmp(cfg->disk_limit, "storage-opt") && strcmp(cfg->disk_limit, "off")) {
+		snprintf(err, errlen, "%s: disk_limit must be auto, loop, storage-opt or off", path);
+		goto out;
+	}
+	if (cfg->disk_default_mb > cfg->disk_max_mb) {
+		snprintf(err, errlen, "%s: disk_default_mb (%d) is above disk_max_mb (%d)", path,
+			 cfg->disk_default_mb, cfg->disk_max_mb);
+		goto out;
+	}
+	if (cfg->disk_dir[0] != '/') {
+		snprintf(err, errlen, "%s: disk_dir must be an absolute path", path);
 		goto out;
 	}
 	if (strncmp(cfg->docker_host, "unix://", 7) != 0) {

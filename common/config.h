@@ -90,6 +90,17 @@ struct config {
 					     gVisor sandboxes, default runsc-isolated */
 	char gvisor_runtime_internet[64]; /* ... (runsc --network=host) for internet ones, default
 					     runsc-internet */
+	/* disk limits (sandbox/disk.c, README "Disk limits") */
+	char disk_limit[16];      /* auto|loop|storage-opt|off: how diskMb is enforced, default auto */
+	char disk_dir[1024];      /* the local server's per-sandbox filesystem images, default
+				     /var/lib/sandpit/disk */
+	int disk_default_mb;      /* diskMb of a create without it, default 1024 */
+	int disk_max_mb;          /* the largest diskMb, default 16384 */
+	int disk_reserve_mb;      /* creates get 503 while the local host has less free space, default 2048 */
+	int disk_reserve_inodes;  /* ... or fewer free inodes, default 100000 */
+	int disk_preallocate;     /* take each sandbox's diskMb from the host at create, default 0 */
+	int disk_readonly_rootfs; /* with a loop disk, the image's own files are read-only, default 1 */
+	int disk_require_limit;   /* refuse creates on a server that cannot limit disk, default 0 */
 	/* sandpit-stream (the /sandbox-exec WebSocket daemon) */
 	char stream_listen[4096]; /* its unix socket, default /run/sandpit/stream.sock */
 	int stream_workers;       /* event-loop processes, default 1 */

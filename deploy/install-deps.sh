@@ -29,6 +29,7 @@ RUN_PKGS=(
 	libwslay1 libssl3
 	redis-server nginx-light openssh-client runsc
 	jq # the README's examples read answers with it
+	e2fsprogs # mke2fs and debugfs: the per-sandbox disks (README "Disk limits")
 )
 BUILD_PKGS=(
 	build-essential pkg-config

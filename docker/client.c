@@ -972,3 +972,47 @@ done:
 	docker_req_cleanup(&r);
 	return rc;
 }
+
+/* The first string of a DriverStatus pair named key, or "". */
+static const char *driver_status(json_object *info, const char *key)
+{
+	json_object *ds;
+
+	if (!json_object_object_get_ex(info, "DriverStatus", &ds) ||
+	    !json_object_is_type(ds, json_type_array))
+		return "";
+	for (size_t i = 0; i < json_object_array_length(ds); i++) {
+		json_object *kv = json_object_array_get_idx(ds, i);
+		const char *k;
+		if (!json_object_is_type(kv, json_type_array) || json_object_array_length(kv) != 2)
+			continue;
+		k = json_object_get_string(json_object_array_get_idx(kv, 0));
+		if (k && strcmp(k, key) == 0) {
+			const char *v = json_object_get_string(json_object_array_get_idx(kv, 1));
+			return v ? v : "";
+		}
+	}
+	return "";
+}
+
+int docker_storage(struct docker_client *c, struct docker_storage *out, struct sp_err *e)
+{
+	struct docker_req r;
+	json_object *info = NULL, *v;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	docker_req_init(&r, "GET");
+	if (docker_req_path(&r, e, "/info") < 0 || docker_call(c, &r, NULL, &info, e) < 0)
+		goto done;
+	if (json_object_object_get_ex(info, "Driver", &v) && json_object_get_string(v))
+		str_copy(out->driver, sizeof(out->driver), json_object_get_string(v));
+	if (json_object_object_get_ex(info, "DockerRootDir", &v) && json_object_get_string(v))
+		str_copy(out->root_dir, sizeof(out->root_dir), json_object_get_string(v));
+	str_copy(out->backing_fs, sizeof(out->backing_fs), driver_status(info, "Backing Filesystem"));
+	rc = 0;
+done:
+	json_object_put(info);
+	docker_req_cleanup(&r);
+	return rc;
+}

@@ -74,6 +74,16 @@ int docker_negotiate(struct docker_client *c, int allow_old_runc, struct docker_
  * names that do not fit are left out). */
 int docker_runtimes(struct docker_client *c, char *out, size_t cap, struct sp_err *e);
 
+/* GET /info: the storage driver ("overlay2"), its backing filesystem
+ * (DriverStatus "Backing Filesystem": "extfs", "xfs"; "" when the driver
+ * names none) and DockerRootDir, for the disk limits (sandbox/disk.c). */
+struct docker_storage {
+	char driver[32];
+	char backing_fs[32];
+	char root_dir[1024];
+};
+int docker_storage(struct docker_client *c, struct docker_storage *out, struct sp_err *e);
+
 /* Images. inspect: *out is a new json object (caller puts it). pull: POST
  * /images/create, reads the progress stream to the end, fails with the
  * stream's error message; bounded by timeout_s. */

@@ -25,6 +25,10 @@ static const struct field_spec create_fields[] = {
 	{ "cpu", FT_NUMBER, 0, 0, 0, 0.1, 64, NULL, "1", "CPUs" },
 	{ "memoryMb", FT_INT, 0, 64, 262144, 0, 0, NULL, "512", "Memory in MiB (no swap)" },
 	{ "pidsLimit", FT_INT, 0, 16, 65536, 0, 0, NULL, "256", "Maximum processes" },
+	{ "diskMb", FT_INT, 0, 16, 1048576, 0, 0, NULL, NULL,
+	  "Disk in MiB for the workdir (bytes, and one inode per 16 KiB); /tmp and /var/tmp count "
+	  "against memory. Default: disk_default_mb (1024 unless configured); at most disk_max_mb "
+	  "(16384 unless configured). A server that cannot limit disk refuses it" },
 	{ "timeoutMs", FT_INT, 0, 10000, 86400000, 0, 0, NULL, "300000",
 	  "Inactivity timeout in ms" },
 	{ "maxLifetimeMs", FT_INT, 0, 10000, 86400000, 0, 0, NULL, "86400000",

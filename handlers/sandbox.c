@@ -21,6 +21,7 @@ int h_sandbox_create(struct handler_ctx *h, json_object *in, json_object **out, 
 	rq.cpu = hin_dbl(in, "cpu", -1);
 	rq.memory_mb = hin_i64(in, "memoryMb", -1);
 	rq.pids_limit = hin_i64(in, "pidsLimit", -1);
+	rq.disk_mb = hin_i64(in, "diskMb", -1);
 	rq.timeout_ms = hin_i64(in, "timeoutMs", -1);
 	rq.max_lifetime_ms = hin_i64(in, "maxLifetimeMs", -1);
 	rq.network_mode = hin_str(in, "networkMode", NULL);
@@ -33,10 +34,10 @@ int h_sandbox_create(struct handler_ctx *h, json_object *in, json_object **out, 
 	/* where the time went, for clients and browsers' dev tools */
 	snprintf(h->r->headers, sizeof(h->r->headers),
 		 "Server-Timing: %s;dur=%.1f, create;dur=%.1f, start;dur=%.1f, ready;dur=%.1f, "
-		 "place;dur=%.1f\r\n",
+		 "place;dur=%.1f, disk;dur=%.1f\r\n",
 		 tm.pooled ? "pool" : tm.pulled ? "pull" : "image", tm.image_us / 1000.0,
 		 tm.create_us / 1000.0, tm.start_us / 1000.0, tm.ready_us / 1000.0,
-		 tm.place_us / 1000.0);
+		 tm.place_us / 1000.0, tm.disk_us / 1000.0);
 	*out = sandbox_to_json(&sb);
 	return 0;
 }

@@ -5,7 +5,7 @@
 #include "../store/store.h"
 #include "sandbox.h"
 
-#define SB_RECORD_FIELDS 25
+#define SB_RECORD_FIELDS 26
 
 /* Fills sb from a record; -1 if the record is not a sandbox. */
 int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb);
@@ -82,6 +82,26 @@ int sandbox_seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, json_o
 void sandbox_limits_json(const struct config *cfg, const struct sandbox *sb, json_object *o);
 /* Appends a .env body's KEY=value lines to env (Docker's "K=V" list). */
 int sandbox_env_lines(const char *s, size_t len, json_object *env, struct sp_err *e);
+
+/* disk.c. plan: how the current server limits sb's disk (sb->disk.how),
+ * sb->disk_mb from rq_mb (<= 0: the default), 400 for a diskMb it cannot
+ * give, and the host floor (503 naming disk_reserve_mb/_inodes) on the
+ * local server. prepare: makes the loop disk (file, mkfs, loop device);
+ * on failure nothing is left. hostconfig: its Mounts, ReadonlyRootfs,
+ * Tmpfs /tmp and /var/tmp, or StorageOpt, into a create's HostConfig (after
+ * its Tmpfs). owner: gives the disk's root folder to sb's owner once it is
+ * resolved (before the container starts). started: after the container
+ * started, hands the disk to the kernel (file unlinked, device closed).
+ * abort: undoes prepare (device detached, file removed); idempotent. */
+int sandbox_disk_plan(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t rq_mb, struct sp_err *e);
+int sandbox_disk_prepare(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
+void sandbox_disk_hostconfig(const struct config *cfg, const struct sandbox *sb, json_object *hc);
+int sandbox_disk_owner(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
+void sandbox_disk_started(struct sandbox_ctx *ctx, struct sandbox *sb);
+void sandbox_disk_abort(struct sandbox_ctx *ctx, struct sandbox *sb);
+/* Names diskMb (400) when Docker could not create the container because
+ * the image's content at the workdir does not fit in the disk. */
+void sandbox_disk_refused(const struct sandbox *sb, struct sp_err *e);
 
 /* pool.c: claims a warm container for rq into sb (sets id, container id,
  * pooled) if one fits and is ready: 1 claimed, 0 none. activate arms it

@@ -673,6 +673,9 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_object_add(lcc, "max-file", json_object_new_string("1"));
 	json_object_object_add(lc, "Config", lcc);
 	json_object_object_add(hc, "LogConfig", lc);
+	/* the disk limit (disk.c): the workdir on its own filesystem, the
+	 * image read-only, /tmp and /var/tmp bounded; or StorageOpt */
+	sandbox_disk_hostconfig(cfg, sb, hc);
 	network_name(cfg, sb->network_mode, net, sizeof(net));
 	json_object_object_add(hc, "NetworkMode", json_object_new_string(net));
 	json_object_object_add(o, "HostConfig", hc);
@@ -917,7 +920,11 @@ static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, const c
 	int rc;
 
 	sandbox_owner(sb, &uid, &gid, &mode);
-	if (strcmp(sb->workdir, "/") != 0 &&
+	/* a loop disk's root is the workdir, made for the owner (disk.c); the
+	 * image around it is read-only: nothing to seed */
+	if (sb->disk.how == SB_DISK_LOOP && ctx->cfg->disk_readonly_rootfs)
+		return 0;
+	if (strcmp(sb->workdir, "/") != 0 && sb->disk.how != SB_DISK_LOOP &&
 	    !already_owned(ctx, sb, image_id, sb->workdir, uid, gid, mode))
 		ents[n++] = (struct docker_tar_entry){ sb->workdir + 1, 1, mode, uid, gid, NULL, 0, t };
 	if (n == 0)
@@ -962,6 +969,7 @@ static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_
 
 	if (sb->container_id[0])
 		docker_container_remove(ctx->dk, sb->container_id, 1, &ignore);
+	sandbox_disk_abort(ctx, sb);
 	sb->status = SB_ERROR;
 	str_copy(sb->error_message, sizeof(sb->error_message), e->msg);
 	if (store_sandbox_del(ctx->st, sb->org, sb->id, &ignore) < 0)
@@ -1127,6 +1135,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	if (sandbox_place(ctx, org, sb, rq->server_id, e) < 0 ||
 	    sandbox_select_server(ctx, sb->server_id, e) < 0 || ensure_docker(ctx, e) < 0 ||
 	    ensure_networks(ctx, e) < 0 || runtime_ok(ctx, sb, e) < 0 ||
+	    sandbox_disk_plan(ctx, sb, rq->disk_mb, e) < 0 ||
 	    save(ctx, sb, sealed.len ? sealed.data : NULL, e) < 0) {
 		struct sp_err ignore;
 		store_release(ctx->st, sb->org, sb->id, &ignore);
@@ -1166,6 +1175,11 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	}
 	t0 = mono_us();
 	tm.image_us = t0 - t1;
+	if (sandbox_disk_prepare(ctx, sb, e) < 0) {
+		create_failed(ctx, sb, e);
+		goto out;
+	}
+	tm.disk_us = mono_us() - t0;
 	body = container_body(ctx, sb, env);
 retry:
 	{
@@ -1180,6 +1194,7 @@ retry:
 					goto retry;
 			}
 			refused_field(e);
+			sandbox_disk_refused(sb, e);
 			create_failed(ctx, sb, e);
 			goto out;
 		}
@@ -1201,7 +1216,7 @@ retry:
 	}
 	if (!t)
 		resolve_owner(ctx, sb);
-	if (seed_files(ctx, sb, json_object_get_string(v), e) < 0) {
+	if (sandbox_disk_owner(ctx, sb, e) < 0 || seed_files(ctx, sb, json_object_get_string(v), e) < 0) {
 		create_failed(ctx, sb, e);
 		goto out;
 	}
@@ -1219,6 +1234,7 @@ retry:
 		create_failed(ctx, sb, e);
 		goto out;
 	}
+	sandbox_disk_started(ctx, sb);
 	t0 = mono_us();
 	tm.start_us = t0 - t1;
 running:
@@ -1237,6 +1253,8 @@ running:
 	log_info("sandbox %s created (org %s, image %s)", sb->id, org, sb->image);
 	rc = 0;
 out:
+	if (rc < 0)
+		sandbox_disk_abort(ctx, sb);
 	buf_wipe(&sealed);
 	json_object_put(env);
 	json_object_put(img);
@@ -1327,6 +1345,8 @@ int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, str
 		return -1;
 	store_release(ctx->st, org, id, e);
 	store_server_release(ctx->st, sb.server_id, id, e);
+	if (!sb.server_id[0])
+		sandbox_disk_release(ctx, id);
 	log_info("sandbox %s removed", id);
 	return 0;
 }

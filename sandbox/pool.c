@@ -67,7 +67,8 @@ static const char arm_script[] =
 /* The pool's name in the store: server, template, network mode, and a
  * digest of the pool script, so a container made by another version of
  * sandpit (with another script) is never handed out. */
-static void pool_name(const struct pool_conf *p, char *out, size_t cap)
+static void pool_name(const struct pool_conf *p, const char *disk_limit, int disk_default_mb,
+		      char *out, size_t cap)
 {
 	static char version[17];
 
@@ -77,7 +78,9 @@ static void pool_name(const struct pool_conf *p, char *out, size_t cap)
 				   sizeof(pool_script) - 1, NULL, 0);
 		sodium_bin2hex(version, sizeof(version), h, sizeof(h));
 	}
-	snprintf(out, cap, "local:%s.%s.%s", p->template_name, p->network, version);
+	/* and the disk its containers got, so a pooled sandbox's limit is the one the record says */
+	snprintf(out, cap, "local:%s.%s.%s.d%d", p->template_name, p->network, version,
+		 strcmp(disk_limit, "off") == 0 ? 0 : disk_default_mb);
 }
 
 static const struct pool_conf *pool_for(const struct config *cfg,
@@ -87,6 +90,7 @@ static const struct pool_conf *pool_for(const struct config *cfg,
 	const char *runtime = rq->runtime ? rq->runtime : cfg->default_runtime;
 
 	if (!rq->template_name || rq->image || rq->workdir ||
+	    (rq->disk_mb > 0 && rq->disk_mb != cfg->disk_default_mb) ||
 	    (rq->server_id && *rq->server_id && strcmp(rq->server_id, "local") != 0) ||
 	    (cfg->placement_pool[0] && !(rq->server_id && strcmp(rq->server_id, "local") == 0)) ||
 	    strcmp(runtime, cfg->default_runtime) != 0)
@@ -107,7 +111,7 @@ int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 
 	if (!p)
 		return 0;
-	pool_name(p, name, sizeof(name));
+	pool_name(p, ctx->cfg->disk_limit, ctx->cfg->disk_default_mb, name, sizeof(name));
 	ctx->pool_dirty = 1;
 	if (store_pool_claim(ctx->st, name, now_ms() + POOL_MARGIN_MS, member, sizeof(member), &e) !=
 	    1)
@@ -190,7 +194,8 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 	str_copy(sb.runtime, sizeof(sb.runtime), ctx->cfg->default_runtime);
 	sb.deadline_at = until;
 	sb.expires_at = until;
-	if (sandbox_select_server(ctx, "", e) < 0 || sandbox_prepare_server(ctx, e) < 0)
+	if (sandbox_select_server(ctx, "", e) < 0 || sandbox_prepare_server(ctx, e) < 0 ||
+	    sandbox_disk_plan(ctx, &sb, -1, e) < 0 || sandbox_disk_prepare(ctx, &sb, e) < 0)
 		return -1;
 	body = sandbox_container_body(ctx, &sb, t, &img, e);
 	if (!body)
@@ -225,12 +230,14 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 		docker_container_remove(ctx->dk, sb.container_id, 1, &ignore);
 		goto out;
 	}
+	sandbox_disk_started(ctx, &sb);
 	snprintf(member, sizeof(member), "%s %s", sb.container_id, sb.id);
 	if (store_pool_add(ctx->st, key, until, member, e) < 0)
 		goto out;
 	log_info("pool %s: container %.12s ready", key, sb.container_id);
 	rc = 0;
 out:
+	sandbox_disk_abort(ctx, &sb);
 	json_object_put(img);
 	json_object_put(body);
 	return rc;
@@ -243,7 +250,7 @@ static void refill(struct sandbox_ctx *ctx, const struct pool_conf *p)
 	char name[128];
 	struct sp_err e;
 
-	pool_name(p, name, sizeof(name));
+	pool_name(p, ctx->cfg->disk_limit, ctx->cfg->disk_default_mb, name, sizeof(name));
 	if (store_pool_fill_begin(ctx->st, name, now_ms() + POOL_MARGIN_MS, p->size, &e) != 1)
 		return;
 	if (fill_one(ctx, p, name, &e) < 0)
@@ -270,7 +277,8 @@ int sandbox_pool_stats(struct sandbox_ctx *ctx, int i, int *ready, long long *cl
 
 	if (i < 0 || i >= ctx->cfg->npools)
 		return -1;
-	pool_name(&ctx->cfg->pools[i], name, sizeof(name));
+	pool_name(&ctx->cfg->pools[i], ctx->cfg->disk_limit, ctx->cfg->disk_default_mb, name,
+		  sizeof(name));
 	*ready = store_pool_size(ctx->st, name, now_ms() + POOL_MARGIN_MS, &e);
 	*claims = store_pool_claims(ctx->st, name, &e);
 	return *ready < 0 || *claims < 0 ? -1 : 0;

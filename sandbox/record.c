@@ -69,6 +69,7 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
 	rec_str(r, "user", sb->user, sizeof(sb->user));
 	rec_str(r, "owner", sb->owner, sizeof(sb->owner));
 	sb->pooled = rec_i64(r, "pooled") == 1;
+	sb->disk_mb = rec_i64(r, "diskMb");
 	rec_str(r, "runtime", sb->runtime, sizeof(sb->runtime));
 	sb->created_at = rec_i64(r, "createdAt");
 	sb->expires_at = rec_i64(r, "expiresAt");
@@ -105,6 +106,7 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 	KV("user", sb->user);
 	KV("owner", sb->owner);
 	NUM("pooled", "%d", sb->pooled);
+	NUM("diskMb", "%lld", (long long)sb->disk_mb);
 	KV("runtime", sb->runtime);
 	NUM("createdAt", "%lld", (long long)sb->created_at);
 	NUM("expiresAt", "%lld", (long long)sb->expires_at);
@@ -147,6 +149,7 @@ json_object *sandbox_to_json(const struct sandbox *sb)
 	json_object_object_add(o, "cpu", json_object_new_double(sb->cpu));
 	json_object_object_add(o, "memoryMb", json_object_new_int64(sb->memory_mb));
 	json_object_object_add(o, "pidsLimit", json_object_new_int64(sb->pids_limit));
+	json_object_object_add(o, "diskMb", json_object_new_int64(sb->disk_mb));
 	json_object_object_add(o, "timeoutMs", json_object_new_int64(sb->timeout_ms));
 	json_object_object_add(o, "maxLifetimeMs", json_object_new_int64(sb->max_lifetime_ms));
 	json_object_object_add(o, "networkMode", json_object_new_string(sb->network_mode));

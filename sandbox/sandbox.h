@@ -53,6 +53,19 @@ enum sandbox_status { SB_CREATING, SB_RUNNING, SB_KILLED, SB_ERROR };
 
 #define SANDBOX_ID_LEN 20
 
+/* How a sandbox's disk is limited (disk.c, README "Disk limits"). */
+enum { SB_DISK_NONE, SB_DISK_LOOP, SB_DISK_STORAGE_OPT };
+
+/* A sandbox's own filesystem while its create runs; not in the record.
+ * fd is the loop device's, open only while dev is not "". */
+struct sandbox_disk {
+	int how;                 /* SB_DISK_* */
+	int fd;
+	char dev[32];            /* /dev/loopN, "" once handed over */
+	char file[1100];         /* the backing file, "" once unlinked */
+	unsigned uid, gid, mode; /* what its root folder was made for */
+};
+
 struct sandbox {
 	char id[SANDBOX_ID_LEN + 1];
 	char name[65];
@@ -73,6 +86,8 @@ struct sandbox {
 	char owner[32];         /* the same user as numeric "uid:gid", "" if unknown */
 	char runtime[16];
 	int pooled;             /* came from a warm pool: envVars go to each exec */
+	int64_t disk_mb;        /* the disk limit in force, MiB; 0 = none (the server cannot) */
+	struct sandbox_disk disk;
 	int64_t created_at, expires_at, deadline_at, last_activity_at, killed_at; /* ms, 0 = none */
 	char error_message[512];
 };
@@ -84,6 +99,7 @@ struct sandbox_timing {
 	int64_t create_us; /* container create, image checks, seeding files */
 	int64_t start_us;  /* container start */
 	int64_t ready_us;  /* the running record */
+	int64_t disk_us;   /* the sandbox's filesystem (within create_us) */
 	int pulled;        /* the image was pulled */
 	int pooled;        /* claimed from a warm pool */
 };
@@ -102,6 +118,7 @@ struct sandbox_create_req {
 	size_t env_vars_len;
 	const char *workdir;
 	const char *runtime;           /* "runc" | "gvisor"; NULL: the configured default */
+	int64_t disk_mb;               /* <= 0: the configured default */
 	struct sandbox_timing *timing; /* filled when not NULL */
 };
 
@@ -150,6 +167,14 @@ int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t ex
 void sandbox_pool_maintain(struct sandbox_ctx *ctx);
 /* Pool i of the configuration: containers ready now, claims so far. */
 int sandbox_pool_stats(struct sandbox_ctx *ctx, int i, int *ready, long long *claims);
+/* Disk (disk.c). release: removes what a sandbox's disk left on the local
+ * host (its backing file, a loop device nobody holds); safe to call for
+ * any id at any time, also while the sandbox runs (a running sandbox's
+ * file is already unlinked and its device held by the mount). For the
+ * reaper and for remove. sweep: releases the disks of creates that died
+ * (files older than create_timeout_s); creates call it once a minute. */
+int sandbox_disk_release(struct sandbox_ctx *ctx, const char *sandbox_id);
+void sandbox_disk_sweep(struct sandbox_ctx *ctx);
 /* Marks a sandbox killed after its container was found gone. */
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);
 

@@ -41,7 +41,12 @@ test('H1: docker inspect shows the security model', () => {
   assert.equal(hc.LogConfig.Type, 'json-file');
   assert.equal(hc.LogConfig.Config['max-size'], '10m');
   assert.ok(!hc.Binds || hc.Binds.length === 0);
-  assert.ok(!hc.Mounts || hc.Mounts.length === 0);
+  // the one mount: the sandbox's own disk at the workdir (disk.test.mjs, A3)
+  assert.equal(hc.Mounts.length, 1);
+  assert.equal(hc.Mounts[0].Type, 'volume');
+  assert.equal(hc.Mounts[0].Target, '/home/user');
+  assert.equal(hc.Mounts[0].VolumeOptions.DriverConfig.Options.type, 'ext4');
+  assert.equal(hc.ReadonlyRootfs, true);
   assert.ok(!hc.Devices || hc.Devices.length === 0);
   for (const ns of ['PidMode', 'IpcMode', 'UTSMode', 'UsernsMode', 'CgroupnsMode'])
     assert.notEqual(hc[ns], 'host', ns);

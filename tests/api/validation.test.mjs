@@ -31,6 +31,7 @@ const past = [
   ['cpu', 0.09], ['cpu', 64.01], ['cpu', 'one'], ['cpu', null],
   ['memoryMb', 63], ['memoryMb', 262145], ['memoryMb', 100.5], ['memoryMb', '512'],
   ['pidsLimit', 15], ['pidsLimit', 65537],
+  ['diskMb', 15], ['diskMb', 16385], ['diskMb', 64.5], ['diskMb', '64'],
   ['timeoutMs', 9999], ['timeoutMs', 86400001],
   ['maxLifetimeMs', 9999], ['maxLifetimeMs', 86400001],
   ['networkMode', 'host'], ['networkMode', 1],
@@ -105,6 +106,7 @@ test('setTimeout bounds', async () => {
 test('create accepts every field at its bounds', async () => {
   const cases = [
     { cpu: 0.1 }, { memoryMb: 64 }, { memoryMb: 262144 }, { pidsLimit: 16 }, { pidsLimit: 65536 },
+    { diskMb: 16 }, { diskMb: 16384 },
     { timeoutMs: 10000 }, { timeoutMs: 86400000 }, { maxLifetimeMs: 10000 }, { maxLifetimeMs: 86400000 },
     { name: 'n'.repeat(64) }, { name: 'n' }, { networkMode: 'internet' }, { networkMode: 'isolated' },
     { envVars: 'A=' + 'x'.repeat(65534) }, { envVars: '' }, { workdir: '/srv/work' }, { serverId: null },
@@ -114,7 +116,7 @@ test('create accepts every field at its bounds', async () => {
     assert.equal(r.status, 200, `${JSON.stringify(c).slice(0, 60)}: ${r.text}`);
     assert.equal(r.json.status, 'running');
     const key = Object.keys(c)[0];
-    if (['cpu', 'memoryMb', 'pidsLimit', 'timeoutMs', 'maxLifetimeMs', 'name', 'networkMode', 'workdir'].includes(key))
+    if (['cpu', 'memoryMb', 'pidsLimit', 'diskMb', 'timeoutMs', 'maxLifetimeMs', 'name', 'networkMode', 'workdir'].includes(key))
       assert.equal(r.json[key], c[key]);
     await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: r.json.sandboxId } });
   }

@@ -347,6 +347,36 @@ static void test_config(void **state)
 			assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
 		}
 	}
+	/* the disk keys (README "Disk limits") */
+	f = fopen(path, "w");
+	fprintf(f, "data_key_file = %s\ndisk_limit = loop\ndisk_default_mb = 64\ndisk_max_mb = 128\n"
+		   "disk_reserve_mb = 10\ndisk_reserve_inodes = 20\ndisk_preallocate = yes\n"
+		   "disk_dir = /srv/disks\n", key);
+	fclose(f);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.disk_limit, "loop");
+	assert_int_equal(cfg.disk_default_mb, 64);
+	assert_int_equal(cfg.disk_max_mb, 128);
+	assert_int_equal(cfg.disk_reserve_mb, 10);
+	assert_int_equal(cfg.disk_reserve_inodes, 20);
+	assert_int_equal(cfg.disk_preallocate, 1);
+	assert_int_equal(cfg.disk_readonly_rootfs, 1);
+	assert_string_equal(cfg.disk_dir, "/srv/disks");
+	f = fopen(path, "w");
+	fprintf(f, "data_key_file = %s\ndisk_limit = quota\n", key);
+	fclose(f);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "disk_limit"));
+	f = fopen(path, "w");
+	fprintf(f, "data_key_file = %s\ndisk_default_mb = 2048\ndisk_max_mb = 1024\n", key);
+	fclose(f);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "disk_default_mb"));
+	f = fopen(path, "w");
+	fprintf(f, "data_key_file = %s\ndisk_dir = relative\n", key);
+	fclose(f);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "disk_dir"));
 	chmod(key, 0644);
 	f = fopen(path, "w");
 	fprintf(f, "data_key_file = %s\n", key);
