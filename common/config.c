@@ -58,7 +58,9 @@ void config_defaults(struct config *cfg)
 	str_copy(cfg->network_prefix, sizeof(cfg->network_prefix), "sandpit");
 	str_copy(cfg->label_prefix, sizeof(cfg->label_prefix), "sandpit");
 	cfg->retention_s = 7 * 24 * 3600;
-	cfg->create_timeout_s = 600;
+	cfg->create_timeout_s = 30;
+	cfg->keeper_uid = 65533;
+	cfg->reaper_interval_s = 5;
 	str_copy(cfg->default_runtime, sizeof(cfg->default_runtime), "runc");
 	str_copy(cfg->gvisor_runtime_isolated, sizeof(cfg->gvisor_runtime_isolated), "runsc-isolated");
 	str_copy(cfg->gvisor_runtime_internet, sizeof(cfg->gvisor_runtime_internet), "runsc-internet");
@@ -120,7 +122,9 @@ static const struct key {
 	{ S(network_prefix) },
 	{ S(label_prefix) },
 	{ I(retention_s, 0, 365 * 86400) },
-	{ I(create_timeout_s, 10, 86400) },
+	{ I(create_timeout_s, 5, 86400) },
+	{ I(keeper_uid, 1, 2147483646) },
+	{ I(reaper_interval_s, 0, 3600) },
 	{ S(default_runtime) },
 	{ S(gvisor_runtime_isolated) },
 	{ S(gvisor_runtime_internet) },
