@@ -84,7 +84,10 @@ struct config {
 	char probe_ports[128];    /* the host ports the probe tries on the bridge gateway, besides
 				     the server's Docker port; default "22,80,443,2375,2376,6379" */
 	int retention_s;          /* killed rows are kept this long, default 604800 */
-	int create_timeout_s;     /* a creation still "creating" after this reads "error", default 600 */
+	int create_timeout_s;     /* a creation still "creating" this long after its last step (an image
+				     pull adds pull_timeout_s) reads "error", its container removed; default 30 */
+	int keeper_uid;           /* uid:gid of the processes that enforce a sandbox's lifetime, default 65533 */
+	int reaper_interval_s;    /* workers sweep labelled containers this often (0 = never), default 5 */
 	char default_runtime[16]; /* runc|gvisor: a create without `runtime`, default runc */
 	char gvisor_runtime_isolated[64]; /* the dockerd runtime (runsc --network=none) for isolated
 					     gVisor sandboxes, default runsc-isolated */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <fcgiapp.h>
@@ -29,12 +30,15 @@ static int load_config(const char *path, struct config *cfg, char *err, size_t e
 }
 
 /* Waits up to a second for a connection on the listening socket; 1 when
- * one may be there (or the socket closed: accept then says so). */
+ * one may be there (or the socket closed: accept then says so). ppoll, not
+ * poll: an idle worker is then told apart from one waiting on Docker
+ * (which polls) by its syscall alone (tests/api/abuse.test.mjs). */
 static int connection_waiting(int listen_fd)
 {
 	struct pollfd p = { listen_fd, POLLIN, 0 };
+	struct timespec ts = { 1, 0 };
 
-	return poll(&p, 1, 1000) != 0;
+	return ppoll(&p, 1, &ts, NULL) != 0;
 }
 
 static void worker_main(const struct config *cfg, int listen_fd)
@@ -54,13 +58,15 @@ static void worker_main(const struct config *cfg, int listen_fd)
 		sandbox_ctx_cleanup(&ctx);
 		return;
 	}
-	sandbox_pool_maintain(&ctx);
+	/* a container's expiry is moved after the answer went out */
+	ctx.defer_expiry = 1;
+	sandbox_idle(&ctx);
 	while (!pm_worker_should_stop()) {
 		struct req r;
 		int big;
-		if (cfg->npools && !connection_waiting(listen_fd)) {
-			/* idle: keep the warm pools topped up in the background */
-			sandbox_pool_maintain(&ctx);
+		if ((cfg->npools || cfg->reaper_interval_s) && !connection_waiting(listen_fd)) {
+			/* idle: pools, the reaper */
+			sandbox_idle(&ctx);
 			continue;
 		}
 		if (FCGX_Accept_r(&fx) < 0)
@@ -76,8 +82,8 @@ static void worker_main(const struct config *cfg, int listen_fd)
 		 * so an idle worker stays small */
 		if (big || req_last_answer_size() > BIG_REQUEST)
 			malloc_trim(64 * 1024);
-		/* between requests: keep the warm pools topped up */
-		sandbox_pool_maintain(&ctx);
+		/* between requests: a deferred expiry, pools, the reaper */
+		sandbox_idle(&ctx);
 	}
 	FCGX_Free(&fx, 1);
 	sandbox_ctx_cleanup(&ctx);

@@ -9,7 +9,11 @@
  * env -i do not survive. If that kill cannot run (nothing can fork) or the
  * command still runs two seconds later, the whole container is killed and
  * the sandbox reads killed from then on. A running command counts as
- * activity: expiresAt covers it.
+ * activity: expiresAt covers it, and the container's watcher sees it run
+ * (a process with PPid 0); lifecycle.c moves the container's expiry as it
+ * ends. Every exec names the sandbox user in ExecCreate's User: the
+ * container's own user is the keeper, which only sandpit's lifetime writes
+ * run as.
  */
 #include "internal.h"
 
@@ -26,7 +30,7 @@
 #define MARKER_LEN 20
 
 /* Kills every process (other than itself) whose environment holds $1, or
- * that holds the marker file /.sandpit/x$1 open (the wrapper below opens
+ * that holds the marker file /.sandpit/x/$1 open (the wrapper below opens
  * it on fd 9, so a command that clears its environment, `env -i`, is still
  * found), repeating until a pass finds none, so children forked meanwhile
  * die too; then removes the file. environ is NUL-separated: busybox grep
@@ -35,7 +39,7 @@
  * fork, and no ls, whose statx runsc 20221219 fails). A pass that cannot fork ends the shell with a non-zero
  * status (the caller kills the container). */
 static const char killer_script[] =
-	"m=\"" MARKER_VAR "=$1\" x=\"/.sandpit/x$1\"; n=0\n"
+	"m=\"" MARKER_VAR "=$1\" x=\"/.sandpit/x/$1\"; n=0\n"
 	"while [ $n -lt 50 ]; do f=0\n"
 	"for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = \"$$\" ] && continue\n"
 	"k=0; tr '\\000' '\\n' 2>/dev/null <\"$d/environ\" | grep -q -x -F -e \"$m\" && k=1\n"
@@ -47,23 +51,17 @@ static const char killer_script[] =
 	"exit 1\n";
 
 /*
- * Runs a command ($4, with $0 = sh and $5... as its arguments) with the
- * marker file open on fd 9 (see killer_script), between two writes of the
- * watcher's expiry: $1 as it starts (now + timeoutMs + the
- * command's own timeout), and end + timeoutMs ($2 s, never past the
- * deadline $3) as it ends. The file belongs to the sandbox user, so this
- * costs no extra Docker call; tampering with it only moves the inactivity
- * stop, never the deadline.
+ * Runs a command ($1, with $0 = sh and $2... as its arguments) with the
+ * marker file open on fd 9 (see killer_script). /.sandpit/x is the one
+ * folder of /.sandpit the sandbox user may write; the expiry beside it is
+ * the keeper's.
  */
 static const char activity_wrapper[] =
-	"printf '%s\\n' \"$1\" >/.sandpit/expires 2>/dev/null\n"
-	"x=/.sandpit/x$" MARKER_VAR "; : >\"$x\" 2>/dev/null && exec 9<\"$x\"\n"
-	"t=$2 d=$3 c=$4; shift 4\n"
+	"x=/.sandpit/x/$" MARKER_VAR "; : >\"$x\" 2>/dev/null && exec 9<\"$x\"\n"
+	"c=$1; shift\n"
 	"sh -c \"$c\" sh \"$@\"\n"
 	"r=$?\n"
 	"exec 9<&-; rm -f \"$x\"\n"
-	"n=$(date +%s) && e=$((n + t)) && { [ \"$e\" -le \"$d\" ] || e=$d; } && "
-	"printf '%s\\n' \"$e\" >/.sandpit/expires 2>/dev/null\n"
 	"exit $r\n";
 
 int sandbox_path_check(const char *field, const char *path, struct sp_err *e)
@@ -114,6 +112,14 @@ static int under_proc(const char *path)
 	return strncmp(norm, "/proc", 5) == 0 && (norm[5] == '\0' || norm[5] == '/');
 }
 
+/* The user every command of sb runs as: the template's, or the image's own
+ * as it names it ("root" when it names none). Never a caller's value, and
+ * never "" (that would be the container's user: the keeper). */
+static const char *sandbox_user(const struct sandbox *sb)
+{
+	return sb->user[0] ? sb->user : "root";
+}
+
 static int discard(void *arg, int stream, const char *data, size_t len)
 {
 	(void)arg;
@@ -148,6 +154,7 @@ static int kill_marked(struct sandbox_ctx *ctx, struct sandbox *sb, const char *
 	json_object_array_add(cmd, json_object_new_string("sandpit-kill"));
 	json_object_array_add(cmd, json_object_new_string(marker));
 	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "User", json_object_new_string(sandbox_user(sb)));
 	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
 	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
@@ -257,20 +264,8 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		json_object_array_add(cmd, json_object_new_string_len(rq->cmd, (int)rq->cmd_len));
 		json_object_array_add(cmd, json_object_new_string("sh"));
 	} else {
-		/* the wrapper moves the watcher's clock as the command starts
-		 * (covering its whole timeout) and again as it ends */
-		char start[32], tsec[32], dl[32];
-		int64_t end = now_ms() + sb->timeout_ms + timeout;
-		if (end > sb->deadline_at)
-			end = sb->deadline_at;
-		snprintf(start, sizeof(start), "%lld", (long long)((end + 999) / 1000));
-		snprintf(tsec, sizeof(tsec), "%lld", (long long)((sb->timeout_ms + 999) / 1000));
-		snprintf(dl, sizeof(dl), "%lld", (long long)((sb->deadline_at + 999) / 1000));
 		json_object_array_add(cmd, json_object_new_string(activity_wrapper));
 		json_object_array_add(cmd, json_object_new_string("sandpit"));
-		json_object_array_add(cmd, json_object_new_string(start));
-		json_object_array_add(cmd, json_object_new_string(tsec));
-		json_object_array_add(cmd, json_object_new_string(dl));
 		json_object_array_add(cmd, json_object_new_string_len(rq->cmd, (int)rq->cmd_len));
 	}
 	for (const char *const *a = rq->args; a && *a; a++)
@@ -294,6 +289,7 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	}
 	json_object_array_add(env, json_object_new_string(mvar));
 	json_object_object_add(body, "Env", env);
+	json_object_object_add(body, "User", json_object_new_string(sandbox_user(sb)));
 	json_object_object_add(body, "WorkingDir", json_object_new_string(rq->cwd ? rq->cwd : sb->workdir));
 	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));

@@ -5,7 +5,7 @@
 #include "../store/store.h"
 #include "sandbox.h"
 
-#define SB_RECORD_FIELDS 26
+#define SB_RECORD_FIELDS 28
 
 /* Fills sb from a record; -1 if the record is not a sandbox. */
 int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb);
@@ -31,6 +31,46 @@ void firewall_chain_names(const struct config *cfg, char *in, char *fwd, size_t 
  * to the host itself and to 169.254.0.0/16 and deny_cidrs. SP_UNAVAILABLE
  * when it cannot (not root, no iptables, iptables failed). */
 int firewall_apply(const struct config *cfg, const char *const bridges[], int n, struct sp_err *e);
+
+/*
+ * The watcher, shared by the main process of a cold sandbox (lifecycle.c)
+ * and of a warm one (pool.c). It runs as the keeper uid, like the main
+ * process, out of the sandbox user's reach (another uid, every capability
+ * dropped: it cannot be signalled, stopped or traced from inside). Expects
+ * d (deadline, epoch s), e (expiry, epoch s), t (timeout, s), k (the keeper
+ * uid), S and D (the paths of sleep and date). Every 5 s it re-reads
+ * /.sandpit/expires and /.sandpit/timeout (written by sandpit as the
+ * keeper; a value it cannot read keeps the last one), counts as activity a
+ * process other than PID 1 with PPid 0 that is not the keeper's (only
+ * docker exec makes those: a command sandpit started is running) and then
+ * moves the expiry to now + timeout (never past the deadline), and stops
+ * the main process ($$) once the expiry passes. Only builtins, sleep and
+ * date: if it cannot fork it ends, and the deadline sleep and sandpit's
+ * reaper still end the sandbox.
+ */
+#define SB_WATCHER                                                                              \
+	"(while \"$S\" 5; do n=$(\"$D\" +%s) || exit 0\n"                                     \
+	"x=; read -r x </.sandpit/expires 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) e=$x;; esac\n" \
+	"x=; read -r x </.sandpit/timeout 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) t=$x;; esac\n" \
+	"a=0\n"                                                                                    \
+	"for f in /proc/[0-9]*/status; do [ \"$f\" = /proc/1/status ] && continue; p=; u=\n"     \
+	"{ while read -r y z w; do case $y in PPid:) p=$z;; Uid:) u=$z; break;; esac; done <\"$f\"; } 2>/dev/null\n" \
+	"[ \"$p\" = 0 ] && [ -n \"$u\" ] && [ \"$u\" != \"$k\" ] && a=1 && break\n"          \
+	"done\n"                                                                                   \
+	"if [ $a = 1 ]; then x=$((n + t)); [ $x -le $d ] || x=$d; "                                 \
+	"[ $x -le $e ] || { e=$x; printf '%s\\n' $e >/.sandpit/expires; }; fi\n"                \
+	"[ \"$n\" -ge \"$e\" ] && kill $$ && exit 0\n"                                          \
+	"done) &\n"
+
+/* This installation's id (ctx->install_id, read once per worker): every
+ * container it makes carries it as the label <prefix>.install, and the
+ * reaper only ever touches containers with its own, so installations that
+ * share a dockerd leave each other's containers alone. -1 when Redis
+ * cannot say. */
+int sandbox_install_id(struct sandbox_ctx *ctx, struct sp_err *e);
+
+/* The keeper's "uid:gid" for ExecCreate's and the container's User. */
+void sandbox_keeper_user(const struct config *cfg, char *out, size_t cap);
 
 /* A registered Docker server. */
 struct server {
@@ -102,6 +142,15 @@ void sandbox_disk_abort(struct sandbox_ctx *ctx, struct sandbox *sb);
 /* Names diskMb (400) when Docker could not create the container because
  * the image's content at the workdir does not fit in the disk. */
 void sandbox_disk_refused(const struct sandbox *sb, struct sp_err *e);
+
+/* lifecycle.c, for reaper.c: a record to killed (at now) or error, saved
+ * if nobody changed it meanwhile; its quota share released when gone says
+ * Docker no longer runs its container. Docker of the current server
+ * negotiated. When a creating record reads error. */
+void sandbox_transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox_status to,
+			const char *why, int gone);
+int sandbox_docker_ready(struct sandbox_ctx *ctx, struct sp_err *e);
+int64_t sandbox_creating_end(const struct config *cfg, const struct sandbox *sb);
 
 /* pool.c: claims a warm container for rq into sb (sets id, container id,
  * pooled) if one fits and is ready: 1 claimed, 0 none. activate arms it

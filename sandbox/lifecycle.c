@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/buf.h"
 #include "../common/crypto.h"
@@ -26,30 +27,28 @@
 #define STATE_TMPFS_BYTES 65536
 
 /*
- * The container's main process. $1 and $2 are deadlineAt: its epoch
- * seconds and its milliseconds (3 digits); $3 is the first expiry (epoch
- * seconds), which it writes to /.sandpit/expires, a tmpfs the sandbox user
- * owns. The watcher (builtins plus sleep 5 and date) reads that file, which
- * sandpit and the user's commands move on (see exec.c), and stops the main
- * process once it passes; if it cannot fork it exits and only the deadline
- * applies. The main process itself is `sleep` until the deadline, so the
- * container stops then even with nothing of sandpit running.
+ * The container's main process, run as the keeper uid (the container's
+ * User; every sandbox-user action passes its user to ExecCreate). $1 and
+ * $2 are deadlineAt: its epoch seconds and its milliseconds (3 digits); $3
+ * is the first expiry (epoch seconds), $4 the timeout (s), $5 the keeper
+ * uid. It writes the expiry and the timeout to /.sandpit, a tmpfs only the
+ * keeper can write (mode 0755), and starts the watcher (SB_WATCHER). The
+ * main process itself is `sleep` until the deadline: it needs no fork, and
+ * the container stops then even with nothing of sandpit running. sleep and
+ * date are looked up once, before any command of the sandbox runs.
  */
 static const char main_script[] =
 	"for c in sleep date; do command -v $c >/dev/null 2>&1 || "
 	"{ echo \"sandpit: image lacks $c\" >&2; exit 127; }; done\n"
-	"d=$1 m=$2\n"
-	"printf '%s\\n' \"$3\" >/" STATE_DIR "/expires\n"
-	"(while sleep 5; do "
-	"e=$d; read e </" STATE_DIR "/expires 2>/dev/null; "
-	"case $e in ''|*[!0-9]*) e=$d;; esac; "
-	"n=$(date +%s) || exit 0; "
-	"[ \"$n\" -ge \"$e\" ] && kill $$ && exit 0; "
-	"done) &\n"
+	"S=$(command -v sleep) D=$(command -v date)\n"
+	"d=$1 m=$2 e=$3 t=$4 k=$5\n"
+	"printf '%s\\n' \"$t\" >/" STATE_DIR "/timeout\n"
+	"printf '%s\\n' \"$e\" >/" STATE_DIR "/expires\n"
+	SB_WATCHER
 	/* the time left, counted when the container starts: to the millisecond
 	 * where date knows %N (GNU), else in whole seconds, ending up to 1 s
 	 * early, never late */
-	"n=$(date +%s.%N)\n"
+	"n=$(\"$D\" +%s.%N)\n"
 	"case $n in\n"
 	"*[!0-9.]*|*.) r=$((d - ${n%%.*}));;\n"
 	"*) f=${n#*.}; f=${f%??????}; "
@@ -57,7 +56,22 @@ static const char main_script[] =
 	"[ \"$l\" -gt 0 ] || exit 0; r=$((l / 1000)).$(printf %03d $((l % 1000)));;\n"
 	"esac\n"
 	"case $r in -*|0) exit 0;; esac\n"
-	"exec sleep \"$r\"\n";
+	"exec \"$S\" \"$r\"\n";
+
+int sandbox_install_id(struct sandbox_ctx *ctx, struct sp_err *e)
+{
+	char fresh[SANDBOX_ID_LEN + 1];
+
+	if (ctx->install_id[0])
+		return 0;
+	crypto_random_id(fresh, SANDBOX_ID_LEN);
+	return store_install_id(ctx->st, fresh, ctx->install_id, sizeof(ctx->install_id), e);
+}
+
+void sandbox_keeper_user(const struct config *cfg, char *out, size_t cap)
+{
+	snprintf(out, cap, "%d:%d", cfg->keeper_uid, cfg->keeper_uid);
+}
 
 int sandbox_ctx_init(struct sandbox_ctx *ctx, const struct config *cfg, struct sp_err *e)
 {
@@ -285,16 +299,18 @@ static int save_if(struct sandbox_ctx *ctx, const struct sandbox *sb, enum sandb
 }
 
 /* Moves a record from `from` to killed/error and saves it if nobody else
- * changed it meanwhile; on a lost race re-reads the winner's version. */
+ * changed it meanwhile; on a lost race re-reads the winner's version. The
+ * quota share is released only when gone says the container is really
+ * gone (Docker said so); else the reaper releases it once it is. */
 static void transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox_status to,
-		       int64_t at, const char *why)
+		       int64_t at, const char *why, int gone)
 {
 	enum sandbox_status from = sb->status;
 	struct sp_err e;
 	struct store_rec r = { 0 };
 
 	sb->status = to;
-	if (to == SB_KILLED || to == SB_ERROR) {
+	if ((to == SB_KILLED || to == SB_ERROR) && gone) {
 		store_release(ctx->st, sb->org, sb->id, &e);
 		store_server_release(ctx->st, sb->server_id, sb->id, &e);
 	}
@@ -312,26 +328,130 @@ static void transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb)
 {
 	if (sb->status == SB_RUNNING)
-		transition(ctx, sb, SB_KILLED, now_ms(), NULL);
+		transition(ctx, sb, SB_KILLED, now_ms(), NULL, 1);
 }
 
-/* Status catch-up by time alone (no Docker call). Returns 1 if it changed. */
+/* Whether a container listed by Docker is running (or paused). */
+static int listed_running(json_object *c)
+{
+	json_object *st;
+	const char *s;
+
+	if (!json_object_object_get_ex(c, "State", &st))
+		return 1;
+	s = json_object_get_string(st);
+	return s && (strcmp(s, "running") == 0 || strcmp(s, "paused") == 0 ||
+		     strcmp(s, "restarting") == 0);
+}
+
+int sandbox_end_containers(struct sandbox_ctx *ctx, const char *id, int grace_s, struct sp_err *e)
+{
+	char label[192];
+	json_object *all = NULL;
+	int rc = -1;
+
+	snprintf(label, sizeof(label), "%s.sandboxId=%s", ctx->cfg->label_prefix, id);
+	if (ensure_docker(ctx, e) < 0 || docker_container_list(ctx->dk, label, 1, &all, e) < 0)
+		return -1;
+	for (size_t i = 0; i < json_object_array_length(all); i++) {
+		json_object *c = json_object_array_get_idx(all, i), *cid;
+		const char *s;
+		int r;
+		if (!json_object_object_get_ex(c, "Id", &cid) || !(s = json_object_get_string(cid)))
+			continue;
+		if (!listed_running(c))
+			r = docker_container_remove(ctx->dk, s, 1, e); /* created or exited */
+		else if (grace_s > 0)
+			r = docker_container_stop(ctx->dk, s, grace_s, e);
+		else
+			r = docker_container_kill(ctx->dk, s, "KILL", e);
+		if (r < 0 && e->code != SP_NOT_FOUND && e->code != SP_CONFLICT)
+			goto out;
+	}
+	/* a KILL is asynchronous: gone once Docker no longer lists it running */
+	for (int pass = 0; pass < 30; pass++) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		int live = 0;
+		json_object_put(all);
+		all = NULL;
+		if (docker_container_list(ctx->dk, label, 0, &all, e) < 0)
+			goto out;
+		for (size_t i = 0; i < json_object_array_length(all); i++)
+			live += listed_running(json_object_array_get_idx(all, i));
+		if (!live) {
+			rc = 0;
+			goto out;
+		}
+		nanosleep(&ts, NULL);
+	}
+	rc = 1;
+out:
+	json_object_put(all);
+	if (rc >= 0)
+		sp_err_clear(e);
+	return rc;
+}
+
+/* Ends sb's containers on its own server; 1 when Docker says they are
+ * gone, 0 when that is not known (yet). */
+static int end_sandbox_containers(struct sandbox_ctx *ctx, const struct sandbox *sb, int grace_s)
+{
+	struct sp_err e;
+
+	if (sandbox_select_server(ctx, sb->server_id, &e) < 0 || !ctx->dk)
+		return 0;
+	if (sandbox_end_containers(ctx, sb->id, grace_s, &e) != 0) {
+		log_warn("sandbox %s: could not end its container: %s", sb->id, e.msg);
+		return 0;
+	}
+	return 1;
+}
+
+/* When a creating record reads error: its own deadline, else createdAt
+ * plus create_timeout_s (records older than creatingUntil). */
+static int64_t creating_end(const struct config *cfg, const struct sandbox *sb)
+{
+	if (sb->creating_until > 0)
+		return sb->creating_until;
+	return sb->created_at + (int64_t)cfg->create_timeout_s * 1000;
+}
+
+void sandbox_transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox_status to,
+			const char *why, int gone)
+{
+	transition(ctx, sb, to, to == SB_KILLED ? now_ms() : 0, why, gone);
+}
+
+int sandbox_docker_ready(struct sandbox_ctx *ctx, struct sp_err *e)
+{
+	return ensure_docker(ctx, e);
+}
+
+int64_t sandbox_creating_end(const struct config *cfg, const struct sandbox *sb)
+{
+	return creating_end(cfg, sb);
+}
+
+/* Status catch-up by time. A creation past its time or a sandbox past its
+ * expiry ends its container (by label, so one the record does not point
+ * at yet is found too) before the record changes. Returns 1 if it changed. */
 static int catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb)
 {
 	int64_t now = now_ms();
 
-	if (sb->status == SB_CREATING &&
-	    now - sb->created_at > (int64_t)ctx->cfg->create_timeout_s * 1000) {
+	if (sb->status == SB_CREATING && now > creating_end(ctx->cfg, sb)) {
 		char why[128];
+		int gone = end_sandbox_containers(ctx, sb, 0);
 		snprintf(why, sizeof(why), "Creation did not finish within %d s",
 			 ctx->cfg->create_timeout_s);
-		transition(ctx, sb, SB_ERROR, 0, why);
+		transition(ctx, sb, SB_ERROR, 0, why, gone);
 		return 1;
 	}
 	if (sb->status == SB_RUNNING) {
 		int64_t end = min64(sb->expires_at, sb->deadline_at);
 		if (now >= end) {
-			transition(ctx, sb, SB_KILLED, end, NULL);
+			int gone = end_sandbox_containers(ctx, sb, 0);
+			transition(ctx, sb, SB_KILLED, end, NULL, gone);
 			return 1;
 		}
 	}
@@ -604,14 +724,17 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	const struct config *cfg = ctx->cfg;
 	json_object *o = json_object_new_object(), *hc = json_object_new_object(),
 		    *labels = json_object_new_object(), *cmd, *lc, *lcc, *nc, *ep;
-	char deadline[32], remaining[32], expires[32], lname[160], net[128], opts[160];
-	unsigned uid, gid, mode;
+	char deadline[32], remaining[32], expires[32], tsec[32], kuid[32], keeper[48], lname[160],
+		net[128], opts[160];
 	static const char *const capdrop[] = { "ALL", NULL };
 	static const char *const secopt[] = { "no-new-privileges", NULL };
 
 	snprintf(deadline, sizeof(deadline), "%lld", (long long)(sb->deadline_at / 1000));
 	snprintf(remaining, sizeof(remaining), "%03lld", (long long)(sb->deadline_at % 1000));
 	snprintf(expires, sizeof(expires), "%lld", (long long)((sb->expires_at + 999) / 1000));
+	snprintf(tsec, sizeof(tsec), "%lld", (long long)((sb->timeout_ms + 999) / 1000));
+	snprintf(kuid, sizeof(kuid), "%d", cfg->keeper_uid);
+	sandbox_keeper_user(cfg, keeper, sizeof(keeper));
 	json_object_object_add(o, "Image", json_object_new_string(sb->image));
 	json_object_object_add(o, "Entrypoint", json_object_new_array());
 	cmd = json_object_new_array();
@@ -622,9 +745,12 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_array_add(cmd, json_object_new_string(deadline));
 	json_object_array_add(cmd, json_object_new_string(remaining));
 	json_object_array_add(cmd, json_object_new_string(expires));
+	json_object_array_add(cmd, json_object_new_string(tsec));
+	json_object_array_add(cmd, json_object_new_string(kuid));
 	json_object_object_add(o, "Cmd", cmd);
-	if (sb->template_name[0])
-		json_object_object_add(o, "User", json_object_new_string(sb->user));
+	/* the keeper runs PID 1, the main sleep and the watcher; the sandbox
+	 * user is named on every exec */
+	json_object_object_add(o, "User", json_object_new_string(keeper));
 	json_object_object_add(o, "WorkingDir", json_object_new_string(sb->workdir));
 	json_object_object_add(o, "Env", json_object_get(env));
 	json_object_object_add(o, "Hostname", json_object_new_string("sandbox"));
@@ -643,6 +769,13 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 				       json_object_new_string_len(p + k + 1, (int)(n - k - 1)));
 		p += n;
 	}
+	/* the installation that made it: the only one whose reaper touches it */
+	snprintf(lname, sizeof(lname), "%s.install", cfg->label_prefix);
+	json_object_object_add(labels, lname, json_object_new_string(ctx->install_id));
+	/* the reaper ends a container past this even without a record */
+	snprintf(lname, sizeof(lname), "%s.deadlineAt", cfg->label_prefix);
+	snprintf(opts, sizeof(opts), "%lld", (long long)sb->deadline_at);
+	json_object_object_add(labels, lname, json_object_new_string(opts));
 	json_object_object_add(o, "Labels", labels);
 
 	json_object_object_add(hc, "CapDrop", str_array(capdrop));
@@ -653,13 +786,14 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_object_add(hc, "Privileged", json_object_new_boolean(0));
 	json_object_object_add(hc, "CgroupnsMode", json_object_new_string("private"));
 	json_object_object_add(hc, "IpcMode", json_object_new_string("private"));
-	/* the state folder: the sandbox user's from the start, so nothing has
-	 * to be copied in before the container starts */
-	sandbox_owner(sb, &uid, &gid, &mode);
-	snprintf(opts, sizeof(opts), "rw,noexec,nosuid,nodev,size=%d,mode=%o,uid=%u,gid=%u",
-		 STATE_TMPFS_BYTES, mode == 0755 ? 0755 : 01777, uid, gid);
+	/* the state folder: the keeper's alone (the expiry and the timeout);
+	 * inside it a folder anyone may write, for the markers of commands */
+	snprintf(opts, sizeof(opts), "rw,noexec,nosuid,nodev,size=%d,mode=0755,uid=%d,gid=%d",
+		 STATE_TMPFS_BYTES, cfg->keeper_uid, cfg->keeper_uid);
 	ep = json_object_new_object();
 	json_object_object_add(ep, "/" STATE_DIR, json_object_new_string(opts));
+	snprintf(opts, sizeof(opts), "rw,noexec,nosuid,nodev,size=%d,mode=1777", STATE_TMPFS_BYTES);
+	json_object_object_add(ep, "/" STATE_DIR "/x", json_object_new_string(opts));
 	json_object_object_add(hc, "Tmpfs", ep);
 	if (docker_runtime(cfg, sb)[0])
 		json_object_object_add(hc, "Runtime", json_object_new_string(docker_runtime(cfg, sb)));
@@ -840,34 +974,6 @@ static int drop_output(void *arg, int stream, const char *data, size_t len)
 	return 0;
 }
 
-/* Moves the watcher's expiry: written from inside, as the sandbox user,
- * like exec's wrapper does. /.sandpit is a tmpfs, which the archive API
- * does not see (it writes to the image layer below the mount). */
-static int write_expires(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t expires_ms,
-			 struct sp_err *e)
-{
-	static const char script[] = "printf '%s' \"$1\" >/" STATE_DIR "/expires";
-	char val[32];
-	const char *args[] = { val, NULL };
-	struct sandbox_exec_req rq = { 0 };
-	struct sandbox_exec_io io = { drop_output, NULL, NULL };
-	struct sandbox_exec_result res;
-
-	snprintf(val, sizeof(val), "%lld\n", (long long)((expires_ms + 999) / 1000));
-	rq.cmd = script;
-	rq.cmd_len = strlen(script);
-	rq.cwd = "/";
-	rq.timeout_ms = 10000;
-	rq.args = args;
-	rq.no_activity = 1;
-	if (sandbox_exec_run(ctx, sb, &rq, &io, &res, e) < 0)
-		return -1;
-	if (res.exit_code != 0)
-		return sp_err_set(e, SP_INTERNAL, "Could not write the sandbox's expiry (exit %d)",
-				  res.exit_code);
-	return 0;
-}
-
 /* Folders of the image already owned as the sandbox needs them, by image
  * id: an image is immutable, so one look per image and worker. */
 static struct {
@@ -958,24 +1064,49 @@ static void refused_field(struct sp_err *e)
 	}
 }
 
-/* Ends a failed creation: removes the container if there is one, releases
- * the reservations and deletes the row: the caller is told why and gets no
+/* 1 when sb's user (as named, or resolved to numbers) is the keeper uid. */
+static int keeper_user(const struct config *cfg, const struct sandbox *sb)
+{
+	const char *const names[] = { sb->user, sb->owner };
+
+	for (int i = 0; i < 2; i++) {
+		char tmp[64], *colon;
+		long long u;
+		str_copy(tmp, sizeof(tmp), names[i]);
+		colon = strchr(tmp, ':');
+		if (colon)
+			*colon = '\0';
+		if (tmp[0] && parse_ll(tmp, 0, 0x7fffffff, &u) == 0 && u == cfg->keeper_uid)
+			return 1;
+	}
+	return 0;
+}
+
+/* Ends a failed creation: removes the container if there is one (and
+ * anything else with its label), releases the reservations once Docker
+ * says it is gone and deletes the row: the caller is told why and gets no
  * sandbox, so no "error" row it never learned the id of stays in list and
- * /metrics (the log line keeps id and reason). Only if the delete fails is
- * the row kept as "error". Returns -1 with e unchanged. */
+ * /metrics (the log line keeps id and reason). The row is kept as "error"
+ * only when the delete fails or the container could not be seen gone (the
+ * reaper finishes it). Returns -1 with e unchanged. */
 static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
 	struct sp_err ignore;
+	int gone;
 
 	if (sb->container_id[0])
 		docker_container_remove(ctx->dk, sb->container_id, 1, &ignore);
+	/* and anything else with its label (a create whose answer was lost) */
+	gone = sandbox_end_containers(ctx, sb->id, 0, &ignore) == 0;
 	sandbox_disk_abort(ctx, sb);
 	sb->status = SB_ERROR;
 	str_copy(sb->error_message, sizeof(sb->error_message), e->msg);
-	if (store_sandbox_del(ctx->st, sb->org, sb->id, &ignore) < 0)
+	if (!gone || store_sandbox_del(ctx->st, sb->org, sb->id, &ignore) < 0)
 		save_if(ctx, sb, SB_CREATING, &ignore);
-	store_release(ctx->st, sb->org, sb->id, &ignore);
-	store_server_release(ctx->st, sb->server_id, sb->id, &ignore);
+	if (gone) {
+		store_release(ctx->st, sb->org, sb->id, &ignore);
+		store_server_release(ctx->st, sb->server_id, sb->id, &ignore);
+	}
 	log_info("sandbox %s: creation failed: %s", sb->id, e->msg);
 	return -1;
 }
@@ -989,6 +1120,16 @@ static int prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_objec
 		return -1;
 	log_info("sandbox %s: pulling %s", sb->id, sb->image);
 	*pulled = 1;
+	if (sb->status == SB_CREATING && sb->org[0]) {
+		/* a pull may take long: the record says how long it may stay creating */
+		char u[32];
+		const char *kv[] = { "creatingUntil", u };
+		struct sp_err ignore;
+		sb->creating_until = now_ms() + (int64_t)(ctx->cfg->pull_timeout_s +
+							  ctx->cfg->create_timeout_s) * 1000;
+		snprintf(u, sizeof(u), "%lld", (long long)sb->creating_until);
+		store_sandbox_update(ctx->st, sb->org, sb->id, "creating", kv, 2, 0, &ignore);
+	}
 	if (docker_image_pull(ctx->dk, sb->image, ctx->cfg->pull_timeout_s, e) < 0) {
 		char msg[sizeof(e->msg)];
 		str_copy(msg, sizeof(msg), e->msg);
@@ -1120,6 +1261,9 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	sb->last_activity_at = now;
 	sb->deadline_at = now + sb->max_lifetime_ms;
 	sb->expires_at = min64(now + sb->timeout_ms, sb->deadline_at);
+	/* what the main process writes into the container (whole seconds) */
+	sb->container_expires_at = (sb->expires_at + 999) / 1000 * 1000;
+	sb->creating_until = now + (int64_t)ctx->cfg->create_timeout_s * 1000;
 
 	env = json_object_new_array();
 	template_env(t, sb->workdir, env);
@@ -1130,7 +1274,7 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 		sp_err_set(e, SP_INTERNAL, "Could not seal envVars");
 		goto out;
 	}
-	if (reserve(ctx, sb, e) < 0)
+	if (sandbox_install_id(ctx, e) < 0 || reserve(ctx, sb, e) < 0)
 		goto out;
 	if (sandbox_place(ctx, org, sb, rq->server_id, e) < 0 ||
 	    sandbox_select_server(ctx, sb->server_id, e) < 0 || ensure_docker(ctx, e) < 0 ||
@@ -1145,6 +1289,9 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	t1 = mono_us();
 	tm.place_us = t1 - t0;
 	if (sb->pooled) {
+		/* its labels predate its org: the reaper finds the record through this */
+		struct sp_err oe;
+		store_owner_set(ctx->st, sb->id, sb->org, ttl_for(ctx->cfg, sb), &oe);
 		if (sandbox_pool_activate(ctx, sb, e) == 0) {
 			tm.pooled = 1;
 			t0 = mono_us();
@@ -1216,6 +1363,14 @@ retry:
 	}
 	if (!t)
 		resolve_owner(ctx, sb);
+	if (!t && keeper_user(ctx->cfg, sb)) {
+		sp_err_field(e, SP_BAD_REQUEST, "image",
+			     "image: its user %s is the uid sandpit keeps the sandbox's lifetime "
+			     "with (keeper_uid %d); use another user",
+			     sb->user, ctx->cfg->keeper_uid);
+		create_failed(ctx, sb, e);
+		goto out;
+	}
 	if (sandbox_disk_owner(ctx, sb, e) < 0 || seed_files(ctx, sb, json_object_get_string(v), e) < 0) {
 		create_failed(ctx, sb, e);
 		goto out;
@@ -1262,6 +1417,52 @@ out:
 	return rc;
 }
 
+/* Writes the container's expiry (epoch s, rounded up) and, when
+ * timeout_ms > 0, its timeout into /.sandpit, as the keeper: the only
+ * writer there. Records what it wrote (containerExpiresAt). */
+static int keeper_write(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t expires_ms,
+			int64_t timeout_ms, struct sp_err *e)
+{
+	static const char script[] =
+		"[ -z \"$2\" ] || printf '%s\\n' \"$2\" >/" STATE_DIR "/timeout || exit 1\n"
+		"printf '%s\\n' \"$1\" >/" STATE_DIR "/expires\n";
+	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	char exp[32], tsec[32], keeper[48], eid[65], at[32];
+	const char *kv[] = { "containerExpiresAt", at };
+	int timed_out = 0, code = -1, running = 0, rc = -1;
+
+	snprintf(exp, sizeof(exp), "%lld", (long long)((expires_ms + 999) / 1000));
+	snprintf(tsec, sizeof(tsec), "%lld", (long long)((timeout_ms + 999) / 1000));
+	if (timeout_ms <= 0)
+		tsec[0] = '\0';
+	sandbox_keeper_user(ctx->cfg, keeper, sizeof(keeper));
+	json_object_array_add(cmd, json_object_new_string("sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(script));
+	json_object_array_add(cmd, json_object_new_string("sandpit-keeper"));
+	json_object_array_add(cmd, json_object_new_string(exp));
+	json_object_array_add(cmd, json_object_new_string(tsec));
+	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "User", json_object_new_string(keeper));
+	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0 ||
+	    docker_exec_start(ctx->dk, eid, 10000, drop_output, NULL, NULL, &timed_out, e) < 0 ||
+	    docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
+		goto out;
+	if (timed_out || code != 0) {
+		sp_err_set(e, SP_INTERNAL, "Could not write the sandbox's expiry (exit %d)", code);
+		goto out;
+	}
+	sb->container_expires_at = (expires_ms + 999) / 1000 * 1000;
+	snprintf(at, sizeof(at), "%lld", (long long)sb->container_expires_at);
+	rc = store_sandbox_update(ctx->st, sb->org, sb->id, "running", kv, 2, 0, e) < 0 ? -1 : 0;
+out:
+	json_object_put(body);
+	return rc;
+}
+
 int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id,
 			int64_t timeout_ms, struct sandbox *out, struct sp_err *e)
 {
@@ -1273,7 +1474,7 @@ int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id
 		return -1;
 	out->timeout_ms = timeout_ms;
 	out->expires_at = min64(now + timeout_ms, out->deadline_at);
-	if (write_expires(ctx, out, out->expires_at, e) < 0) {
+	if (keeper_write(ctx, out, out->expires_at, timeout_ms, e) < 0) {
 		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
 			return container_gone(ctx, out, e);
 		return -1;
@@ -1293,6 +1494,37 @@ int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id
 	return 0;
 }
 
+/* The container's expiry leads the record's by this much when sandpit
+ * moves it, so a burst of short operations costs one write. */
+#define EXPIRY_LEAD_MS 3000
+
+/* Moves the container's expiry to cover the record's, if it does not yet
+ * (short operations the watcher may not have seen). */
+static void sync_expiry(struct sandbox_ctx *ctx, struct sandbox *sb)
+{
+	struct sp_err e;
+	int64_t target;
+
+	if (sb->status != SB_RUNNING || sb->expires_at <= sb->container_expires_at || !ctx->dk)
+		return;
+	target = min64(sb->expires_at + EXPIRY_LEAD_MS, sb->deadline_at);
+	if (keeper_write(ctx, sb, target, 0, &e) < 0)
+		log_warn("sandbox %s: could not move its expiry: %s", sb->id, e.msg);
+}
+
+void sandbox_flush_expiry(struct sandbox_ctx *ctx)
+{
+	struct sandbox sb;
+	struct sp_err e;
+
+	if (!ctx->pending_id[0])
+		return;
+	if (load(ctx, ctx->pending_org, ctx->pending_id, &sb, &e) == 0 && ctx->dk &&
+	    ensure_docker(ctx, &e) == 0)
+		sync_expiry(ctx, &sb);
+	ctx->pending_id[0] = '\0';
+}
+
 int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms,
 			 struct sp_err *e)
 {
@@ -1305,48 +1537,82 @@ int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t ex
 	sb->expires_at = expires;
 	snprintf(a, sizeof(a), "%lld", (long long)now);
 	snprintf(x, sizeof(x), "%lld", (long long)expires);
-	return store_sandbox_update(ctx->st, sb->org, sb->id, "running", kv, 4, 0, e) < 0 ? -1 : 0;
-}
-
-/* Stops the container: SIGTERM, 2 s grace, SIGKILL; AutoRemove deletes it. */
-static int stop_container(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
-{
-	if (ensure_docker(ctx, e) < 0)
+	if (store_sandbox_update(ctx->st, sb->org, sb->id, "running", kv, 4, 0, e) < 0)
 		return -1;
-	if (docker_container_stop(ctx->dk, sb->container_id, SB_KILL_GRACE_S, e) < 0 &&
-	    e->code != SP_NOT_FOUND)
-		return -1;
-	sp_err_clear(e);
+	/* while a command runs the watcher sees it; as it ends, the container's
+	 * expiry must cover the record's: after the answer when the worker can
+	 * wait (sandbox_idle), else now */
+	if (extra_ms == 0 && sb->expires_at > sb->container_expires_at) {
+		if (!ctx->defer_expiry) {
+			sync_expiry(ctx, sb);
+		} else {
+			if (ctx->pending_id[0] && strcmp(ctx->pending_id, sb->id) != 0)
+				sandbox_flush_expiry(ctx);
+			str_copy(ctx->pending_org, sizeof(ctx->pending_org), sb->org);
+			str_copy(ctx->pending_id, sizeof(ctx->pending_id), sb->id);
+		}
+	}
 	return 0;
 }
 
 int sandbox_kill(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
 		 struct sp_err *e)
 {
-	if (sandbox_get_running(ctx, org, id, out, e) < 0)
+	int gone;
+
+	if (load(ctx, org, id, out, e) < 0)
 		return -1;
-	if (stop_container(ctx, out, e) < 0)
+	catch_up_time(ctx, out);
+	if (out->status == SB_CREATING)
+		return sp_err_set(e, SP_PRECONDITION, "Sandbox is creating");
+	if (!ctx->dk) {
+		*e = ctx->server_err;
 		return -1;
-	transition(ctx, out, SB_KILLED, now_ms(), NULL);
-	log_info("sandbox %s killed", out->id);
+	}
+	/* by label, whatever the record says: SIGTERM, 2 s grace, SIGKILL */
+	gone = sandbox_end_containers(ctx, id, SB_KILL_GRACE_S, e);
+	if (gone < 0)
+		return -1;
+	gone = gone == 0;
+	if (out->status == SB_RUNNING) {
+		transition(ctx, out, SB_KILLED, now_ms(), NULL, gone);
+		log_info("sandbox %s killed", out->id);
+	} else if (gone) {
+		/* already killed: killing is idempotent; the share is released
+		 * now that Docker says nothing runs */
+		store_release(ctx->st, org, id, e);
+		store_server_release(ctx->st, out->server_id, id, e);
+		sp_err_clear(e);
+	}
+	if (out->status == SB_ERROR)
+		return sp_err_set(e, SP_PRECONDITION, "Sandbox is error");
 	return 0;
 }
 
 int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, struct sp_err *e)
 {
 	struct sandbox sb;
+	int gone;
 
 	if (load(ctx, org, id, &sb, e) < 0)
 		return -1;
-	if ((sb.status == SB_RUNNING || sb.status == SB_CREATING) && sb.container_id[0] &&
-	    stop_container(ctx, &sb, e) < 0)
+	if (!ctx->dk) {
+		*e = ctx->server_err;
+		return -1;
+	}
+	/* by label, whatever the record says */
+	gone = sandbox_end_containers(ctx, id, SB_KILL_GRACE_S, e);
+	if (gone < 0)
 		return -1;
 	if (store_sandbox_del(ctx->st, org, id, e) < 0)
 		return -1;
-	store_release(ctx->st, org, id, e);
-	store_server_release(ctx->st, sb.server_id, id, e);
+	if (gone == 0) { /* else the reaper releases it once Docker says so */
+		store_release(ctx->st, org, id, e);
+		store_server_release(ctx->st, sb.server_id, id, e);
+	}
 	if (!sb.server_id[0])
 		sandbox_disk_release(ctx, id);
+	sp_err_clear(e);
 	log_info("sandbox %s removed", id);
 	return 0;
 }
@@ -1403,9 +1669,12 @@ int sandbox_prepare_server(struct sandbox_ctx *ctx, struct sp_err *e)
 json_object *sandbox_container_body(struct sandbox_ctx *ctx, struct sandbox *sb,
 				    const struct template_conf *t, json_object **img, struct sp_err *e)
 {
-	json_object *env = json_object_new_array(), *body;
+	json_object *env, *body;
 	int pulled = 0;
 
+	if (sandbox_install_id(ctx, e) < 0)
+		return NULL;
+	env = json_object_new_array();
 	template_env(t, sb->workdir, env);
 	if (prepare_image(ctx, sb, img, e, &pulled) < 0) {
 		json_object_put(env);

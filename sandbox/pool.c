@@ -5,7 +5,8 @@
  * whole security model) with its sandbox id given in advance; only its main
  * process differs: it waits, with a pool expiry of its own, for a USR1
  * that arms it. Arming writes the deadline and the first expiry into files
- * the sandbox user owns and signals the main process from a detached exec,
+ * of the keeper's and signals the main process from a detached exec (as the
+ * keeper),
  * which then sleeps until the deadline like any sandbox: the container ends
  * on time with nothing of sandpit running. Claims are atomic in Redis
  * (ZPOPMAX), so a container is never handed out twice, across workers and
@@ -28,38 +29,38 @@
 #define POOL_MARGIN_MS 60000   /* never hand out a container this close to its pool expiry */
 #define POOL_CHECK_MS 1000     /* how often a worker looks at the pools */
 
-/* $1: the pool expiry (epoch s); $2, $3: the default lifetime and
- * inactivity timeout (s). USR1 arms it with those defaults, computed here
- * (a claim then costs one signal); USR2 with "deadline seconds-left" read
- * from /.sandpit/activate (written by arm_script). Then it becomes the
- * usual main process: the watcher plus sleep until the deadline. */
+/* Runs as the keeper, like a cold sandbox's main process. $1: the pool
+ * expiry (epoch s); $2, $3: the default lifetime and inactivity timeout
+ * (s); $4: the keeper uid. USR1 arms it with those defaults, computed here
+ * (a claim then costs one signal); USR2 with "deadline seconds-left expiry
+ * timeout" read from /.sandpit/activate (written by arm_script, as the
+ * keeper). Then it becomes the usual main process: the watcher
+ * (SB_WATCHER) plus sleep until the deadline. */
 static const char pool_script[] =
 	"trap 'go=1' USR1\n"
 	"trap 'go=2' USR2\n"
 	"for c in sleep date; do command -v $c >/dev/null 2>&1 || exit 127; done\n"
+	"S=$(command -v sleep) D=$(command -v date) k=$4\n"
 	"echo $$ >/.sandpit/main.pid\n"
 	"go=; e=$1\n"
 	"while [ -z \"$go\" ]; do\n"
-	"  n=$(date +%s) || exit 0\n"
+	"  n=$(\"$D\" +%s) || exit 0\n"
 	"  [ \"$n\" -lt \"$e\" ] || exit 0\n"
-	"  sleep $((e - n)) & w=$!\n"
+	"  \"$S\" $((e - n)) & w=$!\n"
 	"  wait $w; kill $w 2>/dev/null\n"
 	"done\n"
-	"if [ \"$go\" = 1 ]; then n=$(date +%s); d=$((n + $2)); r=$2; "
-	"printf '%s\\n' $((n + $3)) >/.sandpit/expires; "
-	"else read d r </.sandpit/activate; fi\n"
-	"(while sleep 5; do "
-	"x=$d; read x </.sandpit/expires 2>/dev/null; "
-	"case $x in ''|*[!0-9]*) x=$d;; esac; "
-	"n=$(date +%s) || exit 0; "
-	"[ \"$n\" -ge \"$x\" ] && kill $$ && exit 0; "
-	"done) &\n"
-	"exec sleep \"$r\"\n";
+	"if [ \"$go\" = 1 ]; then n=$(\"$D\" +%s); d=$((n + $2)); r=$2; e=$((n + $3)); t=$3; "
+	"printf '%s\\n' $t >/.sandpit/timeout; printf '%s\\n' $e >/.sandpit/expires; "
+	"else read d r e t </.sandpit/activate; fi\n"
+	SB_WATCHER
+	"exec \"$S\" \"$r\"\n";
 
-/* Run detached as the sandbox user: writes the deadline and the first
- * expiry, then wakes the main process (waiting briefly for it to be ready). */
+/* Run detached as the keeper: writes the deadline, the first expiry and
+ * the timeout, then wakes the main process (waiting briefly for it to be
+ * ready). */
 static const char arm_script[] =
-	"printf '%s %s\\n' \"$1\" \"$2\" >/.sandpit/activate &&\n"
+	"printf '%s %s %s %s\\n' \"$1\" \"$2\" \"$3\" \"$4\" >/.sandpit/activate &&\n"
+	"printf '%s\\n' \"$4\" >/.sandpit/timeout &&\n"
 	"printf '%s\\n' \"$3\" >/.sandpit/expires &&\n"
 	"i=0; while [ ! -s /.sandpit/main.pid ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i+1)); done\n"
 	"kill -USR2 \"$(cat /.sandpit/main.pid)\"\n";
@@ -127,7 +128,7 @@ int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
 	json_object *body = NULL, *cmd;
-	char eid[65], dl[32], left[32], exp[32];
+	char eid[65], dl[32], left[32], exp[32], tsec[32], keeper[48];
 	int64_t now = now_ms(), rest = sb->deadline_at - now;
 	int rc = -1;
 
@@ -150,6 +151,8 @@ int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 	snprintf(left, sizeof(left), "%lld.%03lld", (long long)(rest > 0 ? rest / 1000 : 0),
 		 (long long)(rest > 0 ? rest % 1000 : 0));
 	snprintf(exp, sizeof(exp), "%lld", (long long)((sb->expires_at + 999) / 1000));
+	snprintf(tsec, sizeof(tsec), "%lld", (long long)((sb->timeout_ms + 999) / 1000));
+	sandbox_keeper_user(ctx->cfg, keeper, sizeof(keeper));
 	body = json_object_new_object();
 	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string("sh"));
@@ -159,7 +162,9 @@ int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 	json_object_array_add(cmd, json_object_new_string(dl));
 	json_object_array_add(cmd, json_object_new_string(left));
 	json_object_array_add(cmd, json_object_new_string(exp));
+	json_object_array_add(cmd, json_object_new_string(tsec));
 	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "User", json_object_new_string(keeper));
 	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
 	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) == 0 &&
 	    docker_exec_start_detached(ctx->dk, eid, e) == 0)
@@ -211,6 +216,8 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 	snprintf(lname, sizeof(lname), "%d", SB_MAX_LIFETIME_MS / 1000);
 	json_object_array_add(cmd, json_object_new_string(lname));
 	snprintf(lname, sizeof(lname), "%d", SB_DEFAULT_TIMEOUT_MS / 1000);
+	json_object_array_add(cmd, json_object_new_string(lname));
+	snprintf(lname, sizeof(lname), "%d", ctx->cfg->keeper_uid);
 	json_object_array_add(cmd, json_object_new_string(lname));
 	json_object_object_add(body, "Cmd", cmd);
 	if (json_object_object_get_ex(body, "Labels", &labels)) {

@@ -76,6 +76,8 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
 	sb->deadline_at = rec_i64(r, "deadlineAt");
 	sb->last_activity_at = rec_i64(r, "lastActivityAt");
 	sb->killed_at = rec_i64(r, "killedAt");
+	sb->container_expires_at = rec_i64(r, "containerExpiresAt");
+	sb->creating_until = rec_i64(r, "creatingUntil");
 	rec_str(r, "errorMessage", sb->error_message, sizeof(sb->error_message));
 	return 0;
 }
@@ -113,6 +115,8 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 	NUM("deadlineAt", "%lld", (long long)sb->deadline_at);
 	NUM("lastActivityAt", "%lld", (long long)sb->last_activity_at);
 	NUM("killedAt", "%lld", (long long)sb->killed_at);
+	NUM("containerExpiresAt", "%lld", (long long)sb->container_expires_at);
+	NUM("creatingUntil", "%lld", (long long)sb->creating_until);
 	KV("errorMessage", sb->error_message);
 #undef KV
 #undef NUM

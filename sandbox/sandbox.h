@@ -47,6 +47,10 @@ struct sandbox_ctx {
 	struct sp_err server_err; /* why dk is NULL */
 	int pool_dirty;           /* a pooled container was claimed: refill soon */
 	int64_t pool_checked_at;  /* mono ms */
+	int64_t reap_checked_at;  /* mono ms: when this worker last tried to sweep */
+	int defer_expiry;         /* move containers' expiries in sandbox_idle, not at once */
+	char pending_org[65], pending_id[21]; /* the sandbox whose expiry waits ("" none) */
+	char install_id[33];      /* this installation's id, as its containers are labelled ("" = not read yet) */
 };
 
 enum sandbox_status { SB_CREATING, SB_RUNNING, SB_KILLED, SB_ERROR };
@@ -89,6 +93,8 @@ struct sandbox {
 	int64_t disk_mb;        /* the disk limit in force, MiB; 0 = none (the server cannot) */
 	struct sandbox_disk disk;
 	int64_t created_at, expires_at, deadline_at, last_activity_at, killed_at; /* ms, 0 = none */
+	int64_t container_expires_at; /* the expiry last written into the container (ms) */
+	int64_t creating_until;       /* creating: reads error after this (ms); 0 = by createdAt */
 	char error_message[512];
 };
 
@@ -158,13 +164,33 @@ int sandbox_kill(struct sandbox_ctx *ctx, const char *org, const char *id, struc
 int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, struct sp_err *e);
 /* Marks activity in the record: moves expiresAt (never past deadlineAt);
  * extra_ms keeps the sandbox alive that much longer (a running command
- * counts as activity). The container's expiry is moved by the command
- * wrapper in exec.c. */
+ * counts as activity: the container's watcher sees it run). With
+ * extra_ms 0 (an operation ended) the container's expiry is moved to
+ * cover the record's, as the keeper, when it does not yet (lazily: it
+ * leads by a few seconds, so a burst costs one write). */
 int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms,
 			 struct sp_err *e);
 /* Tops the warm pools up (at most one container each), at most once a
  * second unless a claim made it urgent. Call between requests. */
 void sandbox_pool_maintain(struct sandbox_ctx *ctx);
+/* Work between requests: the deferred expiry write (defer_expiry), the
+ * warm pools, and the reaper. Call when a request was answered and while
+ * idle (about once a second). */
+void sandbox_idle(struct sandbox_ctx *ctx);
+/* Writes a deferred container expiry now, if one waits. */
+void sandbox_flush_expiry(struct sandbox_ctx *ctx);
+/* The reaper (reaper.c): at most every reaper_interval_s, and by one
+ * worker at a time across all workers and hosts (a Redis lock), ends the
+ * labelled containers of every server that are past their deadline, have
+ * no live record, or belong to a killed, expired, failed or stuck-creating
+ * record; turns those records killed/error; releases quota shares whose
+ * container Docker no longer lists. */
+void sandbox_reap(struct sandbox_ctx *ctx);
+/* Ends every container labelled with sandbox id on the current server
+ * (grace_s > 0: stop with that grace, else SIGKILL; created or exited
+ * ones are removed). 0 when Docker then lists none running, 1 when some
+ * still run after 3 s, -1 on a Docker error (e says why). */
+int sandbox_end_containers(struct sandbox_ctx *ctx, const char *id, int grace_s, struct sp_err *e);
 /* Pool i of the configuration: containers ready now, claims so far. */
 int sandbox_pool_stats(struct sandbox_ctx *ctx, int i, int *ready, long long *claims);
 /* Disk (disk.c). release: removes what a sandbox's disk left on the local

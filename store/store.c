@@ -841,7 +841,7 @@ static const char lua_reserve[] =
 	"  return {1, 'cpuMilli', cpu, q.cpuMilli} end "
 	"if q.memoryMb and q.memoryMb > 0 and mem + m > q.memoryMb then "
 	"  return {1, 'memoryMb', mem, q.memoryMb} end "
-	"redis.call('HSET', KEYS[2], ARGV[2], ARGV[5] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]) "
+	"redis.call('HSET', KEYS[2], ARGV[2], ARGV[5] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' .. ARGV[1]) "
 	"return {0}";
 
 int store_reserve(struct store *st, const char *org, const char *id, int64_t deadline_ms,
@@ -876,6 +876,116 @@ int store_reserve(struct store *st, const char *org, const char *id, int64_t dea
 				 lim);
 		rc = 1;
 	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int store_reservations(struct store *st, const char *org, char ***ids, int64_t **made, int *n,
+		       struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "HGETALL", k };
+	redisReply *r;
+
+	snprintf(k, sizeof(k), "%s:{%s}:resv", st->prefix, org);
+	*ids = NULL;
+	*made = NULL;
+	*n = 0;
+	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2) {
+		size_t cnt = r->elements / 2;
+		*ids = calloc(cnt, sizeof(char *));
+		*made = calloc(cnt, sizeof(int64_t));
+		for (size_t i = 0; *ids && *made && i < cnt; i++) {
+			redisReply *kr = r->element[2 * i], *vr = r->element[2 * i + 1];
+			long long d, c, m, t = 0;
+			char v[128];
+			if (kr->type != REDIS_REPLY_STRING || vr->type != REDIS_REPLY_STRING)
+				continue;
+			snprintf(v, sizeof(v), "%.*s", (int)vr->len, vr->str);
+			/* "deadline cpu memory [made]": older entries lack made (0) */
+			if (sscanf(v, "%lld %lld %lld %lld", &d, &c, &m, &t) < 3)
+				t = 0;
+			(*made)[*n] = t;
+			(*ids)[(*n)++] = strndup(kr->str, kr->len);
+		}
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+int store_owner_set(struct store *st, const char *id, const char *org, int64_t ttl_s,
+		    struct sp_err *e)
+{
+	char k[256], ttl[32];
+	const char *argv[] = { "SET", k, org, "EX", ttl };
+
+	snprintf(k, sizeof(k), "%s:owner:%s", st->prefix, id);
+	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_s > 0 ? ttl_s : 1));
+	return simple_kind(st, STORE_IDEM, 5, argv, NULL, e);
+}
+
+int store_owner_get(struct store *st, const char *id, char *org, size_t cap, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "GET", k };
+	redisReply *r;
+	int rc = 0;
+
+	snprintf(k, sizeof(k), "%s:owner:%s", st->prefix, id);
+	org[0] = '\0';
+	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING && r->len < cap) {
+		memcpy(org, r->str, r->len);
+		org[r->len] = '\0';
+		rc = 1;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int store_install_id(struct store *st, const char *fresh, char *out, size_t cap, struct sp_err *e)
+{
+	char k[256];
+	const char *set[] = { "SET", k, fresh, "NX" };
+	const char *get[] = { "GET", k };
+	redisReply *r;
+	int rc = -1;
+
+	snprintf(k, sizeof(k), "%s:install", st->prefix);
+	if (simple_kind(st, STORE_IDEM, 4, set, NULL, e) < 0)
+		return -1;
+	r = store_cmd_kind(st, STORE_READ, 2, get, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < cap) {
+		memcpy(out, r->str, r->len);
+		out[r->len] = '\0';
+		rc = 0;
+	} else {
+		sp_err_set(e, SP_INTERNAL, "no installation id in Redis");
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int store_lock(struct store *st, const char *name, int64_t ttl_ms, struct sp_err *e)
+{
+	char k[256], ttl[32];
+	const char *argv[] = { "SET", k, "1", "NX", "PX", ttl };
+	redisReply *r;
+	int rc;
+
+	snprintf(k, sizeof(k), "%s:lock:%s", st->prefix, name);
+	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_ms > 0 ? ttl_ms : 1));
+	r = store_cmd_kind(st, STORE_ONCE, 6, argv, NULL, e);
+	if (!r)
+		return -1;
+	rc = r->type == REDIS_REPLY_STATUS ? 1 : 0;
 	freeReplyObject(r);
 	return rc;
 }

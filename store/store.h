@@ -109,6 +109,21 @@ int store_quota_get(struct store *st, const char *org, struct store_rec *out, st
 int store_reserve(struct store *st, const char *org, const char *id, int64_t deadline_ms,
 		  int64_t cpu_milli, int64_t memory_mb, char *msg, size_t msglen, struct sp_err *e);
 int store_release(struct store *st, const char *org, const char *id, struct sp_err *e);
+/* The org's reservations: *ids (new strings, in a new array: free each and
+ * the array) and *made (new array: when each was made, epoch ms, 0 if not
+ * known), *n of them. */
+int store_reservations(struct store *st, const char *org, char ***ids, int64_t **made, int *n,
+		       struct sp_err *e);
+/* The org of a sandbox whose container's labels cannot say it (one from a
+ * warm pool, made before its org was known). get: 1 found, 0 none. */
+int store_owner_set(struct store *st, const char *id, const char *org, int64_t ttl_s,
+		    struct sp_err *e);
+int store_owner_get(struct store *st, const char *id, char *org, size_t cap, struct sp_err *e);
+/* This installation's id (one per Redis and key prefix): made from fresh
+ * the first time, the stored one after. */
+int store_install_id(struct store *st, const char *fresh, char *out, size_t cap, struct sp_err *e);
+/* A lock that expires by itself: 1 taken (for ttl_ms), 0 someone holds it. */
+int store_lock(struct store *st, const char *name, int64_t ttl_ms, struct sp_err *e);
 
 /* Docker servers: records are JSON texts the caller parses. get:
  * SP_NOT_FOUND when absent; *json is new (free). list fills a record

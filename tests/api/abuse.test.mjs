@@ -28,10 +28,13 @@ function status(pid, field) {
     return m ? Number(m[1]) : 0;
   } catch { return 0; }
 }
-// A worker waiting for the next request sits in accept() (syscall 43 on x86-64).
+// A worker waiting for the next request sits in accept() (syscall 43 on
+// x86-64), or, where idle workers run the reaper and the pools, in ppoll()
+// (271) on the listening socket (fcgi/sandpitd.c connection_waiting; a
+// worker waiting on Docker uses poll(), 7).
 function busyWorkers() {
   return workerPids().filter((p) => {
-    try { return fs.readFileSync(`/proc/${p}/syscall`, 'utf8').split(' ')[0] !== '43'; } catch { return false; }
+    try { return !['43', '271'].includes(fs.readFileSync(`/proc/${p}/syscall`, 'utf8').split(' ')[0]); } catch { return false; }
   }).length;
 }
 

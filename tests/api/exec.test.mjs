@@ -114,9 +114,10 @@ test('H5: no request sets the exec User, Privileged or a cwd under /proc; comman
   // no-new-privileges, hardening.test.mjs)
   assert.equal(r.json.stdout, process.env.SANDPIT_TEST_RUNTIME === 'gvisor'
     ? '1000\nCapEff:\t0000000000000000\n' : '1000\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\n');
-  // and Docker agrees: the exec processes are uid 1000
+  // the container's own user is the keeper (65533): a docker exec without
+  // a User runs as it, so sandpit names 1000 on every exec it makes
   const d = await dockerExec(sb.containerId, ['sh', '-c', 'id -u']);
-  assert.equal(d.stdout, '1000\n');
+  assert.equal(d.stdout, '65533\n');
 });
 
 test('many commands at once in one sandbox; other requests are served meanwhile', async (t) => {

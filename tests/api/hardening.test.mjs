@@ -53,7 +53,13 @@ test('H1: docker inspect shows the security model', () => {
   assert.equal(hc.NetworkMode, 'sandpit-isolated');
   assert.deepEqual(Object.keys(info.NetworkSettings.Networks), ['sandpit-isolated']);
   assert.ok(!hc.PortBindings || Object.keys(hc.PortBindings).length === 0);
-  assert.equal(info.Config.User, '1000:1000');
+  // the container's own user is the keeper (PID 1, the deadline sleep and
+  // the watcher); every command names the sandbox user (1000:1000) itself
+  assert.equal(info.Config.User, '65533:65533');
+  assert.match(info.Config.Labels['sandpit.deadlineAt'], /^\d+$/);
+  assert.equal(Number(info.Config.Labels['sandpit.deadlineAt']), Date.parse(sb.deadlineAt));
+  // the installation that made it: the only reaper that may touch it
+  assert.match(info.Config.Labels['sandpit.install'], /^[a-z0-9]{20}$/);
   assert.equal(info.Config.WorkingDir, '/home/user');
   assert.equal(info.Config.Labels['sandpit.sandbox'], 'true');
   assert.equal(info.Config.Labels['sandpit.sandboxId'], sb.sandboxId);
@@ -72,8 +78,27 @@ test('H1: both sandbox networks are bridges with ICC off; isolated is internal',
   assert.equal(net.Options['com.docker.network.bridge.enable_icc'], 'false');
 });
 
+test('H1: commands run as 1000:1000, PID 1 and the deadline sleep as the keeper (65533)', async () => {
+  const r = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: sb.sandboxId, cmd: 'id -u; id -g; ' +
+    'for f in /proc/[0-9]*/status; do u=; n=; while read -r k v _; do case $k in Name:) n=$v;; Uid:) u=$v;; esac; done <$f; echo "$n $u"; done' } });
+  assert.equal(r.status, 200, r.text);
+  const lines = r.json.stdout.trim().split('\n');
+  assert.equal(lines[0], '1000');
+  assert.equal(lines[1], '1000');
+  const p1 = await dockerExec(sb.containerId, ['cat', '/proc/1/status']);
+  assert.match(p1.stdout, /^Uid:\s+65533\s+65533\s+65533\s+65533$/m);
+  assert.match(p1.stdout, /^Gid:\s+65533\s+65533\s+65533\s+65533$/m);
+  // the main process (sleep to the deadline) and the watcher: the keeper's
+  assert.ok(lines.some((l) => /^sleep 65533$/.test(l)), lines.join('; '));
+  // /.sandpit is the keeper's, 0755; only /.sandpit/x is open to the user
+  const w = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: sb.sandboxId,
+    cmd: 'echo 1 >/.sandpit/expires; echo $?; : >/.sandpit/x/probe && echo ok; rm -f /.sandpit/x/probe' } });
+  assert.match(w.json.stdout, /^[12]\nok\n$/);
+  assert.match(w.json.stderr, /ermission denied|ead-only/);
+});
+
 test('H1: inside, no capabilities, no_new_privs, seccomp, cgroup limits', async () => {
-  const st = await dockerExec(sb.containerId, ['cat', '/proc/self/status']);
+  const st = await dockerExec(sb.containerId, ['cat', '/proc/self/status'], { user: '1000:1000' });
   const field = (k) => st.stdout.split('\n').find((l) => l.startsWith(k + ':')).split(/\s+/)[1];
   assert.equal(field('CapEff'), '0000000000000000');
   assert.equal(field('CapPrm'), '0000000000000000');

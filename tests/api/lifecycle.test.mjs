@@ -47,8 +47,10 @@ test('walk-through: create, one, list, templates, kill, remove', async () => {
   assert.equal(list.status, 200);
   assert.ok(list.json.some((x) => x.sandboxId === sb.sandboxId && x.status === 'running'));
 
-  // python really runs in it, as user 1000, in /home/user (checked through Docker directly)
-  const out = await dockerExec(sb.containerId, ['sh', '-c', 'python3 -c "print(1+1)"; id -u; pwd; echo $OPENAI_API_KEY']);
+  // python really runs in it, as user 1000, in /home/user (checked through
+  // Docker directly, naming the sandbox user as sandpit does: the
+  // container's own user is the keeper)
+  const out = await dockerExec(sb.containerId, ['sh', '-c', 'python3 -c "print(1+1)"; id -u; pwd; echo $OPENAI_API_KEY'], { user: '1000:1000' });
   assert.equal(out.stdout, '2\n1000\n/home/user\nsk-canary-walkthrough\n');
 
   const k = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: sb.sandboxId } });
@@ -57,9 +59,11 @@ test('walk-through: create, one, list, templates, kill, remove', async () => {
   assert.ok(k.json.killedAt);
   await waitFor(async () => (await docker('GET', `/containers/${sb.containerId}/json`)).status === 404, 10000);
 
+  // killing is idempotent (issue 19): the killed record again
   const again = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: sb.sandboxId } });
-  assert.equal(again.status, 412);
-  assert.equal(again.json.message, 'Sandbox is killed');
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.json.status, 'killed');
+  assert.equal(again.json.killedAt, k.json.killedAt);
   const st = await s.api('POST', '/api/sandbox.setTimeout', { body: { sandboxId: sb.sandboxId, timeoutMs: 60000 } });
   assert.equal(st.status, 412);
   assert.equal(st.json.message, 'Sandbox is killed');
@@ -107,8 +111,11 @@ test('a custom image runs as its default user', async () => {
   assert.equal(c.status, 200, c.text);
   assert.equal(c.json.template, null);
   assert.equal(c.json.user, 'root');
-  const out = await dockerExec(c.json.containerId, ['id', '-u']);
-  assert.equal(out.stdout, '0\n');
+  // its commands run as root; PID 1 and the deadline sleep as the keeper
+  const out = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.sandboxId, cmd: 'id -u' } });
+  assert.equal(out.json.stdout, '0\n');
+  const p1 = await dockerExec(c.json.containerId, ['cat', '/proc/1/status']);
+  assert.match(p1.stdout, /^Uid:\s+65533\s/m);
   await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
 });
 

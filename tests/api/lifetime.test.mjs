@@ -53,9 +53,18 @@ test('status catches up: past expiresAt reads killed, a removed container reads 
     const row = list.json.find((x) => x.sandboxId === a.json.sandboxId);
     assert.equal(row.status, 'killed');
     assert.equal(row.killedAt, a.json.expiresAt);
+    // killing is idempotent (issue 19): 200 with the killed record; other
+    // operations keep failing with 412
     const k = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: a.json.sandboxId } });
-    assert.equal(k.status, 412);
-    assert.equal(k.json.message, 'Sandbox is killed');
+    assert.equal(k.status, 200);
+    assert.equal(k.json.status, 'killed');
+    assert.equal(k.json.killedAt, a.json.expiresAt);
+    const t = await s.api('POST', '/api/sandbox.setTimeout', { body: { sandboxId: a.json.sandboxId, timeoutMs: 20000 } });
+    assert.equal(t.status, 412);
+    assert.equal(t.json.message, 'Sandbox is killed');
+    // the catch-up ended a's container too
+    const gone = await docker('GET', `/containers/${a.json.containerId}/json`);
+    assert.ok(gone.status === 404 || gone.json.State.Running === false, `a's container: ${gone.status}`);
   } finally {
     await s.stop();
   }

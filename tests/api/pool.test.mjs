@@ -44,7 +44,7 @@ test('a create that fits claims a warm container, with the request applied', asy
   assert.ok(info.HostConfig.SecurityOpt.includes('no-new-privileges'));
   assert.equal(info.HostConfig.Init, true);
   assert.equal(info.HostConfig.AutoRemove, true);
-  assert.equal(info.Config.User, '1000:1000');
+  assert.equal(info.Config.User, '65533:65533'); // the keeper; commands name 1000:1000
   assert.equal(info.Config.Labels[`${L}.sandboxId`], c.json.sandboxId);
   assert.ok(!info.Config.Env.some((e) => e.includes('pooled-canary')), 'envVars are not in the container config');
   // envVars reach every command; the main process sleeps until the deadline

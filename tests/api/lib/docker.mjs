@@ -71,8 +71,10 @@ const SCAN = `for d in /proc/[0-9]*; do p=\${d#/proc/}; [ "$p" = "$$" ] && conti
 st=$(cat $d/stat 2>/dev/null) || continue; m=0
 tr '\\000' '\\n' 2>/dev/null <$d/environ | grep -q '^SANDPIT_EXEC=' && m=1
 printf '%s\\001%s\\001%s\\001%s\\n' "$p" "$m" "$st" "$(tr '\\000\\n' '  ' 2>/dev/null <$d/cmdline)"; done`;
-export async function procs(cid) {
-  const r = await dockerExec(cid, ['sh', '-c', SCAN]);
+// (The container's own user is the keeper, which may not read the sandbox
+// user's environ: the sandbox user is named, as sandpit names it.)
+export async function procs(cid, user = '1000:1000') {
+  const r = await dockerExec(cid, ['sh', '-c', SCAN], { user });
   return r.stdout.split('\n').filter(Boolean).map((l) => {
     const [pid, marked, stat, cmd] = l.split('\x01');
     return { pid: Number(pid), marked: marked === '1', state: stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3), cmd };
