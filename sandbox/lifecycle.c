@@ -72,6 +72,7 @@ int sandbox_ctx_init(struct sandbox_ctx *ctx, const struct config *cfg, struct s
 		ctx->st = NULL;
 		return -1;
 	}
+	sandbox_docker_guard(cfg, ctx->dk);
 	str_copy(ctx->conns[0].id, sizeof(ctx->conns[0].id), "local");
 	ctx->conns[0].dk = ctx->dk;
 	ctx->nconns = 1;
@@ -313,6 +314,8 @@ static int catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb)
  * costs one Docker call (a container removed behind sandpit's back reads
  * killed at most that much later). */
 #define SEEN_RUNNING_MS 1000
+/* catch-up is optional: a server slower than this leaves the record as it is */
+#define CATCH_UP_TIMEOUT_MS 3000
 static struct {
 	char id[65];
 	int64_t at;
@@ -334,11 +337,13 @@ static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 	int slot = seen_slot(sb->container_id);
 	int64_t now = mono_ms();
 
-	if (sb->status != SB_RUNNING || !ctx->dk)
+	/* a server that is not answering: the record as it is (RELIABILITY L2) */
+	if (sb->status != SB_RUNNING || !ctx->dk || docker_client_suspect(ctx->dk))
 		return;
 	if (strcmp(seen_running[slot].id, sb->container_id) == 0 &&
 	    now - seen_running[slot].at < SEEN_RUNNING_MS)
 		return;
+	docker_client_next_timeout(ctx->dk, CATCH_UP_TIMEOUT_MS);
 	if (docker_container_inspect(ctx->dk, sb->container_id, &info, &e) < 0) {
 		if (e.code == SP_NOT_FOUND)
 			sandbox_mark_gone(ctx, sb);
@@ -452,8 +457,9 @@ int sandbox_list(struct sandbox_ctx *ctx, const char *org, json_object **out, st
 				str_copy(srv[k].id, sizeof(srv[k].id), sb.server_id);
 				srv[k].live = NULL;
 				if (sandbox_select_server(ctx, sb.server_id, &de) == 0 &&
-				    ensure_docker(ctx, &de) == 0 &&
-				    docker_container_list(ctx->dk, label, 0, &srv[k].live, &de) < 0)
+				    !docker_client_suspect(ctx->dk) && ensure_docker(ctx, &de) == 0 &&
+				    (docker_client_next_timeout(ctx->dk, CATCH_UP_TIMEOUT_MS),
+				     docker_container_list(ctx->dk, label, 0, &srv[k].live, &de) < 0))
 					srv[k].live = NULL;
 				nsrv++;
 			}
