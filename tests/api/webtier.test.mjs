@@ -1,0 +1,137 @@
+// The web tier (nginx) answers every error in the JSON shape of the /api
+// face, {"message","code"}, with the right status, on both listeners: the
+// TLS port and the local unix socket. Malformed request lines are sent with
+// raw sockets, since no HTTP client sends them.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import tls from 'node:tls';
+import { readFile } from 'node:fs/promises';
+import { startStack } from './lib/stack.mjs';
+
+let s, sock;
+before(async () => {
+  // a small rate so that a burst is over it
+  s = await startStack({ env: { SANDPIT_RATE: '5r/s', SANDPIT_BURST: '10' } });
+  sock = path.join(s.dir, 'local', 'sandpit.sock');
+});
+after(async () => { await s?.stop(); });
+
+/** Sends raw bytes on a fresh connection (TLS to the port, or the local
+ * socket) and resolves to { status, headers, body, json } of the answer. */
+function raw(bytes, { local = false } = {}) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    const c = local ? net.connect(sock) : tls.connect({ host: '127.0.0.1', port: s.port, ca: s.ca, servername: 'localhost' });
+    c.once(local ? 'connect' : 'secureConnect', () => c.write(bytes));
+    c.on('data', (d) => chunks.push(d));
+    c.on('end', () => c.destroy());
+    c.on('close', () => {
+      const t = Buffer.concat(chunks).toString('latin1');
+      const i = t.indexOf('\r\n\r\n');
+      const head = t.slice(0, i).split('\r\n');
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(head[0] || '');
+      const headers = {};
+      for (const l of head.slice(1)) { const k = l.indexOf(':'); headers[l.slice(0, k).toLowerCase()] = l.slice(k + 1).trim(); }
+      const body = t.slice(i + 4);
+      let json;
+      try { json = JSON.parse(body); } catch { json = undefined; }
+      resolve({ status: m ? Number(m[1]) : 0, headers, body, json, text: t.slice(0, 300) });
+    });
+    c.on('error', reject);
+    c.setTimeout(15000, () => c.destroy(new Error('no answer within 15 s')));
+  });
+}
+
+/** One request on the local socket: { status, headers, json, text }. */
+function local(method, p, { headers = {}, body } = {}) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const req = http.request({ socketPath: sock, method, path: p, agent: false,
+      headers: { ...(data ? { 'content-type': 'application/json', 'content-length': data.length } : {}), ...headers } }, (res) => {
+      const ch = [];
+      res.on('data', (c) => ch.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(ch).toString();
+        let json;
+        try { json = JSON.parse(text); } catch { json = undefined; }
+        resolve({ status: res.statusCode, headers: res.headers, json, text });
+      });
+    });
+    req.on('error', reject);
+    req.setTimeout(60000, () => req.destroy(new Error(`${p}: no answer within 60 s`)));
+    if (data) req.write(data);
+    req.end();
+  });
+}
+
+function assertJsonError(r, status, what) {
+  assert.equal(r.status, status, `${what}: ${r.text}`);
+  assert.match(r.headers['content-type'] || '', /^application\/json/, `${what}: ${r.text}`);
+  assert.ok(r.json && typeof r.json.message === 'string' && typeof r.json.code === 'string', `${what}: ${r.text}`);
+}
+
+const CRLF = '\r\n';
+const lines = [
+  ['GET *', `GET * HTTP/1.1${CRLF}Host: x${CRLF}${CRLF}`, 400],
+  ['/api/%00', `GET /api/%00 HTTP/1.1${CRLF}Host: x${CRLF}${CRLF}`, 400],
+  ['a raw space in the path', `GET /api/sandbox.one x HTTP/1.1${CRLF}Host: x${CRLF}${CRLF}`, 400],
+  ['a control byte in the method', `G\x01T /api/sandbox.list HTTP/1.1${CRLF}Host: x${CRLF}${CRLF}`, 400],
+  ['a path above the root', `GET /api/../../etc/passwd HTTP/1.1${CRLF}Host: x${CRLF}${CRLF}`, 400],
+  ['no Host', `GET /api/sandbox.list HTTP/1.1${CRLF}${CRLF}`, 400],
+  ['a 70 KB request line', `GET /api/${'a'.repeat(70 * 1024)} HTTP/1.1${CRLF}Host: x${CRLF}${CRLF}`, 414],
+  ['HTTP/9.9', `GET /api/sandbox.list HTTP/9.9${CRLF}Host: x${CRLF}${CRLF}`, 505],
+  ['an unknown transfer coding', `POST /api/sandbox.create HTTP/1.1${CRLF}Host: x${CRLF}Transfer-Encoding: gzip${CRLF}${CRLF}`, 501],
+  ['a 20 KB header', `GET /api/sandbox.list HTTP/1.1${CRLF}Host: x${CRLF}X-Big: ${'a'.repeat(20 * 1024)}${CRLF}${CRLF}`, 431],
+  ['an unknown path', `GET /nope HTTP/1.1${CRLF}Host: x${CRLF}Connection: close${CRLF}${CRLF}`, 404],
+];
+
+test('malformed request lines on the TLS port: JSON errors with their status, never HTML', async () => {
+  for (const [what, bytes, status] of lines) assertJsonError(await raw(bytes), status, `TLS, ${what}`);
+});
+
+test('the same on the local socket', async () => {
+  for (const [what, bytes, status] of lines) assertJsonError(await raw(bytes, { local: true }), status, `local, ${what}`);
+});
+
+test('local socket: a burst over the rate gets JSON 429 with Retry-After, not 500', async () => {
+  const rs = await Promise.all(Array.from({ length: 60 }, () => local('GET', '/api/sandbox.templates')));
+  const by = {};
+  for (const r of rs) by[r.status] = (by[r.status] || 0) + 1;
+  assert.deepEqual(Object.keys(by).sort(), ['200', '429'], JSON.stringify(by));
+  for (const r of rs.filter((x) => x.status === 429)) {
+    assertJsonError(r, 429, 'local burst');
+    assert.equal(r.json.code, 'TOO_MANY_REQUESTS');
+    assert.equal(r.headers['retry-after'], '1');
+  }
+  await new Promise((r) => setTimeout(r, 2500)); // let the bucket refill
+});
+
+test('local socket: an unknown path, an unknown procedure, a 20 KB header', async () => {
+  assertJsonError(await local('GET', '/nope'), 404, 'unknown path');
+  assertJsonError(await local('GET', '/api/sandbox.nope'), 404, 'unknown procedure');
+  assertJsonError(await local('GET', '/api/sandbox.list', { headers: { 'x-big': 'a'.repeat(20 * 1024) } }), 431, '20 KB header');
+});
+
+test('local socket: a worker that dies mid-request is a JSON 503, not 500', { timeout: 120000 }, async () => {
+  const c = await local('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
+  assert.equal(c.status, 200, c.text);
+  const id = c.json.sandboxId;
+  try {
+    const pending = local('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd: 'sleep 4' } });
+    await new Promise((r) => setTimeout(r, 1500));
+    // every worker of this stack's sandpitd (never anything else)
+    const master = (await readFile(path.join(s.dir, 'sandpitd.pid'), 'utf8')).trim();
+    const kids = await new Promise((resolve) => execFile('pgrep', ['-P', master], (e, out) => resolve(out.split('\n').filter(Boolean))));
+    assert.ok(kids.length > 0, 'sandpitd has workers');
+    for (const k of kids) process.kill(Number(k), 'SIGKILL');
+    const r = await pending;
+    assertJsonError(r, 503, 'worker killed');
+    assert.equal(r.json.code, 'SERVICE_UNAVAILABLE');
+  } finally {
+    await local('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
+  }
+});
