@@ -72,6 +72,15 @@ int store_sandbox_field(struct store *st, const char *org, const char *id, const
  * has expired are dropped. Returns the count, or -1. */
 int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs, int max,
 		       struct sp_err *e);
+/* Every sandbox id in org's index, newest first: *ids is a new array of *n
+ * new strings, freed with store_ids_free. */
+int store_sandbox_ids(struct store *st, const char *org, char ***ids, int *n, struct sp_err *e);
+void store_ids_free(char **ids, int n);
+/* The records of ids[0..n) in that order, into recs (n records the caller
+ * frees with store_rec_free), leaving out (and dropping from the index)
+ * those whose record has expired. Returns how many, or -1. */
+int store_sandbox_get_many(struct store *st, const char *org, char *const *ids, int n,
+			   struct store_rec *recs, struct sp_err *e);
 
 /* API keys, by keyed hash. get: SP_UNAUTHORIZED when unknown. list: the
  * org's keys (keyId, role, createdAt; never the hash), up to max. */
