@@ -253,6 +253,15 @@ cmd_start() {
 	fi
 
 	# --- sandpitd --------------------------------------------------------------
+	# nginx's per-key rate, which sandpitd applies to each MCP tool call
+	local rate=${SANDPIT_RATE:-50r/s} burst=${SANDPIT_BURST:-100} rate_per_min
+	case $rate in
+	[0-9]*r/s) rate_per_min=$((${rate%r/s} * 60)) ;;
+	[0-9]*r/m) rate_per_min=${rate%r/m} ;;
+	*) say "SANDPIT_RATE must look like 50r/s or 600r/m"; exit 1 ;;
+	esac
+	case $rate_per_min in *[!0-9]*) say "SANDPIT_RATE must look like 50r/s or 600r/m"; exit 1 ;; esac
+	case $burst in *[!0-9]* | "") say "SANDPIT_BURST must be a number"; exit 1 ;; esac
 	local conf=$dir/sandpitd.conf
 	{
 		echo "# written by deploy/stack.sh on every start; edits are lost"
@@ -261,6 +270,8 @@ cmd_start() {
 		echo "workers_min = 2"
 		echo "workers_max = 16"
 		echo "max_requests = 1000"
+		echo "rate_per_min = $rate_per_min"
+		echo "rate_burst = $burst"
 		[ -z "$redis_url" ] || echo "redis_url = $redis_url"
 		echo "docker_host = ${SANDPIT_DOCKER_HOST:-unix:///var/run/docker.sock}"
 		echo "data_key_file = $dir/data.key"
@@ -345,9 +356,7 @@ cmd_start() {
 
 	# --- nginx -------------------------------------------------------------------
 	local nconf=$dir/nginx/conf user_line="# (not root: nginx keeps the caller's user)"
-	local rate=${SANDPIT_RATE:-50r/s} burst=${SANDPIT_BURST:-100} local_org=${SANDPIT_LOCAL_ORG:-default}
-	case $rate in *[!0-9rsm/]* | "") say "SANDPIT_RATE must look like 50r/s"; exit 1 ;; esac
-	case $burst in *[!0-9]* | "") say "SANDPIT_BURST must be a number"; exit 1 ;; esac
+	local local_org=${SANDPIT_LOCAL_ORG:-default}
 	case $local_org in *[!a-z0-9_-]* | "") say "SANDPIT_LOCAL_ORG: lower-case letters, digits, - and _"; exit 1 ;; esac
 	local metrics_allow="" a
 	for a in ${SANDPIT_METRICS_ALLOW:-127.0.0.1}; do

@@ -647,6 +647,50 @@ int store_sandbox_get_many(struct store *st, const char *org, char *const *ids, 
 	return got;
 }
 
+/* GCRA, as nginx's limit_req with nodelay: KEYS[1] the key's theoretical
+ * arrival time (ms); ARGV now, interval (ms per call), tolerance (burst x
+ * interval), n. Takes n calls at once or none; returns {1, 0} or {0, ms
+ * until they would fit}. */
+static const char lua_rate[] =
+	"local now, t, tau, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), "
+	"tonumber(ARGV[4]) "
+	"local tat = tonumber(redis.call('GET', KEYS[1]) or '0') or 0 "
+	"if tat < now then tat = now end "
+	"local new = tat + n * t "
+	"if new - now > tau + t then return {0, math.ceil(new - now - tau - t)} end "
+	"redis.call('SET', KEYS[1], string.format('%.3f', new), 'PX', math.ceil(new - now) + 1000) "
+	"return {1, 0}";
+
+int store_rate_take(struct store *st, const char *key_id, int n, int per_min, int burst,
+		    int64_t *retry_ms, struct sp_err *e)
+{
+	char k[256], now[32], iv[32], tau[32], cnt[16];
+	const char *argv[] = { "EVAL", lua_rate, "1", k, now, iv, tau, cnt };
+	redisReply *r;
+	int rc = -1;
+
+	*retry_ms = 0;
+	if (per_min <= 0)
+		return 1;
+	snprintf(k, sizeof(k), "%s:rate:{%s}", st->prefix, key_id);
+	snprintf(now, sizeof(now), "%lld", (long long)now_ms());
+	snprintf(iv, sizeof(iv), "%.3f", 60000.0 / per_min);
+	snprintf(tau, sizeof(tau), "%.3f", 60000.0 / per_min * burst);
+	snprintf(cnt, sizeof(cnt), "%d", n);
+	r = store_cmd(st, 8, argv, NULL, e); /* not sent twice: it counts */
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER) {
+		rc = r->element[0]->integer == 1;
+		*retry_ms = r->element[1]->integer;
+	} else {
+		sp_err_set(e, SP_INTERNAL, "bad rate answer");
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
 int store_key_put(struct store *st, const char *hash, const char *org, const char *role,
 		  const char *key_id, struct sp_err *e)
 {

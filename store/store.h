@@ -82,6 +82,13 @@ void store_ids_free(char **ids, int n);
 int store_sandbox_get_many(struct store *st, const char *org, char *const *ids, int n,
 			   struct store_rec *recs, struct sp_err *e);
 
+/* Charges n calls at once to key_id's rate (per_min calls a minute, bursts
+ * of burst, as nginx's limit_req ... nodelay): 1 taken, 0 refused (nothing
+ * taken; *retry_ms says when they would fit), -1 Redis failed. per_min 0
+ * takes everything. */
+int store_rate_take(struct store *st, const char *key_id, int n, int per_min, int burst,
+		    int64_t *retry_ms, struct sp_err *e);
+
 /* API keys, by keyed hash. get: SP_UNAUTHORIZED when unknown. list: the
  * org's keys (keyId, role, createdAt; never the hash), up to max. */
 int store_key_put(struct store *st, const char *hash, const char *org, const char *role,

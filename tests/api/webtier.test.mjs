@@ -135,3 +135,34 @@ test('local socket: a worker that dies mid-request is a JSON 503, not 500', { ti
     await local('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
   }
 });
+
+test('MCP: each tool call of a batch counts against the key rate; a batch over what is left runs none', async () => {
+  // this stack: 5 r/s, bursts of 10 (11 at once), for requests at nginx and tool calls in sandpitd
+  await new Promise((r) => setTimeout(r, 2500)); // a full bucket
+  const batch = (n, from) => Array.from({ length: n }, (_, i) =>
+    ({ jsonrpc: '2.0', id: from + i, method: 'tools/call', params: { name: 'sandbox-templates', arguments: {} } }));
+  const post = (body) => s.api('POST', '/mcp', { rawBody: JSON.stringify(body),
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' } });
+  // 20 creates' worth in one request: refused whole, nothing charged
+  let r = await post(batch(20, 1));
+  assert.equal(r.status, 429, r.text);
+  assert.ok(Number(r.headers['retry-after']) >= 1, JSON.stringify(r.headers));
+  assert.match(r.json.error.message, /each call of a batch counts/);
+  // 8 fit
+  r = await post(batch(8, 100));
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.length, 8);
+  assert.ok(r.json.every((m) => m.result && m.result.isError === false), r.text.slice(0, 300));
+  // 8 more right away do not (3 or so left): none runs
+  r = await post(batch(8, 200));
+  assert.equal(r.status, 429, r.text);
+  // single calls count too, down to the bucket's floor
+  const singles = [];
+  for (let i = 0; i < 6; i++) singles.push((await post(batch(1, 300 + i)[0])).status);
+  assert.ok(singles.includes(429), singles.join(','));
+  // once the bucket refills, a batch runs again
+  await new Promise((res) => setTimeout(res, 2500));
+  r = await post(batch(8, 400));
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.length, 8);
+});
