@@ -10,12 +10,13 @@ import net from 'node:net';
 import path from 'node:path';
 import tls from 'node:tls';
 import { readFile } from 'node:fs/promises';
-import { startStack } from './lib/stack.mjs';
+import { startStack, waitFor } from './lib/stack.mjs';
+import { docker } from './lib/docker.mjs';
 
 let s, sock;
 before(async () => {
   // a small rate so that a burst is over it
-  s = await startStack({ env: { SANDPIT_RATE: '5r/s', SANDPIT_BURST: '10' } });
+  s = await startStack({ env: { SANDPIT_RATE: '5r/s', SANDPIT_BURST: '10', SANDPIT_CONN_PER_KEY: '8' } });
   sock = path.join(s.dir, 'local', 'sandpit.sock');
 });
 after(async () => { await s?.stop(); });
@@ -121,8 +122,12 @@ test('local socket: a worker that dies mid-request is a JSON 503, not 500', { ti
   assert.equal(c.status, 200, c.text);
   const id = c.json.sandboxId;
   try {
-    const pending = local('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd: 'sleep 4' } });
-    await new Promise((r) => setTimeout(r, 1500));
+    const pending = local('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd: 'sleep 17' } });
+    // the command runs, so a worker is inside the request
+    await waitFor(async () => {
+      const top = await docker('GET', `/containers/${c.json.containerId}/top`);
+      return top.json?.Processes?.some((p) => p.join(' ').includes('sleep 17'));
+    }, 20000, 100);
     // every worker of this stack's sandpitd (never anything else)
     const master = (await readFile(path.join(s.dir, 'sandpitd.pid'), 'utf8')).trim();
     const kids = await new Promise((resolve) => execFile('pgrep', ['-P', master], (e, out) => resolve(out.split('\n').filter(Boolean))));
@@ -165,4 +170,44 @@ test('MCP: each tool call of a batch counts against the key rate; a batch over w
   r = await post(batch(8, 400));
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json.length, 8);
+});
+
+test('a key trickling bodies holds at most SANDPIT_CONN_PER_KEY connections; other keys are served', { timeout: 90000 }, async () => {
+  await new Promise((r) => setTimeout(r, 2500)); // a full rate bucket
+  const key = await s.newKey('default');
+  const conns = [];
+  const head = `POST /api/sandbox.create HTTP/1.1\r\nHost: localhost\r\nx-api-key: ${key}\r\n` +
+    'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{';
+  try {
+    for (let i = 0; i < 12; i++) {
+      const c = { data: '', closed: false };
+      c.sock = tls.connect({ host: '127.0.0.1', port: s.port, ca: s.ca, servername: 'localhost' }, () => c.sock.write(head));
+      c.sock.on('data', (d) => { c.data += d.toString('latin1'); });
+      c.sock.on('close', () => { c.closed = true; });
+      c.sock.on('error', () => {});
+      conns.push(c);
+    }
+    // one byte every 5 s (each read well inside client_body_timeout)
+    const started = Date.now();
+    while (Date.now() - started < 11000) {
+      await new Promise((r) => setTimeout(r, 5000));
+      for (const c of conns) if (!c.closed) c.sock.write(' ');
+    }
+    const refused = conns.filter((c) => c.data.startsWith('HTTP/1.1 429'));
+    const open = conns.filter((c) => !c.closed && !c.data);
+    assert.equal(open.length, 8, `open: ${open.length}; answers: ${conns.map((c) => c.data.split('\r\n')[0] || (c.closed ? 'closed' : 'open')).join(' | ')}`);
+    assert.equal(refused.length, 4);
+    for (const c of refused) assert.match(c.data, /"code":"TOO_MANY_REQUESTS"/);
+    // the key is at its limit; another key is served as usual
+    const more = await s.api('GET', '/api/sandbox.templates', { key });
+    assert.equal(more.status, 429, more.text);
+    const other = await s.api('GET', '/api/sandbox.templates');
+    assert.equal(other.status, 200, other.text);
+  } finally {
+    for (const c of conns) c.sock.destroy();
+  }
+  // the slots come back once the connections are gone
+  await new Promise((r) => setTimeout(r, 1500));
+  const again = await s.api('GET', '/api/sandbox.templates', { key });
+  assert.equal(again.status, 200, again.text);
 });
