@@ -133,15 +133,20 @@ static int split_path(const char *path, char *dir, size_t cap, struct sp_err *e)
  * cannot be made, 4 the target is a directory, 5 the user may not write
  * (the reason on stderr), 6 fewer bytes came than announced, 7 the
  * folder was removed (by the sandbox) while the write ran: a failure in a
- * folder that is gone — getcwd fails once the working folder is unlinked,
- * and pwd -P then prints nothing (busybox and dash still exit 0) — is
- * that, not a permission or transfer fault. The temporary file goes on
+ * folder that is gone — the working folder is no longer the one $1 names
+ * (test -ef, a builtin: same device and inode; under gVisor getcwd still
+ * answers for an unlinked folder, and a new folder may reuse the inode),
+ * as is a step after cd failing with ENOENT (the shells say "No such file
+ * or directory", "nonexistent directory", "Directory nonexistent"): in a
+ * folder we are in, only its removal makes a name vanish. Neither is a
+ * permission or transfer fault. The temporary file goes on
  * any failure; noclobber creates it with O_EXCL.
  */
 static const char write_script[] =
 	"d=$1 t=$2 f=$3 n=$4 m=$5\n"
-	"gone() { [ -n \"$(pwd -P 2>/dev/null)\" ] || exit 7; }\n"
-	"fail() { gone; printf '%s\\n' \"${1##*: }\" >&2; exit 5; }\n"
+	"gone() { [ . -ef \"$d\" ] || exit 7; }\n"
+	"fail() { gone; case $1 in *'No such file'*|*onexistent*) exit 7;; esac\n"
+	"printf '%s\\n' \"${1##*: }\" >&2; exit 5; }\n"
 	"mkdir -p -- \"$d\" 2>/dev/null || [ -d \"$d\" ] || exit 3\n"
 	"cd -- \"$d\" 2>/dev/null || { [ -d \"$d\" ] || exit 7; fail 'Permission denied'; }\n"
 	"[ -d \"$t\" ] && [ ! -L \"$t\" ] && exit 4\n"
@@ -149,6 +154,7 @@ static const char write_script[] =
 	"set -C; umask 077\n"
 	"e=$(head -c \"$n\" 2>&1 >\"$f\") || fail \"$e\"\n"
 	"s=$(stat -c %s -- \"$f\" 2>/dev/null || wc -c <\"$f\")\n"
+	"[ -n \"$s\" ] || exit 7\n" /* the file vanished: so did its folder */
 	"[ \"$s\" -eq \"$n\" ] 2>/dev/null || { gone; exit 6; }\n"
 	"e=$(chmod -- \"$m\" \"$f\" 2>&1) || fail \"$e\"\n"
 	"if [ -L \"$t\" ] && [ -d \"$t\" ]; then e=$(rm -f -- \"$t\" 2>&1) || fail \"$e\"; fi\n"
