@@ -17,6 +17,7 @@
 #include <sodium.h>
 
 #include "../common/buf.h"
+#include "../common/utf8.h"
 #include "../common/util.h"
 #include "api.h"
 
@@ -299,9 +300,42 @@ out:
 
 /* --- list, show, templates ------------------------------------------------- */
 
+/* s made safe for a terminal: every control character (C0, DEL, C1), the
+ * bidirectional controls and the line separators (utf8_cp_unsafe) become
+ * \xNN or \uNNNN, and bytes that are not UTF-8 \xNN, so a name cannot move
+ * the cursor, rewrite the line or reverse the text. "-" for NULL or "".
+ * Returns one of 8 static buffers used in turn (up to 8 in one printf);
+ * what does not fit in 16 KiB is left out. */
 static const char *or_dash(const char *s)
 {
-	return s && *s ? s : "-";
+	static char bufs[8][16 * 1024];
+	static unsigned next;
+	const unsigned char *u = (const unsigned char *)s;
+	char *out;
+	size_t n, i = 0, o = 0, cap = sizeof(bufs[0]);
+
+	if (!s || !*s)
+		return "-";
+	out = bufs[next++ % 8];
+	n = strlen(s);
+	while (i < n && o + 16 < cap) {
+		size_t k = utf8_seq_len(u + i, n - i);
+		unsigned cp = k ? utf8_cp(u + i, k) : u[i];
+		int w;
+		if (k && !utf8_cp_unsafe(cp)) {
+			memcpy(out + o, u + i, k);
+			o += k;
+			i += k;
+			continue;
+		}
+		w = snprintf(out + o, cap - o, cp < 0x100 ? "\\x%02X" : "\\u%04X", cp);
+		if (w < 0 || (size_t)w >= cap - o)
+			break;
+		o += (size_t)w;
+		i += k ? k : 1;
+	}
+	out[o] = '\0';
+	return out;
 }
 
 static int no_args(const char *cmd, int argc, char **argv)
@@ -363,7 +397,7 @@ static int cmd_show(struct api *a, int argc, char **argv, int json)
 	} else {
 		json_object_object_foreach(out, k, v)
 		{
-			printf("%-15s %s\n", k, v ? json_object_get_string(v) : "-");
+			printf("%-15s %s\n", k, or_dash(v ? json_object_get_string(v) : NULL));
 		}
 	}
 	json_object_put(out);

@@ -53,6 +53,9 @@ void config_defaults(struct config *cfg)
 	str_copy(cfg->docker_host, sizeof(cfg->docker_host), "unix:///var/run/docker.sock");
 	cfg->docker_timeout_s = 30;
 	cfg->pull_timeout_s = 300;
+	cfg->docker_stuck_ms = 5000;
+	cfg->rate_per_min = 3000;
+	cfg->rate_burst = 100;
 	str_copy(cfg->data_key_file, sizeof(cfg->data_key_file), "/etc/sandpit/data.key");
 	str_copy(cfg->ssh_control_dir, sizeof(cfg->ssh_control_dir), "/tmp/sandpit-ssh");
 	cfg->server_connect_timeout_ms = 3000;
@@ -126,6 +129,10 @@ static const struct key {
 	{ S(docker_host) },
 	{ I(docker_timeout_s, 1, 3600) },
 	{ I(pull_timeout_s, 1, 86400) },
+	{ I(docker_inflight_max, 0, 32) },
+	{ I(docker_stuck_ms, 0, 600000) },
+	{ I(rate_per_min, 0, 60000000) },
+	{ I(rate_burst, 0, 1000000) },
 	{ "allow_old_runc", K_BOOL, offsetof(struct config, allow_old_runc), sizeof(int), 0, 1 },
 	{ S(ssh_control_dir) },
 	{ I(server_connect_timeout_ms, 100, 600000) },

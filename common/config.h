@@ -59,6 +59,9 @@ struct config {
 	char docker_host[4096];   /* unix:///var/run/docker.sock */
 	int docker_timeout_s;     /* per Docker request, default 30 */
 	int pull_timeout_s;       /* image pull, default 300 */
+	int docker_inflight_max;  /* calls per server awaiting Docker's answer; 0 = workers_max/4 */
+	int docker_stuck_ms;      /* a server silent this long with calls waiting fails fast */
+	int rate_per_min, rate_burst; /* per key, as nginx's limit_req: MCP tool calls (0 = off) */
 	int allow_old_runc;       /* start with a runc older than 1.1.12, default 0 */
 	char ssh_control_dir[1024]; /* ssh ControlMaster sockets for ssh:// servers, default /tmp/sandpit-ssh */
 	int server_connect_timeout_ms; /* reaching a remote Docker server, default 3000 */

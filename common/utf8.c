@@ -39,6 +39,40 @@ size_t utf8_seq_len(const unsigned char *p, size_t n)
 	return len;
 }
 
+unsigned utf8_cp(const unsigned char *p, size_t len)
+{
+	static const unsigned char lead_mask[5] = { 0, 0x7F, 0x1F, 0x0F, 0x07 };
+	unsigned cp;
+
+	if (len < 1 || len > 4)
+		return 0xFFFD;
+	cp = p[0] & lead_mask[len];
+	for (size_t i = 1; i < len; i++)
+		cp = (cp << 6) | (p[i] & 0x3F);
+	return cp;
+}
+
+int utf8_cp_unsafe(unsigned cp)
+{
+	return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E ||
+	       cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) ||
+	       cp == 0x2028 || cp == 0x2029;
+}
+
+int utf8_text_ok(const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	size_t i = 0;
+
+	while (i < n) {
+		size_t k = utf8_seq_len(u + i, n - i);
+		if (k == 0 || utf8_cp_unsafe(utf8_cp(u + i, k)))
+			return 0;
+		i += k;
+	}
+	return 1;
+}
+
 int utf8_valid(const char *p, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)p;

@@ -14,6 +14,16 @@
 size_t utf8_seq_len(const unsigned char *p, size_t n);
 /* True when all n bytes are valid UTF-8. */
 int utf8_valid(const char *p, size_t n);
+/* The code point of the valid sequence of len bytes at p (utf8_seq_len). */
+unsigned utf8_cp(const unsigned char *p, size_t len);
+/* True for a code point that must not reach a terminal or a log as it is:
+ * C0 and C1 controls, DEL, the bidirectional controls (U+061C, U+200E,
+ * U+200F, U+202A..U+202E, U+2066..U+2069) and the line and paragraph
+ * separators U+2028, U+2029. */
+int utf8_cp_unsafe(unsigned cp);
+/* True when p[0..n) is valid UTF-8 holding no utf8_cp_unsafe code point:
+ * text for people (names). */
+int utf8_text_ok(const char *p, size_t n);
 /* Appends p to out with each invalid sequence replaced by U+FFFD. */
 int utf8_sanitize(const char *p, size_t n, struct buf *out);
 /* Appends p to out as the inside of a JSON string (quote, backslash and

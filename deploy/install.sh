@@ -60,6 +60,7 @@ NGINX_INCLUDE_DIR=${NGINX_INCLUDE_DIR:-$CONFDIR/nginx}
 NGINX_AUTH_CACHE=${NGINX_AUTH_CACHE:-$RUNSTATEDIR/sandpit-nginx-auth}
 RATE=${SANDPIT_RATE:-50r/s}
 BURST=${SANDPIT_BURST:-100}
+CONNS=${SANDPIT_CONN_PER_KEY:-256}
 
 say() { echo "install: $*" >&2; }
 die() {
@@ -172,7 +173,7 @@ section() {
 # render: the placeholders of nginx/*.conf for an installed sandpit.
 render() {
 	sed -e "s|@DIR@|$RUNDIR|g" -e "s|@CONF@|$NGINX_INCLUDE_DIR|g" \
-		-e "s|@RATE@|$RATE|g" -e "s|@BURST@|$BURST|g" -e "s|@LOCAL_ORG@|default|g" \
+		-e "s|@RATE@|$RATE|g" -e "s|@BURST@|$BURST|g" -e "s|@CONNS@|$CONNS|g" -e "s|@LOCAL_ORG@|default|g" \
 		-e "s|@METRICS_ALLOW@|$metrics_allow|g" -e "s|@AUTH_CACHE@|$NGINX_AUTH_CACHE|g" \
 		-e "s|@APP_SERVERS@|server unix:$RUNDIR/sandpitd.sock;|" \
 		-e '/@CONF@\/extra\//d'

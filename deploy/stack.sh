@@ -27,6 +27,9 @@
 #   SANDPIT_DOCKER_HOST  docker_host (default unix:///var/run/docker.sock)
 #   SANDPIT_RATE         per-key request rate at nginx (default 50r/s)
 #   SANDPIT_BURST        requests allowed above the rate at once (default 100)
+#                        (sandpitd charges each MCP tool call at the same rate)
+#   SANDPIT_CONN_PER_KEY API requests one key may have in progress at once at
+#                        nginx (default 256; more get 429)
 #   SANDPIT_LOCAL_ORG    organization of the local socket DIR/local/sandpit.sock
 #                        (default "default"; trusted through the 0700 folder)
 #   SANDPIT_METRICS_ALLOW addresses/CIDRs (space separated) that may read
@@ -275,6 +278,15 @@ cmd_start() {
 	fi
 
 	# --- sandpitd --------------------------------------------------------------
+	# nginx's per-key rate, which sandpitd applies to each MCP tool call
+	local rate=${SANDPIT_RATE:-50r/s} burst=${SANDPIT_BURST:-100} rate_per_min
+	case $rate in
+	[0-9]*r/s) rate_per_min=$((${rate%r/s} * 60)) ;;
+	[0-9]*r/m) rate_per_min=${rate%r/m} ;;
+	*) say "SANDPIT_RATE must look like 50r/s or 600r/m"; exit 1 ;;
+	esac
+	case $rate_per_min in *[!0-9]*) say "SANDPIT_RATE must look like 50r/s or 600r/m"; exit 1 ;; esac
+	case $burst in *[!0-9]* | "") say "SANDPIT_BURST must be a number"; exit 1 ;; esac
 	local conf=$dir/sandpitd.conf
 	{
 		echo "# written by deploy/stack.sh on every start; edits are lost"
@@ -283,6 +295,8 @@ cmd_start() {
 		echo "workers_min = 2"
 		echo "workers_max = 16"
 		echo "max_requests = 1000"
+		echo "rate_per_min = $rate_per_min"
+		echo "rate_burst = $burst"
 		[ -z "$redis_url" ] || echo "redis_url = $redis_url"
 		echo "docker_host = ${SANDPIT_DOCKER_HOST:-unix:///var/run/docker.sock}"
 		echo "data_key_file = $dir/data.key"
@@ -368,9 +382,8 @@ cmd_start() {
 
 	# --- nginx -------------------------------------------------------------------
 	local nconf=$dir/nginx/conf user_line="# (not root: nginx keeps the caller's user)"
-	local rate=${SANDPIT_RATE:-50r/s} burst=${SANDPIT_BURST:-100} local_org=${SANDPIT_LOCAL_ORG:-default}
-	case $rate in *[!0-9rsm/]* | "") say "SANDPIT_RATE must look like 50r/s"; exit 1 ;; esac
-	case $burst in *[!0-9]* | "") say "SANDPIT_BURST must be a number"; exit 1 ;; esac
+	local local_org=${SANDPIT_LOCAL_ORG:-default} conns=${SANDPIT_CONN_PER_KEY:-256}
+	case $conns in *[!0-9]* | "" | 0) say "SANDPIT_CONN_PER_KEY must be a number > 0"; exit 1 ;; esac
 	case $local_org in *[!a-z0-9_-]* | "") say "SANDPIT_LOCAL_ORG: lower-case letters, digits, - and _"; exit 1 ;; esac
 	local metrics_allow="" a
 	for a in ${SANDPIT_METRICS_ALLOW:-127.0.0.1}; do
@@ -395,6 +408,7 @@ cmd_start() {
 	render() { # SRC DST
 		sed -e "s|@DIR@|$dir|g" -e "s|@CONF@|$nconf|g" -e "s|@PORT@|$port|g" \
 			-e "s|@RATE@|$rate|g" -e "s|@BURST@|$burst|g" -e "s|@LOCAL_ORG@|$local_org|g" \
+			-e "s|@CONNS@|$conns|g" \
 			-e "s|@METRICS_ALLOW@|$metrics_allow|g" -e "s|@AUTH_CACHE@|$auth_cache|g" \
 			-e "s|@USER@|$user_line|g" -e "s|^\([[:space:]]*\)@APP_SERVERS@|\1${app_servers#\\n\\t\\t}|" \
 			"$1" >"$2"

@@ -374,6 +374,11 @@ void docker_client_set_label(struct docker_client *c, const char *label)
 		c->label[0] = '\0';
 }
 
+void docker_client_next_timeout(struct docker_client *c, int ms)
+{
+	c->next_timeout_ms = ms > 0 ? ms : 0;
+}
+
 void docker_client_free(struct docker_client *c)
 {
 	if (!c)
@@ -392,6 +397,7 @@ void docker_req_init(struct docker_req *r, const char *method)
 	buf_init(&r->resp, DOCKER_JSON_MAX);
 	buf_init(&r->err, DOCKER_ERRBODY_MAX);
 	r->out = &r->resp;
+	r->guard_place = -1;
 }
 
 int docker_req_path(struct docker_req *r, struct sp_err *e, const char *fmt, ...)
@@ -466,6 +472,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *arg)
 	struct docker_req *r = arg;
 	size_t n = size * nmemb, k = sizeof(stat_name) - 1;
 
+	docker_guard_answered(r); /* the server lives; first line only holds a place */
 	if (n == 2 && p[0] == '\r' && p[1] == '\n')
 		r->headers_done = 1;
 	if (r->stat_hdr && n > k && strncasecmp(p, stat_name, k) == 0) {
@@ -530,9 +537,13 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 	int64_t t0;
 	struct curl_slist *hdrs = NULL, *tmp;
 	struct buf url;
-	int64_t timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : (int64_t)c->timeout_s * 1000;
+	int64_t timeout_ms = r->timeout_ms > 0	     ? r->timeout_ms
+			     : c->next_timeout_ms > 0 ? c->next_timeout_ms
+						      : (int64_t)c->timeout_s * 1000;
 	CURLcode rc;
 	int ret = -1;
+
+	c->next_timeout_ms = 0;
 
 	buf_init(&url, DOCKER_URL_MAX);
 	if (!h)
@@ -591,8 +602,13 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
 	}
 
+	if (docker_guard_enter(c, r, timeout_ms, e) < 0) {
+		log_warn("docker: %s %s: %s", r->method, r->path, e ? e->msg : "");
+		goto done;
+	}
 	t0 = mono_us();
 	rc = curl_easy_perform(h);
+	docker_guard_leave(r);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
 	snprintf(series, sizeof(series), "%s %s", r->method, tmpl);
 	metrics_observe(METRICS_DOCKER, series, (int)r->status, mono_us() - t0);

@@ -61,6 +61,22 @@ int docker_endpoint_check(const struct docker_endpoint *ep, struct sp_err *e);
 void docker_client_free(struct docker_client *c);
 /* Names the daemon in "unreachable" messages ("Server x is unavailable"). */
 void docker_client_set_label(struct docker_client *c, const char *label);
+/* RELIABILITY L2: maps the per-server guard slots into memory shared by
+ * every process forked after it (call once, before forking the workers);
+ * without it each process guards alone. -1 when mmap fails. */
+int docker_shared_init(void);
+/* Guards c's calls: at most inflight_max (1..32; 0 = no guard) calls of
+ * all workers wait for the server's first answer byte at once; the others
+ * wait for a place while the server keeps answering, and fail at once
+ * (SP_UNAVAILABLE, retryable) once it has been silent for 2.5 s with every
+ * place taken, or for stuck_ms with any call waiting. */
+void docker_client_set_guard(struct docker_client *c, int inflight_max, int stuck_ms);
+/* 1 when c's server has calls waiting that it has not answered for a
+ * second: optional calls (status catch-up) should not be made. */
+int docker_client_suspect(struct docker_client *c);
+/* Bounds c's next call (only that one) to ms instead of timeout_s: for
+ * optional calls, such as status catch-up, that must not hold a worker. */
+void docker_client_next_timeout(struct docker_client *c, int ms);
 
 /* GET /version; sets the API version used in later paths (the daemon's,
  * capped at 1.43). Refuses an API below 1.41 and, unless allow_old_runc, a

@@ -41,6 +41,9 @@ struct docker_client {
 	int timeout_s;	/* default bound on a request */
 	char api[16];	/* "1.41" until docker_negotiate */
 	char label[96]; /* "Server x is unavailable: " or "" */
+	struct docker_guard *guard; /* guard.c: this server's shared slot */
+	int inflight_max, stuck_ms; /* guard.c: 0 = no guard */
+	int next_timeout_ms;	    /* the next call's bound, once; 0 = timeout_s */
 };
 
 /* The one place that says how a handle reaches the client's daemon: socket
@@ -82,7 +85,20 @@ struct docker_req {
 	struct buf err;	 /* non-2xx answer body, capped */
 	int too_big, aborted, timed_out, headers_done, header_timeout;
 	size_t in_sent; /* docker_hijack: input bytes written */
+	int guard_place;		   /* guard.c: the place held, -1 none */
+	struct docker_client *guard_client; /* guard.c */
 };
+
+/* guard.c (RELIABILITY L2). enter: takes a place among the calls waiting
+ * for the server's first answer byte, waiting at most bound_ms while the
+ * server shows life; -1 SP_UNAVAILABLE when the server is silent with its
+ * places taken, or has said nothing for stuck_ms. answered: the first
+ * answer byte came (the server lives); gives the place back. leave: gives
+ * it back if still held (safe to call twice, or without enter). */
+int docker_guard_enter(struct docker_client *c, struct docker_req *r, int64_t bound_ms,
+		       struct sp_err *e);
+void docker_guard_answered(struct docker_req *r);
+void docker_guard_leave(struct docker_req *r);
 
 /* Prepares r for method. Allocates nothing until used; release with
  * docker_req_cleanup, which is safe right after init. */

@@ -167,6 +167,7 @@ static int read_head(struct hijack *x, char *head, size_t cap, size_t *have, siz
 		return -1;
 	x->r->status = (long)status;
 	x->r->headers_done = 1;
+	docker_guard_answered(x->r);
 	return 0;
 }
 
@@ -298,6 +299,8 @@ int docker_hijack(struct docker_client *c, struct docker_req *r, const void *in,
 		sp_err_set(e, SP_INTERNAL, "Docker request is too long");
 		goto done;
 	}
+	if (docker_guard_enter(c, r, head_until - now, e) < 0)
+		goto done;
 	x.h = curl_easy_init();
 	if (!x.h) {
 		sp_err_set(e, SP_INTERNAL, "curl_easy_init failed");
@@ -358,6 +361,7 @@ int docker_hijack(struct docker_client *c, struct docker_req *r, const void *in,
 	}
 	ret = 0;
 done:
+	docker_guard_leave(r);
 	if (ret < 0 && e && e->code == SP_UNAVAILABLE)
 		log_warn("docker: %s %s: %s", r->method, r->path, e->msg);
 	if (x.h && tmpl) {

@@ -262,6 +262,14 @@ static const char *check_field(const struct field_spec *f, json_object *v, char 
 			snprintf(msg, cap, "%s: must be at most %lld characters", f->name, f->max);
 			return msg;
 		}
+		if ((f->flags & FF_TEXT) && !utf8_text_ok(s, len)) {
+			*code = "invalid_string";
+			snprintf(msg, cap,
+				 "%s: must not hold control characters (newlines, escapes, DEL, C1) "
+				 "or bidirectional controls",
+				 f->name);
+			return msg;
+		}
 		if (f->type == FT_ID) {
 			for (size_t i = 0; i < len; i++)
 				if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-') {

@@ -32,6 +32,7 @@ enum field_type {
 
 #define FF_REQUIRED 1u
 #define FF_NULLABLE 2u /* null is accepted and means "not given" */
+#define FF_TEXT 4u     /* FT_STRING for people: no control or bidi characters */
 
 struct field_spec {
 	const char *name;

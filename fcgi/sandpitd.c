@@ -131,5 +131,8 @@ int main(int argc, char **argv)
 	static const struct daemon_spec d = { "sandpitd", "configuration file", load_config,
 					      worker_main, check_docker };
 
+	/* before any fork: every worker shares the Docker servers' guards */
+	if (docker_shared_init() < 0)
+		log_warn("mmap docker guards: each worker guards its Docker calls alone");
 	return daemon_main(&d, argc, argv);
 }

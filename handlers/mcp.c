@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../common/log.h"
+#include "../store/store.h"
 
 #define MCP_BODY_MAX (15u * 1024 * 1024)
 #define MCP_JSON_DEPTH 32
@@ -24,6 +25,7 @@
 #define RPC_INVALID_REQUEST -32600
 #define RPC_METHOD_NOT_FOUND -32601
 #define RPC_INVALID_PARAMS -32602
+#define RPC_INTERNAL_ERROR -32603
 
 /* Newest first: the answer to a version we do not speak. */
 static const char *const protocol_versions[] = { "2025-06-18", "2025-03-26", "2024-11-05", NULL };
@@ -325,6 +327,64 @@ static int send_rpc_error(struct req *r, int status, int code, const char *msg)
 	return 0;
 }
 
+/* 1 when m is a tools/call that runs (a request: it has an id). */
+static int is_tool_call(json_object *m)
+{
+	json_object *v;
+
+	return json_object_is_type(m, json_type_object) &&
+	       json_object_object_get_ex(m, "method", &v) &&
+	       json_object_is_type(v, json_type_string) &&
+	       strcmp(json_object_get_string(v), "tools/call") == 0 &&
+	       json_object_object_get_ex(m, "id", NULL);
+}
+
+/* Each tool call counts against the key's rate, not each HTTP request:
+ * nginx charged this request once; the key's tool calls are charged here,
+ * all of a batch at once, against a bucket in Redis of the same rate and
+ * burst (rate_per_min, rate_burst). A batch holding more calls than the key
+ * may still spend runs none of them: 429 with Retry-After. Returns 0 to go
+ * on, 1 when it answered. */
+static int charge_calls(struct handler_ctx *h, json_object *msg)
+{
+	struct req *r = h->r;
+	size_t calls = 0;
+	int64_t retry_ms = 0;
+	struct sp_err e;
+	char hdr[64];
+	int rc;
+
+	if (json_object_is_type(msg, json_type_array)) {
+		if (json_object_array_length(msg) > MCP_BATCH_MAX)
+			return 0; /* refused whole as too large, uncharged */
+		for (size_t i = 0; i < json_object_array_length(msg); i++)
+			calls += (size_t)is_tool_call(json_object_array_get_idx(msg, i));
+	} else {
+		calls = (size_t)is_tool_call(msg);
+	}
+	if (calls == 0 || h->cfg->rate_per_min <= 0)
+		return 0;
+	sp_err_clear(&e);
+	rc = store_rate_take(h->sb->st, r->key_id && *r->key_id ? r->key_id : "-", (int)calls,
+			     h->cfg->rate_per_min, h->cfg->rate_burst, &retry_ms, &e);
+	if (rc == 1)
+		return 0;
+	if (rc < 0) {
+		send_rpc_error(r, 503, RPC_INTERNAL_ERROR, "Rate limit store unavailable; retry");
+		return 1;
+	}
+	snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n", (long long)(retry_ms + 999) / 1000);
+	{
+		json_object *o = rpc_error(NULL, RPC_INVALID_REQUEST,
+					   "Too many tool calls for this API key (each call of a "
+					   "batch counts); retry later");
+		req_send_json(r, 429, hdr, o);
+		json_object_put(o);
+	}
+	log_info("mcp: %zu tool calls refused by the key's rate", calls);
+	return 1;
+}
+
 int h_mcp(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	struct req *r = h->r;
@@ -352,6 +412,10 @@ int h_mcp(struct handler_ctx *h, json_object *in, json_object **out, struct sp_e
 		return send_rpc_error(r, 400, RPC_PARSE_ERROR, "Parse error");
 	}
 	json_tokener_free(tok);
+	if (charge_calls(h, msg)) {
+		json_object_put(msg);
+		return 0;
+	}
 	if (json_object_is_type(msg, json_type_array)) {
 		size_t n = json_object_array_length(msg);
 		if (n == 0 || n > MCP_BATCH_MAX) {

@@ -28,6 +28,10 @@
 
 #define MARKER_VAR "SANDPIT_EXEC"
 #define MARKER_LEN 20
+#define CWD_PROC_CODE 125
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define CWD_PROC_EXIT STR(CWD_PROC_CODE)
 
 /* Kills every process (other than itself) whose environment holds $1, or
  * that holds the marker file /.sandpit/x/$1 open (the wrapper below opens
@@ -54,9 +58,14 @@ static const char killer_script[] =
  * Runs a command ($1, with $0 = sh and $2... as its arguments) with the
  * marker file open on fd 9 (see killer_script). /.sandpit/x is the one
  * folder of /.sandpit the sandbox user may write; the expiry beside it is
- * the keeper's.
+ * the keeper's. A working folder that resolves into /proc (a symlink
+ * planted in the sandbox) ends it at once with CWD_PROC_EXIT, before
+ * anything runs (see cwd_in_proc).
  */
 static const char activity_wrapper[] =
+	/* the working folder as the kernel resolved it (symlinks followed):
+	 * never /proc (RELIABILITY H5); cd -P is a builtin, no fork */
+	"cd -P . 2>/dev/null && case $PWD in /proc|/proc/*) exit " CWD_PROC_EXIT ";; esac\n"
 	"x=/.sandpit/x/$" MARKER_VAR "; : >\"$x\" 2>/dev/null && exec 9<\"$x\"\n"
 	"c=$1; shift\n"
 	"sh -c \"$c\" sh \"$@\"\n"
@@ -168,6 +177,34 @@ out:
 	return rc;
 }
 
+/* Whether cwd, resolved inside the sandbox as its user, is /proc or under
+ * it: 1 only when the check ran and said so. */
+static int cwd_in_proc(struct sandbox_ctx *ctx, struct sandbox *sb, const char *cwd)
+{
+	static const char check[] = "cd -P -- \"$1\" 2>/dev/null || exit 1\n"
+				    "case $PWD in /proc|/proc/*) exit 0;; esac\nexit 1\n";
+	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	char eid[65];
+	struct sp_err e;
+	int timed_out = 0, code = -1, running = 0;
+
+	json_object_array_add(cmd, json_object_new_string("sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(check));
+	json_object_array_add(cmd, json_object_new_string("sandpit-cwd"));
+	json_object_array_add(cmd, json_object_new_string(cwd));
+	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
+	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, &e) < 0 ||
+	    docker_exec_start(ctx->dk, eid, 10000, discard, NULL, NULL, &timed_out, &e) < 0 ||
+	    timed_out || docker_exec_inspect(ctx->dk, eid, &code, &running, &e) < 0)
+		code = -1;
+	json_object_put(body);
+	return code == 0;
+}
+
 /* Waits up to ms for the exec to end; returns 1 if it still runs. */
 static int still_running(struct sandbox_ctx *ctx, const char *eid, int64_t ms)
 {
@@ -189,6 +226,7 @@ static int still_running(struct sandbox_ctx *ctx, const char *eid, int64_t ms)
 struct stop_watch {
 	const struct sandbox_exec_io *io;
 	int fired;
+	int output; /* any output came */
 };
 
 static int watch_stop(void *arg)
@@ -204,6 +242,7 @@ static int pass_output(void *arg, int stream, const char *data, size_t len)
 {
 	struct stop_watch *w = arg;
 
+	w->output = 1;
 	if (w->io->on_output(w->io->arg, stream, data, len) < 0) {
 		w->fired = 1;
 		return -1;
@@ -246,7 +285,7 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	char marker[MARKER_LEN + 1], mvar[64], eid[65];
 	int64_t timeout = rq->timeout_ms > 0 ? rq->timeout_ms : SB_DEFAULT_EXEC_TIMEOUT_MS;
 	int timed_out = 0, code = -1, running = 0, rc = -1, started;
-	struct stop_watch watch = { io, 0 };
+	struct stop_watch watch = { io, 0, 0 };
 
 	memset(res, 0, sizeof(*res));
 	if (rq->cwd && (sandbox_path_check("cwd", rq->cwd, e) < 0))
@@ -335,6 +374,14 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		res->stopped = watch.fired;
 	} else {
 		res->exit_code = code < 0 ? 1 : code;
+		/* the wrapper refused a cwd that resolves into /proc; a command of
+		 * the caller's own that exits so, silently, is told apart by
+		 * resolving cwd once more (only then) */
+		if (rq->cwd && !rq->no_activity && !watch.output && code == CWD_PROC_CODE &&
+		    cwd_in_proc(ctx, sb, rq->cwd)) {
+			sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: may not be under /proc");
+			goto out;
+		}
 	}
 	if (sb->status == SB_RUNNING && !rq->no_activity) {
 		struct sp_err ignore;

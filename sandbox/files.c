@@ -131,20 +131,31 @@ static int split_path(const char *path, char *dir, size_t cap, struct sp_err *e)
  * busybox wc reads the whole file). A symlink as the target is replaced,
  * never followed (mv would move into a directory it names). Exit 3 the dir
  * cannot be made, 4 the target is a directory, 5 the user may not write
- * (the reason on stderr), 6 fewer bytes came than announced. The temporary
- * file goes on any failure; noclobber creates it with O_EXCL.
+ * (the reason on stderr), 6 fewer bytes came than announced, 7 the
+ * folder was removed (by the sandbox) while the write ran: a failure in a
+ * folder that is gone — the working folder is no longer the one $1 names
+ * (test -ef, a builtin: same device and inode; under gVisor getcwd still
+ * answers for an unlinked folder, and a new folder may reuse the inode),
+ * as is a step after cd failing with ENOENT (the shells say "No such file
+ * or directory", "nonexistent directory", "Directory nonexistent"): in a
+ * folder we are in, only its removal makes a name vanish. Neither is a
+ * permission or transfer fault. The temporary file goes on
+ * any failure; noclobber creates it with O_EXCL.
  */
 static const char write_script[] =
 	"d=$1 t=$2 f=$3 n=$4 m=$5\n"
-	"fail() { printf '%s\\n' \"${1##*: }\" >&2; exit 5; }\n"
+	"gone() { [ . -ef \"$d\" ] || exit 7; }\n"
+	"fail() { gone; case $1 in *'No such file'*|*onexistent*) exit 7;; esac\n"
+	"printf '%s\\n' \"${1##*: }\" >&2; exit 5; }\n"
 	"mkdir -p -- \"$d\" 2>/dev/null || [ -d \"$d\" ] || exit 3\n"
-	"cd -- \"$d\" 2>/dev/null || fail 'Permission denied'\n"
+	"cd -- \"$d\" 2>/dev/null || { [ -d \"$d\" ] || exit 7; fail 'Permission denied'; }\n"
 	"[ -d \"$t\" ] && [ ! -L \"$t\" ] && exit 4\n"
 	"trap 'rm -f -- \"$f\" 2>/dev/null' EXIT\n"
 	"set -C; umask 077\n"
 	"e=$(head -c \"$n\" 2>&1 >\"$f\") || fail \"$e\"\n"
 	"s=$(stat -c %s -- \"$f\" 2>/dev/null || wc -c <\"$f\")\n"
-	"[ $s -eq \"$n\" ] || exit 6\n"
+	"[ -n \"$s\" ] || exit 7\n" /* the file vanished: so did its folder */
+	"[ \"$s\" -eq \"$n\" ] 2>/dev/null || { gone; exit 6; }\n"
 	"e=$(chmod -- \"$m\" \"$f\" 2>&1) || fail \"$e\"\n"
 	"if [ -L \"$t\" ] && [ -d \"$t\" ]; then e=$(rm -f -- \"$t\" 2>&1) || fail \"$e\"; fi\n"
 	"e=$(mv -f -- \"$f\" \"$t\" 2>&1) || fail \"$e\"\n"
@@ -199,6 +210,11 @@ int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id,
 		goto out;
 	case 4:
 		sp_err_field(e, SP_BAD_REQUEST, "path", "Path must point to a file");
+		goto out;
+	case 7:
+		sp_err_field(e, SP_CONFLICT, "path",
+			     "The folder of %s was removed while it was written; nothing was written",
+			     path);
 		goto out;
 	case 6:
 		sp_err_set(e, SP_UNAVAILABLE,

@@ -100,6 +100,8 @@ int server_allows(const struct server *s, const char *org);
  * ctx->dk and ctx->cur. -1 (ctx->dk NULL) when it is unknown. */
 int sandbox_select_server(struct sandbox_ctx *ctx, const char *id, struct sp_err *e);
 void sandbox_servers_cleanup(struct sandbox_ctx *ctx);
+/* Sets dk's stuck-server guard from the configuration (RELIABILITY L2). */
+void sandbox_docker_guard(const struct config *cfg, struct docker_client *dk);
 /* Chooses the server of a new sandbox (requested, else the pool's least
  * loaded, else local), checks the org may use it, and reserves the
  * sandbox's share there. Sets sb->server_id ("" = local). */

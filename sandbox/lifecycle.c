@@ -86,6 +86,7 @@ int sandbox_ctx_init(struct sandbox_ctx *ctx, const struct config *cfg, struct s
 		ctx->st = NULL;
 		return -1;
 	}
+	sandbox_docker_guard(cfg, ctx->dk);
 	str_copy(ctx->conns[0].id, sizeof(ctx->conns[0].id), "local");
 	ctx->conns[0].dk = ctx->dk;
 	ctx->nconns = 1;
@@ -465,6 +466,8 @@ static int catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb)
  * costs one Docker call (a container removed behind sandpit's back reads
  * killed at most that much later). */
 #define SEEN_RUNNING_MS 1000
+/* catch-up is optional: a server slower than this leaves the record as it is */
+#define CATCH_UP_TIMEOUT_MS 3000
 static struct {
 	char id[65];
 	int64_t at;
@@ -486,11 +489,13 @@ static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 	int slot = seen_slot(sb->container_id);
 	int64_t now = mono_ms();
 
-	if (sb->status != SB_RUNNING || !ctx->dk)
+	/* a server that is not answering: the record as it is (RELIABILITY L2) */
+	if (sb->status != SB_RUNNING || !ctx->dk || docker_client_suspect(ctx->dk))
 		return;
 	if (strcmp(seen_running[slot].id, sb->container_id) == 0 &&
 	    now - seen_running[slot].at < SEEN_RUNNING_MS)
 		return;
+	docker_client_next_timeout(ctx->dk, CATCH_UP_TIMEOUT_MS);
 	if (docker_container_inspect(ctx->dk, sb->container_id, &info, &e) < 0) {
 		if (e.code == SP_NOT_FOUND)
 			sandbox_mark_gone(ctx, sb);
@@ -569,57 +574,76 @@ static int in_list(json_object *live, const char *id)
 	return 0;
 }
 
+/* Adds one record to arr, with status catch-up: one container listing per
+ * server (srv, asked once per list), skipped while the server is suspect. */
+struct list_srv {
+	char id[65];
+	json_object *live; /* NULL: the server could not be asked */
+};
+
+static void list_add(struct sandbox_ctx *ctx, const struct store_rec *rec, struct list_srv *srv,
+		     int *nsrv, int max_srv, const char *label, json_object *arr)
+{
+	struct sandbox sb;
+	int k;
+
+	if (sandbox_from_rec(rec, &sb) < 0)
+		return;
+	if (!catch_up_time(ctx, &sb) && sb.status == SB_RUNNING) {
+		for (k = 0; k < *nsrv && strcmp(srv[k].id, sb.server_id) != 0; k++)
+			;
+		if (k == *nsrv && *nsrv < max_srv) {
+			struct sp_err de;
+			str_copy(srv[k].id, sizeof(srv[k].id), sb.server_id);
+			srv[k].live = NULL;
+			if (sandbox_select_server(ctx, sb.server_id, &de) == 0 &&
+			    !docker_client_suspect(ctx->dk) && ensure_docker(ctx, &de) == 0 &&
+			    (docker_client_next_timeout(ctx->dk, CATCH_UP_TIMEOUT_MS),
+			     docker_container_list(ctx->dk, label, 0, &srv[k].live, &de) < 0))
+				srv[k].live = NULL;
+			(*nsrv)++;
+		}
+		if (k < *nsrv && srv[k].live && !in_list(srv[k].live, sb.container_id))
+			sandbox_mark_gone(ctx, &sb);
+	}
+	json_object_array_add(arr, sandbox_to_json(&sb));
+}
+
 int sandbox_list(struct sandbox_ctx *ctx, const char *org, json_object **out, struct sp_err *e)
 {
-	enum { MAX_LIST = 1000, MAX_SRV = 16 };
-	struct store_rec *recs = calloc(MAX_LIST, sizeof(*recs));
-	struct {
-		char id[65];
-		json_object *live; /* NULL: the server could not be asked */
-	} srv[MAX_SRV];
-	int nsrv = 0, n, rc = -1;
-	char label[192];
-	json_object *arr;
+	/* every record of the org, read from the index PAGE records at a time */
+	enum { PAGE = 256, MAX_SRV = 16 };
+	struct store_rec *recs = calloc(PAGE, sizeof(*recs));
+	struct list_srv srv[MAX_SRV];
+	char **ids = NULL, label[192];
+	int nids = 0, nsrv = 0, rc = -1;
+	json_object *arr = NULL;
 
 	if (!recs)
 		return sp_err_set(e, SP_INTERNAL, "out of memory");
-	n = store_sandbox_list(ctx->st, org, recs, MAX_LIST, e);
-	if (n < 0)
+	if (store_sandbox_ids(ctx->st, org, &ids, &nids, e) < 0)
 		goto out;
 	/* by the sandbox label, not the org's: a container from a warm pool was
 	 * made before its org was known */
 	config_label(ctx->cfg, "sandbox=true", label, sizeof(label));
 	arr = json_object_new_array();
-	for (int i = 0; i < n; i++) {
-		struct sandbox sb;
-		int k;
-		if (sandbox_from_rec(&recs[i], &sb) < 0)
-			continue;
-		if (!catch_up_time(ctx, &sb) && sb.status == SB_RUNNING) {
-			/* one container listing per server, asked once */
-			for (k = 0; k < nsrv && strcmp(srv[k].id, sb.server_id) != 0; k++)
-				;
-			if (k == nsrv && nsrv < MAX_SRV) {
-				struct sp_err de;
-				str_copy(srv[k].id, sizeof(srv[k].id), sb.server_id);
-				srv[k].live = NULL;
-				if (sandbox_select_server(ctx, sb.server_id, &de) == 0 &&
-				    ensure_docker(ctx, &de) == 0 &&
-				    docker_container_list(ctx->dk, label, 0, &srv[k].live, &de) < 0)
-					srv[k].live = NULL;
-				nsrv++;
-			}
-			if (k < nsrv && srv[k].live && !in_list(srv[k].live, sb.container_id))
-				sandbox_mark_gone(ctx, &sb);
+	for (int at = 0; at < nids; at += PAGE) {
+		int n = store_sandbox_get_many(ctx->st, org, ids + at,
+					       nids - at < PAGE ? nids - at : PAGE, recs, e);
+		if (n < 0)
+			goto out;
+		for (int i = 0; i < n; i++) {
+			list_add(ctx, &recs[i], srv, &nsrv, MAX_SRV, label, arr);
+			store_rec_free(&recs[i]);
 		}
-		json_object_array_add(arr, sandbox_to_json(&sb));
 	}
 	*out = arr;
+	arr = NULL;
 	rc = 0;
 out:
-	for (int i = 0; i < MAX_LIST && i < (n > 0 ? n : 0); i++)
-		store_rec_free(&recs[i]);
+	json_object_put(arr);
 	free(recs);
+	store_ids_free(ids, nids);
 	for (int k = 0; k < nsrv; k++)
 		json_object_put(srv[k].live);
 	return rc;

@@ -111,6 +111,7 @@ static struct docker_client *server_client(const struct config *cfg, const struc
 					   struct sp_err *e)
 {
 	struct docker_endpoint ep = { 0 };
+	struct docker_client *dk;
 	char ctl[1024];
 
 	snprintf(ctl, sizeof(ctl), "%s", cfg->ssh_control_dir);
@@ -123,7 +124,19 @@ static struct docker_client *server_client(const struct config *cfg, const struc
 	ep.ssh_control_dir = ctl;
 	ep.pooled = s->pooled;
 	ep.connect_timeout_ms = cfg->server_connect_timeout_ms;
-	return docker_client_create_ex(&ep, cfg->docker_timeout_s, e);
+	dk = docker_client_create_ex(&ep, cfg->docker_timeout_s, e);
+	if (dk)
+		sandbox_docker_guard(cfg, dk);
+	return dk;
+}
+
+void sandbox_docker_guard(const struct config *cfg, struct docker_client *dk)
+{
+	int cap = cfg->docker_inflight_max;
+
+	if (cap <= 0)
+		cap = cfg->workers_max / 4 > 2 ? cfg->workers_max / 4 : 2;
+	docker_client_set_guard(dk, cap, cfg->docker_stuck_ms);
 }
 
 /* Finds or opens the worker's connection to server id ("" = local).

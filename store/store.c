@@ -560,6 +560,137 @@ int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs
 	return n;
 }
 
+int store_sandbox_ids(struct store *st, const char *org, char ***ids, int *n, struct sp_err *e)
+{
+	char k2[256];
+	const char *argv[] = { "ZREVRANGE", k2, "0", "-1" };
+	redisReply *r;
+
+	key_idx(st, org, k2, sizeof(k2));
+	*ids = NULL;
+	*n = 0;
+	r = store_cmd_kind(st, STORE_READ, 4, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements) {
+		*ids = calloc(r->elements, sizeof(char *));
+		if (!*ids) {
+			freeReplyObject(r);
+			return sp_err_set(e, SP_INTERNAL, "out of memory");
+		}
+		for (size_t i = 0; i < r->elements; i++) {
+			if (r->element[i]->type != REDIS_REPLY_STRING)
+				continue;
+			(*ids)[*n] = strndup(r->element[i]->str, r->element[i]->len);
+			if (!(*ids)[*n]) {
+				store_ids_free(*ids, *n);
+				*ids = NULL;
+				*n = 0;
+				freeReplyObject(r);
+				return sp_err_set(e, SP_INTERNAL, "out of memory");
+			}
+			(*n)++;
+		}
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+void store_ids_free(char **ids, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+/* The records of ARGV[2..] in that order; drops index members whose record
+ * expired. KEYS[1] index; ARGV[1] record key prefix. */
+static const char lua_get_many[] =
+	"local out = {} "
+	"for i = 2, #ARGV do "
+	"  local h = redis.call('HGETALL', ARGV[1] .. ARGV[i]) "
+	"  if #h == 0 then redis.call('ZREM', KEYS[1], ARGV[i]) else out[#out + 1] = h end "
+	"end return out";
+
+int store_sandbox_get_many(struct store *st, const char *org, char *const *ids, int n,
+			   struct store_rec *recs, struct sp_err *e)
+{
+	char k2[256], pfx[256];
+	const char **argv;
+	redisReply *r;
+	int got = 0;
+
+	if (n <= 0)
+		return 0;
+	argv = calloc((size_t)n + 5, sizeof(*argv));
+	if (!argv)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	key_idx(st, org, k2, sizeof(k2));
+	snprintf(pfx, sizeof(pfx), "%s:{%s}:sb:", st->prefix, org);
+	argv[0] = "EVAL";
+	argv[1] = lua_get_many;
+	argv[2] = "1";
+	argv[3] = k2;
+	argv[4] = pfx;
+	for (int i = 0; i < n; i++)
+		argv[5 + i] = ids[i];
+	r = store_cmd_kind(st, STORE_READ, n + 5, argv, NULL, e); /* drops only expired members */
+	free(argv);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_ARRAY) {
+		for (size_t i = 0; i < r->elements && got < n; i++)
+			if (rec_from_reply(r->element[i], &recs[got]) == 0 && recs[got].n > 0)
+				got++;
+	}
+	freeReplyObject(r);
+	return got;
+}
+
+/* GCRA, as nginx's limit_req with nodelay: KEYS[1] the key's theoretical
+ * arrival time (ms); ARGV now, interval (ms per call), tolerance (burst x
+ * interval), n. Takes n calls at once or none; returns {1, 0} or {0, ms
+ * until they would fit}. */
+static const char lua_rate[] =
+	"local now, t, tau, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), "
+	"tonumber(ARGV[4]) "
+	"local tat = tonumber(redis.call('GET', KEYS[1]) or '0') or 0 "
+	"if tat < now then tat = now end "
+	"local new = tat + n * t "
+	"if new - now > tau + t then return {0, math.ceil(new - now - tau - t)} end "
+	"redis.call('SET', KEYS[1], string.format('%.3f', new), 'PX', math.ceil(new - now) + 1000) "
+	"return {1, 0}";
+
+int store_rate_take(struct store *st, const char *key_id, int n, int per_min, int burst,
+		    int64_t *retry_ms, struct sp_err *e)
+{
+	char k[256], now[32], iv[32], tau[32], cnt[16];
+	const char *argv[] = { "EVAL", lua_rate, "1", k, now, iv, tau, cnt };
+	redisReply *r;
+	int rc = -1;
+
+	*retry_ms = 0;
+	if (per_min <= 0)
+		return 1;
+	snprintf(k, sizeof(k), "%s:rate:{%s}", st->prefix, key_id);
+	snprintf(now, sizeof(now), "%lld", (long long)now_ms());
+	snprintf(iv, sizeof(iv), "%.3f", 60000.0 / per_min);
+	snprintf(tau, sizeof(tau), "%.3f", 60000.0 / per_min * burst);
+	snprintf(cnt, sizeof(cnt), "%d", n);
+	r = store_cmd(st, 8, argv, NULL, e); /* not sent twice: it counts */
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER) {
+		rc = r->element[0]->integer == 1;
+		*retry_ms = r->element[1]->integer;
+	} else {
+		sp_err_set(e, SP_INTERNAL, "bad rate answer");
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
 int store_key_put(struct store *st, const char *hash, const char *org, const char *role,
 		  const char *key_id, struct sp_err *e)
 {

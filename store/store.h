@@ -72,6 +72,22 @@ int store_sandbox_field(struct store *st, const char *org, const char *id, const
  * has expired are dropped. Returns the count, or -1. */
 int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs, int max,
 		       struct sp_err *e);
+/* Every sandbox id in org's index, newest first: *ids is a new array of *n
+ * new strings, freed with store_ids_free. */
+int store_sandbox_ids(struct store *st, const char *org, char ***ids, int *n, struct sp_err *e);
+void store_ids_free(char **ids, int n);
+/* The records of ids[0..n) in that order, into recs (n records the caller
+ * frees with store_rec_free), leaving out (and dropping from the index)
+ * those whose record has expired. Returns how many, or -1. */
+int store_sandbox_get_many(struct store *st, const char *org, char *const *ids, int n,
+			   struct store_rec *recs, struct sp_err *e);
+
+/* Charges n calls at once to key_id's rate (per_min calls a minute, bursts
+ * of burst, as nginx's limit_req ... nodelay): 1 taken, 0 refused (nothing
+ * taken; *retry_ms says when they would fit), -1 Redis failed. per_min 0
+ * takes everything. */
+int store_rate_take(struct store *st, const char *key_id, int n, int per_min, int burst,
+		    int64_t *retry_ms, struct sp_err *e);
 
 /* API keys, by keyed hash. get: SP_UNAUTHORIZED when unknown. list: the
  * org's keys (keyId, role, createdAt; never the hash), up to max. */

@@ -89,6 +89,29 @@ test('templates and list, human and --json', async () => {
   assert.ok(Array.isArray(JSON.parse(l.stdout)));
 });
 
+test('list and show escape control and bidirectional characters in names (issue 12)', async () => {
+  const c = await stack.api('POST', '/api/sandbox.create', { body: { template: 'alpine', name: 'plain' } });
+  assert.equal(c.status, 200, c.text);
+  const id = c.json.sandboxId;
+  created.push(id);
+  // the API refuses such a name now; an older record may still hold one
+  const hostile = '\u001b[2J\r\nevil\u202etxt\u0085\u007f';
+  await new Promise((resolve, reject) => execFile('redis-cli', ['-s', path.join(stack.dir, 'redis.sock'),
+    'HSET', `sp:{default}:sb:${id}`, 'name', hostile], (e, out) => (e ? reject(e) : resolve(out))));
+  for (const args of [['list'], ['show', id]]) {
+    const r = await sandpit(args);
+    assert.equal(r.code, 0, r.stderr);
+    const line = r.stdout.split('\n').find((l) => l.includes('evil'));
+    assert.ok(line, `${args[0]} shows the sandbox: ${r.stdout}`);
+    assert.doesNotMatch(r.stdout, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u,
+      `${args[0]} prints no control or bidi character`);
+    assert.ok(line.includes('\\x1B[2J\\x0D\\x0Aevil\\u202Etxt\\x85\\x7F'), `${args[0]}: ${JSON.stringify(line)}`);
+  }
+  // --json gives the API's answer as it came (JSON escapes the controls)
+  const j = await sandpit(['--json', 'show', id]);
+  assert.equal(JSON.parse(j.stdout).name, hostile);
+});
+
 test('the round trip: create, exec with its exit code, cp both ways, ls, timeout, kill, rm', async () => {
   const envFile = path.join(tmp, 'app.env');
   await writeFile(envFile, '# comment\nGREETING=hello world\n');

@@ -109,6 +109,24 @@ test('H5: no request sets the exec User, Privileged or a cwd under /proc; comman
     assert.equal(r.status, status, `${cwd}: ${r.text}`);
     if (status === 400) assert.equal(r.json.message, `cwd: ${cwd} does not exist in the sandbox`);
   }
+  // symlinks planted inside resolve into /proc: refused the same way, after
+  // the kernel resolved them (issue 12); a command that itself exits 125
+  // silently is still its own answer
+  const gvisorRun = process.env.SANDPIT_TEST_RUNTIME === 'gvisor';
+  const plant = await exec(sb.sandboxId, 'ln -s /proc /home/user/p && ln -s /proc/self /home/user/ps && mkdir -p /home/user/d && ln -s ../ps /home/user/d/up');
+  assert.equal(plant.status, 200, plant.text);
+  for (const cwd of ['/home/user/p', '/home/user/ps', '/home/user/ps/fd', '/home/user/d/up', '/home/user/p/1']) {
+    const r = await exec(sb.sandboxId, 'pwd; echo should not run', { cwd });
+    assert.equal(r.status, 400, `${cwd}: ${r.text}`);
+    // runsc 20221219 does not follow some symlinks into /proc at all: it
+    // refuses to start there ("does not exist"), which is as safe
+    if (gvisorRun && r.json.message === `cwd: ${cwd} does not exist in the sandbox`) continue;
+    assert.equal(r.json.message, 'cwd: may not be under /proc');
+    assert.deepEqual(r.json.issues[0].path, ['cwd']);
+  }
+  const own = await exec(sb.sandboxId, 'exit 125', { cwd: '/home/user/d' });
+  assert.equal(own.status, 200, own.text);
+  assert.equal(own.json.exitCode, 125);
   const r = await exec(sb.sandboxId, "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status");
   // gVisor's /proc/self/status has no NoNewPrivs line (docker inspect shows
   // no-new-privileges, hardening.test.mjs)

@@ -484,3 +484,28 @@ test('activity: exec, writeFile and listFiles move expiresAt and the container e
   const done = await state();
   assert.ok(Math.abs(done.expiresAt - (Date.now() + 60000)) < 2000, 'back to timeoutMs after it ends');
 });
+
+test('writeFile while the sandbox deletes the target folder: a 4xx naming path, never a 5xx (issue 12)', { timeout: 180000 }, async (t) => {
+  const sb = await create({ template: 'alpine' });
+  const id = sb.sandboxId;
+  // inside: the target folder removed and made again, as fast as it goes, for 60 s at most
+  const bg = await exec(id, "(end=$(( $(date +%s) + 60 )); while [ $(date +%s) -lt $end ]; do rm -rf /home/user/race; mkdir -p /home/user/race/sub; done) >/dev/null 2>&1 &");
+  assert.equal(bg.status, 200, bg.text);
+  const by = {};
+  let fivexx = [];
+  for (let round = 0; round < 25; round++) {
+    const rs = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+      write(id, `/home/user/race/sub/f${i}.txt`, 'x'.repeat(1000 + i))));
+    for (const r of rs) {
+      by[r.status] = (by[r.status] || 0) + 1;
+      if (r.status >= 500) fivexx.push(r.text);
+      else if (r.status !== 200) {
+        assert.ok([400, 409].includes(r.status), r.text);
+        assert.ok(r.json.issues?.some((x) => x.path[0] === 'path'), `names path: ${r.text}`);
+      }
+    }
+  }
+  t.diagnostic(`answers: ${JSON.stringify(by)}`);
+  assert.deepEqual(fivexx.slice(0, 3), [], `${fivexx.length} of 200 writes got a 5xx`);
+  await exec(id, "pkill -f 'rm -rf /home/user/race' 2>/dev/null; true");
+});

@@ -3,6 +3,8 @@
 // Redis, dockerd).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
 import { startStack, waitFor } from './lib/stack.mjs';
 import { docker, dockerExec } from './lib/docker.mjs';
 
@@ -136,4 +138,40 @@ test('a custom image with a named USER: the API acts as that user', async () => 
   const e = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.sandboxId, cmd: 'id -u; pwd' } });
   assert.equal(e.json.stdout, '1000\n/work\n');
   await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
+});
+
+test('list returns every record of the org, past 1,000 (read in pages from the index)', { timeout: 120000 }, async () => {
+  const c = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', name: 'oldest' } });
+  assert.equal(c.status, 200, c.text);
+  const id = c.json.sandboxId;
+  try {
+    // 1,200 newer records, straight into Redis (records only: killed, no
+    // container), in store/store.c's format: sp:{org}:sb:ID and the index
+    // sp:{org}:sbs scored by createdAt
+    const now = Date.now(), n = 1200, lines = [];
+    for (let i = 0; i < n; i++) {
+      const fid = `fake${String(i).padStart(16, '0')}`, t = now + 1000 + i;
+      lines.push(`HSET sp:{default}:sb:${fid} sandboxId ${fid} name fake-${i} organizationId default image sandpit-test/busybox:latest ` +
+        `template alpine status killed cpu 1 memoryMb 512 pidsLimit 256 timeoutMs 300000 maxLifetimeMs 86400000 ` +
+        `networkMode isolated workdir /home/user runtime runc createdAt ${t} expiresAt ${t} deadlineAt ${t} killedAt ${t}`,
+      `EXPIRE sp:{default}:sb:${fid} 600`, `ZADD sp:{default}:sbs ${t} ${fid}`);
+    }
+    await new Promise((resolve, reject) => {
+      const p = execFile('redis-cli', ['-s', path.join(s.dir, 'redis.sock')], { maxBuffer: 64 << 20 },
+        (e, out) => (e ? reject(e) : resolve(out)));
+      p.stdin.end(lines.join('\n') + '\n');
+    });
+    const l = await s.api('GET', '/api/sandbox.list');
+    assert.equal(l.status, 200, l.text.slice(0, 300));
+    assert.ok(l.json.length >= n + 1, `${l.json.length} records`);
+    assert.equal(new Set(l.json.map((x) => x.sandboxId)).size, l.json.length, 'no record twice');
+    const mine = l.json.find((x) => x.sandboxId === id);
+    assert.ok(mine, 'the oldest (running) sandbox is listed after 1,200 newer records');
+    assert.equal(mine.status, 'running');
+    assert.equal(l.json.filter((x) => x.name?.startsWith('fake-')).length, n);
+    // newest first
+    assert.equal(l.json[0].name, `fake-${n - 1}`);
+  } finally {
+    await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } });
+  }
 });

@@ -200,6 +200,16 @@ test('validation: the same rules as sandbox.exec, as error messages', async () =
     assert.equal(r.exit.type, 'error', JSON.stringify(body).slice(0, 80));
     assert.match(r.exit.message, re);
   }
+  // a cwd under /proc, named lexically or through a symlink planted inside:
+  // the same error as sandbox.exec's 400, and nothing runs (issue 12)
+  const plant = await run(c, { cmd: 'ln -sf /proc/self /tmp/ps' });
+  assert.equal(plant.exit.exitCode, 0, JSON.stringify(plant));
+  for (const cwd of ['/proc/self', '/tmp/ps', '/tmp/ps/fd']) {
+    const r = await run(c, { cmd: 'echo should not run', cwd }, 10000);
+    assert.equal(r.exit.type, 'error', `${cwd}: ${JSON.stringify(r)}`);
+    assert.equal(r.exit.message, 'cwd: may not be under /proc');
+    assert.ok(!JSON.stringify(r).includes('should not run'), JSON.stringify(r));
+  }
   c.ws.close();
 });
 

@@ -36,6 +36,9 @@ const past = [
   ['maxLifetimeMs', 9999], ['maxLifetimeMs', 86400001],
   ['networkMode', 'host'], ['networkMode', 1],
   ['name', ''], ['name', 'x'.repeat(65)],
+  // control and bidirectional characters (issue 12): ESC, CR/LF, TAB, DEL, C1, RLO, LRI, LS
+  ['name', 'a\u001b[2Jb'], ['name', 'a\r\nb'], ['name', 'a\tb'], ['name', 'a\u007fb'],
+  ['name', 'a\u0085b'], ['name', 'evil\u202etxt.exe'], ['name', 'a\u2066b'], ['name', 'a\u2028b'],
   ['image', 'x'.repeat(256)],
   ['envVars', 'A=' + 'x'.repeat(65535)], ['envVars', 'not a pair'], ['envVars', '1BAD=x'],
   ['workdir', 'relative/dir'], ['workdir', '/' + 'x'.repeat(4096)], ['workdir', '/a\u0000b'],
@@ -108,7 +111,7 @@ test('create accepts every field at its bounds', async () => {
     { cpu: 0.1 }, { memoryMb: 64 }, { memoryMb: 262144 }, { pidsLimit: 16 }, { pidsLimit: 65536 },
     { diskMb: 16 }, { diskMb: 16384 },
     { timeoutMs: 10000 }, { timeoutMs: 86400000 }, { maxLifetimeMs: 10000 }, { maxLifetimeMs: 86400000 },
-    { name: 'n'.repeat(64) }, { name: 'n' }, { networkMode: 'internet' }, { networkMode: 'isolated' },
+    { name: 'n'.repeat(64) }, { name: 'n' }, { name: 'café ☕ 名前 a-b_c.d' }, { networkMode: 'internet' }, { networkMode: 'isolated' },
     { envVars: 'A=' + 'x'.repeat(65534) }, { envVars: '' }, { workdir: '/srv/work' }, { serverId: null },
   ];
   for (const c of cases) {
