@@ -480,10 +480,14 @@ int sandbox_disk_owner(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_er
 	if (d->how != SB_DISK_LOOP || !d->dev[0])
 		return 0;
 	sandbox_owner(sb, &uid, &gid, &mode);
-	if (uid == d->uid && gid == d->gid && mode == d->mode)
-		return 0;
-	/* the container exists but has not started: nothing has the
-	 * filesystem mounted; through the device, so its cache stays true */
+	/* Always, not only when the owner changed since mke2fs: Docker's
+	 * create copies the image's folder at the target onto a new volume
+	 * (copy-up, ownership and mode included), and for a workdir the
+	 * image lacks it first makes that folder itself, root's and 0755,
+	 * as the WorkingDir: the volume's root is then 0:0 0755 whatever
+	 * root_owner said. The container exists but has not started:
+	 * nothing has the filesystem mounted; through the device, so its
+	 * cache stays true. */
 	snprintf(cmds, sizeof(cmds), "sif / uid %u\nsif / gid %u\nsif / mode 0%o\n", uid, gid,
 		 040000u | (mode == 01777 ? 01777u : 0755u));
 	if (debugfs_run(ctx->cfg, sb->id, d->dev, cmds, e) < 0)

@@ -230,7 +230,8 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 		goto out;
 	}
 	if (sandbox_check_tools(ctx, &sb, img, missing, sizeof(missing), e) < 0 || missing[0] ||
-	    sandbox_seed_files(ctx, &sb, img, e) < 0 || docker_container_start(ctx->dk, sb.container_id, e) < 0) {
+	    sandbox_disk_owner(ctx, &sb, e) < 0 || sandbox_seed_files(ctx, &sb, img, e) < 0 ||
+	    docker_container_start(ctx->dk, sb.container_id, e) < 0) {
 		struct sp_err ignore;
 		if (missing[0])
 			sp_err_set(e, SP_BAD_REQUEST, "image %s lacks %s", sb.image, missing);

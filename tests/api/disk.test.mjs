@@ -143,6 +143,37 @@ test('A3: a named image user gets the disk\'s root folder (owner resolved after 
   }
 });
 
+test('A3: a custom workdir the image lacks is writable by the sandbox user (Docker made it root\'s before its copy-up)', async () => {
+  // Docker creates a WorkingDir missing from the image as root's 0755 and
+  // its volume copy-up then gives the disk's root that owner; sandpit sets
+  // the root's owner after create. A template, a numeric and a named user.
+  const imgs = [];
+  for (const [user, tag] of [['1000:1000', 'numeric'], ['user', 'named']]) {
+    const base = await docker('POST', '/containers/create', { Image: 'sandpit-test/busybox:latest', Cmd: ['true'] });
+    assert.equal(base.status, 201, base.text);
+    const commit = await docker('POST', `/commit?container=${base.json.Id}&repo=sandpit-test/busybox-disk${tag}&tag=latest&changes=${encodeURIComponent(`USER ${user}`)}`);
+    await docker('DELETE', `/containers/${base.json.Id}`);
+    assert.equal(commit.status, 201, commit.text);
+    imgs.push(`sandpit-test/busybox-disk${tag}:latest`);
+  }
+  const ids = [];
+  try {
+    for (const body of [{ template: 'alpine' }, { image: imgs[0] }, { image: imgs[1] }]) {
+      const c = await s.api('POST', '/api/sandbox.create', { body: { ...body, workdir: '/srv/work', diskMb: 32 } });
+      assert.equal(c.status, 200, c.text);
+      ids.push(c.json.sandboxId);
+      const r = await exec(c.json.sandboxId, 'id -u; stat -c "%u:%g %a" /srv/work; cd && pwd && echo x > f && cat f && df -k . | tail -1');
+      assert.equal(r.status, 200, r.text);
+      assert.match(r.json.stdout, /^1000\n1000:1000 755\n\/srv\/work\nx\n/, `${JSON.stringify(body)}: ${r.text}`);
+      // and the folder is the disk, not the read-only image
+      assert.match(r.json.stdout, /\/srv\/work\n$/, r.text);
+    }
+  } finally {
+    for (const id of ids) await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } });
+    for (const img of imgs) await docker('DELETE', `/images/${img}?force=1`);
+  }
+});
+
 test('A3: an inode fill (many small files) stops at the disk\'s inode count', async () => {
   const sb = await create({ template: 'python', diskMb: 32 }); // 32 MiB / 16 KiB = 2048 inodes
   const fill = (dir) => `mkdir -p ${dir} && cd ${dir} && i=0; while [ $i -lt 100000 ]; do true > f$i 2>/dev/null || break; i=$((i+1)); done; echo $i`;
