@@ -98,6 +98,8 @@ recipe_base() {
 			>"$1/etc/dpkg/dpkg.cfg.d/sandpit-slim"
 		find "$1/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
 		rm -rf "$1"/usr/share/man/* "$1"/usr/share/info/* "$1"/usr/share/locale/* "$1"/usr/share/lintian/*
+		# update-alternatives links manuals there (openjdk fails without)
+		mkdir -p "$1"/usr/share/man/man1 "$1"/usr/share/man/man7 "$1"/usr/share/man/man8
 	}
 }
 
