@@ -176,6 +176,24 @@ recipe_php() {
 	VERSION='echo "PHP $(php -r "echo PHP_VERSION;"), Composer $(composer --version 2>/dev/null | cut -d" " -f3)"'
 }
 
+# npm_binary PKG@VERSION PATH_IN_TARBALL DEST: the binary of an npm package
+# (npm pack, cached in $TC/npm; npm checks the registry's integrity hash).
+npm_binary() {
+	local spec=$1 inner=$2 dest=$3 tgz
+	tgz=$TC/npm/$(echo "$spec" | sed 's|^@||; s|/|-|; s|@|-|').tgz
+	if [ ! -s "$tgz" ]; then
+		command -v npm >/dev/null || die "npm missing (it fetches $spec)"
+		say "  npm pack $spec"
+		local d
+		d=$(mktemp -d "$WORK/npm.XXXXXX")
+		(cd "$d" && npm pack "$spec" --silent >/dev/null) || die "npm pack $spec failed"
+		mv "$d"/*.tgz "$tgz"
+	fi
+	mkdir -p "$(dirname "$dest")"
+	tar -xzOf "$tgz" "$inner" >"$dest"
+	chmod 755 "$dest"
+}
+
 # load_recipe NAME: clears the recipe variables and runs recipe_NAME.
 load_recipe() {
 	PKGS=""
@@ -308,24 +326,6 @@ mount_build() {
 	mnt -t proc proc "$1/proc"
 	mkdir -p "$1/var/cache/apt/archives"
 	mnt --bind "$TC/apt-archives" "$1/var/cache/apt/archives"
-}
-
-# npm_binary PKG@VERSION PATH_IN_TARBALL DEST: the binary of an npm package
-# (npm pack, cached in $TC/npm; npm checks the registry's integrity hash).
-npm_binary() {
-	local spec=$1 inner=$2 dest=$3 tgz
-	tgz=$TC/npm/$(echo "$spec" | sed 's|^@||; s|/|-|; s|@|-|').tgz
-	if [ ! -s "$tgz" ]; then
-		command -v npm >/dev/null || die "npm missing (it fetches $spec)"
-		say "  npm pack $spec"
-		local d
-		d=$(mktemp -d "$WORK/npm.XXXXXX")
-		(cd "$d" && npm pack "$spec" --silent >/dev/null) || die "npm pack $spec failed"
-		mv "$d"/*.tgz "$tgz"
-	fi
-	mkdir -p "$(dirname "$dest")"
-	tar -xzOf "$tgz" "$inner" >"$dest"
-	chmod 755 "$dest"
 }
 
 # env_json ENV...: the image env as a JSON array (PATH unless given).

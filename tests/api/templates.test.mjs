@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { sandboxStack } from './lib/suite.mjs';
-import { repoRoot } from './lib/stack.mjs';
+import { repoRoot, startStack, docker } from './lib/stack.mjs';
 
 const buildSh = path.join(repoRoot, 'images', 'build.sh');
 const sh = (args, timeout) => new Promise((resolve) => {
@@ -45,6 +45,7 @@ const IMAGES = {
 // sandbox.templates reports must contain.
 const CASES = {
   base: {
+    title: 'hello world, apt and dpkg, git',
     script: String.raw`
       echo "hello from base"
       apt-get --version | head -n 1
@@ -57,16 +58,18 @@ const CASES = {
     version: 'cat /etc/debian_version',
   },
   alpine: {
+    title: 'hello world and the busybox applets (no package manager)',
     // busybox only: Alpine's apk cannot be fetched here (see the README)
     script: String.raw`
       echo "hello from busybox"
       echo 'int' | sed 's/int/sed ok/'
-      printf 'b\na\n' | sort | tr '\n' ' '; echo
+      printf 'b\na\n' | sort | tr '\n' ' ' | sed 's/ $//'; echo
     `,
     expect: ['hello from busybox', 'sed ok', 'a b'],
     version: 'busybox | head -n 1 | cut -d" " -f2',
   },
   python: {
+    title: 'hello world, the standard library, pip wheel, venv and pip --user',
     script: String.raw`
       python3 -c 'print("hello from python")'
       python3 -c 'import json, asyncio, urllib.request, sqlite3, ssl, venv, zlib, ctypes, decimal, http.server, ensurepip; print("stdlib ok", sqlite3.sqlite_version_info >= (3,))'
@@ -86,6 +89,7 @@ const CASES = {
     version: 'python3 --version',
   },
   node: {
+    title: 'hello world, npm init and npm install of a local package',
     script: String.raw`
       node -e 'console.log("hello from node")'
       mkdir -p app/local-pkg && cd app
@@ -100,6 +104,7 @@ const CASES = {
     version: 'node --version | tr -d v',
   },
   bun: {
+    title: 'hello world, bun install of a local package, bun build --compile',
     script: String.raw`
       bun -e 'console.log("hello from bun")'
       mkdir -p app/local-pkg && cd app
@@ -116,6 +121,7 @@ const CASES = {
     version: 'bun --version',
   },
   deno: {
+    title: 'hello world, deno check, run and cache (DENO_DIR)',
     script: String.raw`
       deno eval 'console.log("hello from deno")'
       mkdir -p app/lib && cd app
@@ -131,6 +137,7 @@ const CASES = {
     version: 'deno --version | head -n 1 | cut -d" " -f2',
   },
   go: {
+    title: 'hello world with go build, a cgo build',
     script: String.raw`
       mkdir hello && cd hello
       go mod init example.com/hello 2>/dev/null
@@ -144,6 +151,7 @@ const CASES = {
     version: 'go env GOVERSION | sed s/^go//',
   },
   rust: {
+    title: 'cargo build and run of a crate without dependencies, rustc (CARGO_HOME)',
     script: String.raw`
       cargo new -q --vcs none hello && cd hello
       sed -i 's/Hello, world!/hello from rust/' src/main.rs
@@ -156,6 +164,7 @@ const CASES = {
     version: 'rustc --version | cut -d" " -f2',
   },
   ruby: {
+    title: 'hello world, gem build and install into GEM_HOME, bundler (BUNDLE_APP_CONFIG)',
     script: String.raw`
       ruby -e 'puts "hello from ruby"'
       mkdir -p hello_gem/lib && cd hello_gem
@@ -177,6 +186,7 @@ const CASES = {
     version: 'ruby -e "print RUBY_VERSION"',
   },
   java: {
+    title: 'hello world with javac and java, a jar',
     script: String.raw`
       mkdir hello && cd hello
       printf 'public class Hello {\n  public static void main(String[] a) { System.out.println("hello from java"); }\n}\n' > Hello.java
@@ -187,6 +197,7 @@ const CASES = {
     version: 'javac -version 2>&1 | cut -d" " -f2',
   },
   php: {
+    title: 'hello world, php -l, composer dump-autoload of a local class',
     script: String.raw`
       php -r 'echo "hello from php\n";'
       mkdir -p app/src && cd app
@@ -223,7 +234,7 @@ test('sandbox.templates: the eleven templates, each with its sandpit/* image, pr
 });
 
 for (const [name, c] of Object.entries(CASES)) {
-  test(`${name}: hello world, package manager${['go', 'rust', 'java', 'bun'].includes(name) ? ', compile' : ''} as user 1000, offline`, { timeout: 600000 }, async (t) => {
+  test(`${name}: ${c.title}, as user 1000, offline`, { timeout: 600000 }, async (t) => {
     const sb = await create({ template: name, memoryMb: 1024, pidsLimit: 512, cpu: 1 });
     t.after(() => s.api('POST', '/api/sandbox.kill', { body: { sandboxId: sb.sandboxId } }).catch(() => {}));
     assert.equal(sb.image, IMAGES[name]);
@@ -249,3 +260,32 @@ for (const [name, c] of Object.entries(CASES)) {
       `${name}: sandbox.templates says "${listed?.[name]?.version}", the image has ${real}`);
   });
 }
+
+test('an operator maps a template to another image: its *_VERSION is the version; a missing image says so', async (t) => {
+  // an "upstream" image: the busybox fixture (no sandpit.version label) with
+  // the variable the python images set
+  const tag = `sandpit-test/upstream-python:${process.pid}`;
+  const base = await docker('POST', '/containers/create', { Image: 'sandpit-test/busybox:latest', Cmd: ['true'] });
+  assert.equal(base.status, 201, base.text);
+  const [repo, ver] = tag.split(':');
+  const commit = await docker('POST', `/commit?container=${base.json.Id}&repo=${repo}&tag=${ver}` +
+    `&changes=${encodeURIComponent('ENV PYTHON_VERSION=3.13.1')}`);
+  await docker('DELETE', `/containers/${base.json.Id}`);
+  assert.equal(commit.status, 201, commit.text);
+  t.after(() => docker('DELETE', `/images/${encodeURIComponent(tag)}?force=true`));
+  const st = await startStack({
+    env: { SANDPIT_LOCAL_IMAGES: '0' },
+    extraConf: [`template.python = ${tag}`, 'template.node = sandpit-test/not-built-anywhere:1'],
+  });
+  t.after(() => st.stop());
+  const r = await st.api('GET', '/api/sandbox.templates');
+  assert.equal(r.status, 200, r.text);
+  const by = Object.fromEntries(r.json.map((x) => [x.name, x]));
+  assert.equal(by.python.image, tag);
+  assert.equal(by.python.version, 'Python 3.13.1');
+  assert.equal(by.python.imagePresent, true);
+  assert.equal(by.node.image, 'sandpit-test/not-built-anywhere:1');
+  assert.equal(by.node.version, null);
+  assert.equal(by.node.imagePresent, false);
+  assert.equal(by.go.image, 'sandpit/go:latest', 'the others keep the built-in images');
+});
