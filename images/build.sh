@@ -66,7 +66,7 @@ for a in "$@"; do
 	--force) force=1 ;;
 	--check) check=1 ;;
 	--list) list=1 ;;
-	-h | --help) sed -n '2,48p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,47p' "$0"; exit 0 ;;
 	base | busybox | python | node | bun | deno | go | rust | ruby | java | php) want+=("$a") ;;
 	*) echo "images: unknown argument: $a (see --help)" >&2; exit 2 ;;
 	esac
