@@ -946,8 +946,12 @@ static int prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_objec
 		str_copy(msg, sizeof(msg), e->msg);
 		if (e->code == SP_UNAVAILABLE)
 			return -1;
-		return sp_err_field(e, SP_BAD_REQUEST, "image", "Image %s is not available: %s",
-				    sb->image, msg);
+		/* the built-in template images are built, not pulled */
+		return sp_err_field(e, SP_BAD_REQUEST, "image", "Image %s is not available: %s%s",
+				    sb->image, msg,
+				    strncmp(sb->image, "sandpit/", 8) == 0
+					    ? " (a template image: build it with make images)"
+					    : "");
 	}
 	return docker_image_inspect(ctx->dk, sb->image, img, e);
 }

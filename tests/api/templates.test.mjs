@@ -275,7 +275,8 @@ test('an operator maps a template to another image: its *_VERSION is the version
   t.after(() => docker('DELETE', `/images/${encodeURIComponent(tag)}?force=true`));
   const st = await startStack({
     env: { SANDPIT_LOCAL_IMAGES: '0' },
-    extraConf: [`template.python = ${tag}`, 'template.node = sandpit-test/not-built-anywhere:1'],
+    extraConf: [`template.python = ${tag}`, 'template.node = sandpit-test/not-built-anywhere:1',
+      'template.php = sandpit/not-built-here:1'],
   });
   t.after(() => st.stop());
   const r = await st.api('GET', '/api/sandbox.templates');
@@ -288,4 +289,9 @@ test('an operator maps a template to another image: its *_VERSION is the version
   assert.equal(by.node.version, null);
   assert.equal(by.node.imagePresent, false);
   assert.equal(by.go.image, 'sandpit/go:latest', 'the others keep the built-in images');
+  // a template image that was not built: the refusal says how to build it
+  const c = await st.api('POST', '/api/sandbox.create', { body: { template: 'php' } });
+  assert.equal(c.status, 400, c.text);
+  assert.match(c.json.message, /^Image sandpit\/not-built-here:1 is not available: .*\(a template image: build it with make images\)$/);
+  if (c.json.sandboxId) await st.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
 });
