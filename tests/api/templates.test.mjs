@@ -173,7 +173,7 @@ const CASES = {
       gem build -q hello_gem.gemspec >/dev/null
       gem install -q --local ./hello_gem-0.1.0.gem >/dev/null
       ruby -e 'require "hello_gem"; puts "gem: #{HelloGem.hi}"'
-      ls "$GEM_HOME/gems" | grep -q '^hello_gem-0.1.0$' && echo "installed in GEM_HOME"
+      [ -f "$GEM_HOME/gems/hello_gem-0.1.0/lib/hello_gem.rb" ] && echo "installed in GEM_HOME"
       cd .. && mkdir app && cd app
       printf 'gem "hello_gem", path: "../hello_gem"\n' > Gemfile
       bundle config set --local without test >/dev/null
