@@ -34,7 +34,7 @@ STREAM_LIBS = -lwslay $(shell pkg-config --libs libcrypto 2>/dev/null || echo -l
 UNIT_SRC    = $(wildcard tests/unit/test_*.c)
 UNIT_BIN    = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all deps test unit api up down clean lint images bench bench-ssh bench-ws fuzz fuzz-run install
+.PHONY: all deps test unit api up down clean lint images test-images bench bench-ssh bench-ws fuzz fuzz-run install
 
 all: $(B)/sandpitd $(B)/sandpit $(B)/sandpit-stream
 
@@ -101,7 +101,14 @@ up:
 down:
 	bash deploy/down.sh
 
+# The template images (images/build.sh: what is missing or out of date, one
+# at a time), then their table with sizes and versions.
 images:
+	bash images/build.sh
+	@bash images/build.sh --list
+
+# The test fixtures most API tests use (sandpit-test/*).
+test-images:
 	bash tests/images/build.sh
 
 lint:

@@ -415,10 +415,16 @@ static int cmd_templates(struct api *a, int argc, char **argv, int json)
 	if (json) {
 		print_json(out);
 	} else {
-		printf("%-10s %s\n", "TEMPLATE", "IMAGE");
+		printf("%-10s %-26s %s\n", "TEMPLATE", "IMAGE", "VERSION");
 		for (size_t i = 0; i < json_object_array_length(out); i++) {
-			json_object *t = json_object_array_get_idx(out, i);
-			printf("%-10s %s\n", or_dash(jstr(t, "name")), or_dash(jstr(t, "image")));
+			json_object *t = json_object_array_get_idx(out, i), *p;
+			const char *v = jstr(t, "version");
+			int absent = json_object_object_get_ex(t, "imagePresent", &p) &&
+				     json_object_is_type(p, json_type_boolean) &&
+				     !json_object_get_boolean(p);
+			printf("%-10s %-26s %s\n", or_dash(jstr(t, "name")),
+			       or_dash(jstr(t, "image")),
+			       absent ? "(image not on the local Docker)" : or_dash(v));
 		}
 	}
 	json_object_put(out);
@@ -994,7 +1000,7 @@ static const struct command commands[] = {
 	  "Kills sandboxes; their records stay (status killed) for a while.\n" },
 	{ "rm", cmd_rm, "rm ID...", "Kills sandboxes if needed and deletes their records.\n" },
 	{ "templates", cmd_templates, "templates",
-	  "Lists the built-in templates and their images.\n" },
+	  "Lists the built-in templates, their images and the version each image has.\n" },
 	{ NULL, NULL, NULL, NULL },
 };
 

@@ -20,18 +20,24 @@
 static const struct {
 	const char *name, *image, *env, *description;
 } builtin_templates[] = {
-	{ "base", "ubuntu:24.04", "", "Ubuntu 24.04 with a POSIX shell and coreutils" },
-	{ "alpine", "alpine:3.20", "", "Alpine 3.20 (busybox, apk)" },
-	{ "python", "python:3.13-slim", "", "Python 3.13 (pip available)" },
-	{ "node", "node:22-slim", "", "Node.js 22 (npm available)" },
-	{ "bun", "oven/bun:1", "", "Bun 1" },
-	{ "deno", "denoland/deno:debian", "DENO_DIR=~/.deno\n", "Deno (DENO_DIR in the home)" },
-	{ "go", "golang:1.24", "", "Go 1.24" },
-	{ "rust", "rust:1-slim", "CARGO_HOME=~/.cargo\n", "Rust 1 (CARGO_HOME in the home)" },
-	{ "ruby", "ruby:3.3-slim", "GEM_HOME=~/.gem\nBUNDLE_APP_CONFIG=~/.bundle\n",
-	  "Ruby 3.3 (GEM_HOME and BUNDLE_APP_CONFIG in the home)" },
-	{ "java", "eclipse-temurin:21-jdk", "", "Java 21 (Eclipse Temurin JDK)" },
-	{ "php", "php:8.3-cli", "", "PHP 8.3 (CLI)" },
+	/* The images images/build.sh builds from Debian's packages (`make
+	 * images`); `template.NAME = IMAGE` maps a template to another image,
+	 * e.g. an upstream one where a registry can be reached. */
+	{ "base", "sandpit/base:latest", "",
+	  "Debian 12 with a POSIX shell, coreutils, curl and git" },
+	{ "alpine", "sandpit/busybox:latest", "", "A busybox userland (no package manager)" },
+	{ "python", "sandpit/python:latest", "",
+	  "Python 3 with its standard library, pip and venv" },
+	{ "node", "sandpit/node:latest", "", "Node.js with npm" },
+	{ "bun", "sandpit/bun:latest", "", "Bun (runtime, package manager, bundler)" },
+	{ "deno", "sandpit/deno:latest", "DENO_DIR=~/.deno\n", "Deno (DENO_DIR in the home)" },
+	{ "go", "sandpit/go:latest", "", "Go with gcc for cgo" },
+	{ "rust", "sandpit/rust:latest", "CARGO_HOME=~/.cargo\n",
+	  "Rust with cargo (CARGO_HOME in the home)" },
+	{ "ruby", "sandpit/ruby:latest", "GEM_HOME=~/.gem\nBUNDLE_APP_CONFIG=~/.bundle\n",
+	  "Ruby with gem and Bundler (GEM_HOME and BUNDLE_APP_CONFIG in the home)" },
+	{ "java", "sandpit/java:latest", "", "Java (OpenJDK JDK: javac, java, jshell)" },
+	{ "php", "sandpit/php:latest", "", "PHP (CLI) with Composer" },
 };
 
 void config_defaults(struct config *cfg)

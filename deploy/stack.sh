@@ -17,7 +17,11 @@
 #                        redis_sentinels: the workers find the master there)
 #   SANDPIT_INSTANCES    sandpitd instances behind one nginx upstream (default
 #                        1); instance i > 1 uses sandpitd-i.{conf,sock,pid,log}
-#   SANDPIT_LOCAL_IMAGES 1 (default): map the templates to sandpit-test/* images
+#   SANDPIT_LOCAL_IMAGES 1 (default): map the templates to the test fixtures
+#                        (sandpit-test/*, tests/images/build.sh) that most
+#                        test files use; 0: no mapping, the built-in defaults:
+#                        the real template images sandpit/* (images/build.sh;
+#                        make up and tests/api/templates.test.mjs use these)
 #   SANDPIT_EXTRA_CONF   more "key = value" lines appended to sandpitd.conf
 #   SANDPIT_RUN_LABEL    one more container_label pair (KEY=VALUE; tests/run.sh
 #                        sets one per run to remove only its own containers)
@@ -304,8 +308,10 @@ cmd_start() {
 		echo "network_prefix = sandpit"
 		echo "stream_listen = $dir/stream.sock"
 		echo "stream_workers = 1"
-		if [ "${SANDPIT_LOCAL_IMAGES:-1}" = 1 ]; then
-			echo "# local test images (tests/images/build.sh); no registry here"
+		if [ "${SANDPIT_LOCAL_IMAGES:-1}" != 1 ]; then
+			echo "# templates: the built-in sandpit/* images (images/build.sh)"
+		else
+			echo "# the test fixtures (tests/images/build.sh), not the template images"
 			local t img
 			for t in base alpine python node bun deno go rust ruby java php; do
 				case $t in

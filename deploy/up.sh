@@ -4,7 +4,12 @@
 #
 # Environment:
 #   SANDPIT_PORT          TLS port (default 8443)
-#   SANDPIT_LOCAL_IMAGES  1 (default): build and use the sandpit-test/* images
+#   SANDPIT_LOCAL_IMAGES  0 (default): build the template images that are
+#                         missing or out of date (images/build.sh, progress
+#                         shown; minutes the first time, seconds after) and
+#                         use them; 1: the test fixtures (sandpit-test/*)
+#                         instead; SANDPIT_BUILD_IMAGES=0 builds nothing
+#                         (e.g. when template.NAME maps upstream images)
 #   SANDPIT_START_DOCKERD 1: start dockerd if none answers (else: exit 1)
 #   plus everything deploy/stack.sh reads (REDIS_URL, SANDPIT_EXTRA_CONF, ...)
 set -euo pipefail
@@ -48,8 +53,14 @@ fi
 
 make -s -j2 all
 
-if [ "${SANDPIT_LOCAL_IMAGES:-1}" = 1 ]; then
-	bash tests/images/build.sh
+export SANDPIT_LOCAL_IMAGES=${SANDPIT_LOCAL_IMAGES:-0}
+if [ "${SANDPIT_BUILD_IMAGES:-1}" = 1 ]; then
+	if [ "$SANDPIT_LOCAL_IMAGES" = 1 ]; then
+		bash tests/images/build.sh
+	elif ! bash images/build.sh --check 2>/dev/null; then
+		echo "up: building the template images (images/build.sh; the first build takes minutes)" >&2
+		bash images/build.sh
+	fi
 fi
 
 bash deploy/stack.sh stop "$STATE"

@@ -68,6 +68,12 @@ static const struct component {
 	  "\"name\":{\"type\":\"string\"},\"image\":{\"type\":\"string\"},"
 	  "\"user\":{\"type\":\"string\"},\"workdir\":{\"type\":\"string\"},"
 	  "\"description\":{\"type\":\"string\"},"
+	  "\"version\":{\"type\":[\"string\",\"null\"],\"description\":\"The language "
+	  "version the image really has (its sandpit.version label, or the upstream image's "
+	  "*_VERSION variable); null when unknown or the image is not on the local Docker\"},"
+	  "\"imagePresent\":{\"type\":[\"boolean\",\"null\"],\"description\":\"The image "
+	  "is on the local Docker (false: a create pulls it); null when Docker cannot be "
+	  "asked\"},"
 	  "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}}}}" },
 	{ "ExecResult",
 	  "{\"type\":\"object\",\"additionalProperties\":false,"

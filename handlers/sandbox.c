@@ -63,7 +63,7 @@ int h_sandbox_templates(struct handler_ctx *h, json_object *in, json_object **ou
 {
 	(void)in;
 	(void)e;
-	*out = sandbox_templates_json(h->cfg);
+	*out = sandbox_templates_json(h->sb);
 	return 0;
 }
 

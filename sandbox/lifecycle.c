@@ -1135,11 +1135,16 @@ static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_
 	return -1;
 }
 
+static void template_info_note(const char *image, json_object *img);
+
 static int prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_object **img,
 			 struct sp_err *e, int *pulled)
 {
-	if (docker_image_inspect(ctx->dk, sb->image, img, e) == 0)
+	if (docker_image_inspect(ctx->dk, sb->image, img, e) == 0) {
+		if (sb->template_name[0] && !sb->server_id[0])
+			template_info_note(sb->image, *img);
 		return 0;
+	}
 	if (e->code != SP_NOT_FOUND)
 		return -1;
 	log_info("sandbox %s: pulling %s", sb->id, sb->image);
@@ -1159,8 +1164,12 @@ static int prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_objec
 		str_copy(msg, sizeof(msg), e->msg);
 		if (e->code == SP_UNAVAILABLE)
 			return -1;
-		return sp_err_field(e, SP_BAD_REQUEST, "image", "Image %s is not available: %s",
-				    sb->image, msg);
+		/* the built-in template images are built, not pulled */
+		return sp_err_field(e, SP_BAD_REQUEST, "image", "Image %s is not available: %s%s",
+				    sb->image, msg,
+				    strncmp(sb->image, "sandpit/", 8) == 0
+					    ? " (a template image: build it with make images)"
+					    : "");
 	}
 	return docker_image_inspect(ctx->dk, sb->image, img, e);
 }
@@ -1641,12 +1650,129 @@ int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, str
 	return 0;
 }
 
-json_object *sandbox_templates_json(const struct config *cfg)
+/* What sandbox.templates tells of a template's image on the local Docker:
+ * whether it is there and the version it really has: the sandpit.version
+ * label images/build.sh probes into its images, else the *_VERSION variable
+ * the upstream language images set (PYTHON_VERSION, NODE_VERSION, ...),
+ * else the org.opencontainers.image.version label, else unknown (null).
+ * Remembered per worker for TEMPLATE_INFO_TTL_MS, so sandbox.templates
+ * costs no Docker call per request; a create of the image refreshes it from
+ * the inspect it makes anyway. */
+#define TEMPLATE_INFO_TTL_MS 30000
+
+static struct template_info {
+	char image[256];
+	char version[128];
+	int present;
+	int64_t at; /* mono ms */
+} tinfo[CONFIG_MAX_TEMPLATES];
+static unsigned tinfo_next;
+
+static const char *img_label(json_object *img, const char *name)
 {
+	json_object *cfg, *labels, *v;
+
+	if (json_object_object_get_ex(img, "Config", &cfg) &&
+	    json_object_object_get_ex(cfg, "Labels", &labels) &&
+	    json_object_is_type(labels, json_type_object) &&
+	    json_object_object_get_ex(labels, name, &v) && json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return NULL;
+}
+
+static void image_version(json_object *img, char *out, size_t cap)
+{
+	static const struct {
+		const char *var, *lang;
+	} vars[] = { { "PYTHON_VERSION=", "Python" }, { "NODE_VERSION=", "Node.js" },
+		     { "BUN_VERSION=", "Bun" },	      { "DENO_VERSION=", "Deno" },
+		     { "GOLANG_VERSION=", "Go" },     { "RUST_VERSION=", "Rust" },
+		     { "RUBY_VERSION=", "Ruby" },     { "JAVA_VERSION=", "Java" },
+		     { "PHP_VERSION=", "PHP" } };
+	json_object *cfg, *env;
+	const char *l = img_label(img, "sandpit.version");
+
+	out[0] = '\0';
+	if (l && *l) {
+		str_copy(out, cap, l);
+		return;
+	}
+	if (json_object_object_get_ex(img, "Config", &cfg) &&
+	    json_object_object_get_ex(cfg, "Env", &env) &&
+	    json_object_is_type(env, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(env); i++) {
+			const char *kv = json_object_get_string(json_object_array_get_idx(env, i));
+			for (size_t k = 0; kv && k < sizeof(vars) / sizeof(vars[0]); k++) {
+				size_t n = strlen(vars[k].var);
+				if (strncmp(kv, vars[k].var, n) == 0 && kv[n]) {
+					snprintf(out, cap, "%s %s", vars[k].lang, kv + n);
+					return;
+				}
+			}
+		}
+	l = img_label(img, "org.opencontainers.image.version");
+	if (l && *l)
+		str_copy(out, cap, l);
+}
+
+static struct template_info *tinfo_slot(const char *image)
+{
+	struct template_info *t;
+
+	for (size_t i = 0; i < sizeof(tinfo) / sizeof(tinfo[0]); i++)
+		if (tinfo[i].at && strcmp(tinfo[i].image, image) == 0)
+			return &tinfo[i];
+	t = &tinfo[tinfo_next++ % (sizeof(tinfo) / sizeof(tinfo[0]))];
+	memset(t, 0, sizeof(*t));
+	str_copy(t->image, sizeof(t->image), image);
+	return t;
+}
+
+/* A local inspect answer (img NULL: the image is not there). */
+static void template_info_note(const char *image, json_object *img)
+{
+	struct template_info *t = tinfo_slot(image);
+
+	t->present = img != NULL;
+	t->version[0] = '\0';
+	if (img)
+		image_version(img, t->version, sizeof(t->version));
+	t->at = mono_ms();
+	if (!t->at)
+		t->at = 1;
+}
+
+static const struct template_info *template_info(struct sandbox_ctx *ctx, const char *image,
+						 int64_t now)
+{
+	struct template_info *t = tinfo_slot(image);
+	json_object *img = NULL;
+	struct sp_err e;
+
+	if (t->at && now - t->at < TEMPLATE_INFO_TTL_MS)
+		return t;
+	sp_err_clear(&e);
+	if (!ctx || sandbox_select_server(ctx, "", &e) < 0 || ensure_docker(ctx, &e) < 0)
+		return t->at ? t : NULL; /* Docker unreachable: the last answer, if any */
+	if (docker_image_inspect(ctx->dk, image, &img, &e) == 0)
+		template_info_note(image, img);
+	else if (e.code == SP_NOT_FOUND || e.code == SP_BAD_REQUEST)
+		template_info_note(image, NULL);
+	else
+		return t->at ? t : NULL;
+	json_object_put(img);
+	return tinfo_slot(image);
+}
+
+json_object *sandbox_templates_json(struct sandbox_ctx *ctx)
+{
+	const struct config *cfg = ctx->cfg;
 	json_object *arr = json_object_new_array();
+	int64_t now = mono_ms();
 
 	for (int i = 0; i < cfg->ntemplates; i++) {
 		const struct template_conf *t = &cfg->templates[i];
+		const struct template_info *ti = template_info(ctx, t->image, now);
 		json_object *o = json_object_new_object(), *env = json_object_new_object();
 		const char *p = t->env;
 		json_object_object_add(o, "name", json_object_new_string(t->name));
@@ -1655,6 +1781,11 @@ json_object *sandbox_templates_json(const struct config *cfg)
 		json_object_object_add(o, "workdir", json_object_new_string(TEMPLATE_HOME));
 		json_object_object_add(o, "description",
 				       json_object_new_string(t->description[0] ? t->description : t->image));
+		json_object_object_add(o, "version",
+				       ti && ti->version[0] ? json_object_new_string(ti->version)
+							    : NULL);
+		json_object_object_add(o, "imagePresent",
+				       ti ? json_object_new_boolean(ti->present) : NULL);
 		while (*p) {
 			size_t n = strcspn(p, "\n"), eq = strcspn(p, "=");
 			if (eq < n) {

@@ -286,7 +286,9 @@ json_object *sandbox_server_list(struct store *st, struct sp_err *e);
 
 /* The record as the API returns it (never envVars). New object. */
 json_object *sandbox_to_json(const struct sandbox *sb);
-/* The template list as the API returns it. New array. */
-json_object *sandbox_templates_json(const struct config *cfg);
+/* The template list as the API returns it, each with the version and the
+ * presence of its image on the local Docker (an image inspect per template
+ * at most every 30 s per worker). New array. */
+json_object *sandbox_templates_json(struct sandbox_ctx *ctx);
 
 #endif

@@ -2,7 +2,8 @@
 # `make test`: every test against the real parts on this machine.
 #   1. install what is missing (deploy/install-deps.sh; node if absent)
 #   2. start dockerd if none answers (stopped again at the end)
-#   3. build the local test images (tests/images/build.sh)
+#   3. build the local test images (tests/images/build.sh) and the template
+#      images (images/build.sh; minutes the first time, seconds after)
 #   4. make -j2 all + the unit test binaries
 #   5. suites: unit (build/tests/test_*, cmocka), process manager
 #      (tests/pm/test_pm.sh), fuzz (make fuzz-run: each libFuzzer target of
@@ -216,6 +217,16 @@ if bash tests/images/build.sh; then
 else
 	record images 0 1
 fi
+# The template images (tests/api/templates.test.mjs): built once per
+# machine, then only what a changed recipe needs.
+header "template images"
+t0=$(date +%s)
+if bash images/build.sh && bash images/build.sh --list; then
+	record "template images" 1 0
+else
+	record "template images" 0 1
+fi
+echo "run.sh: the template images took $(($(date +%s) - t0)) s"
 
 # --- 4. build ------------------------------------------------------------------------
 header "build"

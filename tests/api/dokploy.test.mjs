@@ -215,7 +215,7 @@ test('templates answer name, image, user, workdir and description (as Dokploy), 
   const py = t.json.find((x) => x.name === 'python');
   assert.equal(py.user, '1000:1000');
   assert.equal(py.workdir, '/home/user');
-  assert.equal(py.description, 'Python 3.13 (pip available)');
+  assert.equal(py.description, 'Python 3 with its standard library, pip and venv');
   assert.deepEqual(t.json.find((x) => x.name === 'ruby').env,
     { GEM_HOME: '/home/user/.gem', BUNDLE_APP_CONFIG: '/home/user/.bundle' });
   assert.equal(t.json.length, 11);

@@ -15,6 +15,8 @@
 #
 # usage: tests/images/build.sh [--force] [--refresh] [IMAGE_SHORT_NAME...]
 #   e.g. tests/images/build.sh --force busybox nodate
+#   `rootfs` builds no image: it only makes sure the debootstrap'd root
+#   tarball is in the cache (images/build.sh builds the templates on it)
 # env:   SANDPIT_IMAGE_CACHE  cache folder (default /var/cache/sandpit-images)
 #        SANDPIT_DEBIAN_MIRROR  mirror (default: the first URIs: of
 #                               /etc/apt/sources.list.d/debian.sources)
@@ -32,8 +34,8 @@ for a in "$@"; do
 	case "$a" in
 	--force) force=1 ;;
 	--refresh) force=1; refresh=1 ;;
-	-h | --help) sed -n '2,21p' "$0"; exit 0 ;;
-	busybox | nodate | debian | python) want+=("$a") ;;
+	-h | --help) sed -n '2,23p' "$0"; exit 0 ;;
+	busybox | nodate | debian | python | rootfs) want+=("$a") ;;
 	*) echo "build.sh: unknown argument: $a" >&2; exit 2 ;;
 	esac
 done
@@ -282,6 +284,10 @@ if [ $refresh -eq 1 ]; then
 fi
 
 for name in "${want[@]}"; do
+	if [ "$name" = rootfs ]; then
+		raw_debootstrap
+		continue
+	fi
 	img="sandpit-test/$name:latest"
 	if [ $force -eq 0 ] && have_image "$img"; then
 		echo "images: $img exists, skipped"
