@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './lib/stack.mjs';
-import { docker } from './lib/docker.mjs';
+import { docker, dockerExec } from './lib/docker.mjs';
 import { redisDump, allLogs } from './lib/inspect.mjs';
 
 let s, other, sb;
@@ -27,8 +27,26 @@ test("another org's sandbox id reads as not found", async () => {
     assert.equal(r.status, 404, p);
     assert.equal(r.json.message, 'Sandbox not found');
   }
-  const t = await s.api('POST', '/api/sandbox.setTimeout', { body: { ...q, timeoutMs: 20000 }, key: other });
-  assert.equal(t.status, 404);
+  // the five sandbox-scoped procedures that touch the container: each 404,
+  // and nothing happened (no file, no command, the deadline unchanged)
+  const before = (await s.api('GET', '/api/sandbox.one', { query: q })).json;
+  const tries = [
+    ['POST', 'exec', { body: { ...q, cmd: 'touch /tmp/by-other-org' } }],
+    ['POST', 'writeFile', { body: { ...q, path: '/tmp/written-by-other-org', content: 'x' } }],
+    ['GET', 'readFile', { query: { ...q, path: '/etc/hostname' } }],
+    ['GET', 'listFiles', { query: { ...q, path: '/tmp' } }],
+    ['POST', 'setTimeout', { body: { ...q, timeoutMs: 20000 } }],
+  ];
+  for (const [m, p, o] of tries) {
+    const r = await s.api(m, `/api/sandbox.${p}`, { ...o, key: other });
+    assert.equal(r.status, 404, `${p}: ${r.text}`);
+    assert.equal(r.json.message, 'Sandbox not found', p);
+    assert.ok(!('stdout' in r.json) && !('content' in r.json) && !('entries' in r.json), `${p}: ${r.text}`);
+  }
+  const tmp = await dockerExec(sb.containerId, ['ls', '-A', '/tmp']);
+  assert.ok(!/other-org/.test(tmp.stdout), `files appeared: ${tmp.stdout}`);
+  const after = (await s.api('GET', '/api/sandbox.one', { query: q })).json;
+  assert.equal(after.expiresAt, before.expiresAt, 'setTimeout by another org changed the expiry');
   const l = await s.api('GET', '/api/sandbox.list', { key: other });
   assert.equal(l.status, 200);
   assert.deepEqual(l.json, []);
