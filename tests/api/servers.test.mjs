@@ -218,6 +218,7 @@ test('refused: a server certificate from another CA, a client certificate from a
   for (const serverId of ['badca', 'badcert', 'badhost', 'sshdown']) {
     const before = { front: fronts(), cmds: lines(env.SSH_COMMANDS_LOG).length };
     const r = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', serverId } });
+    if (r.json?.sandboxId) t.after(() => s.api('POST', '/api/sandbox.remove', { body: { sandboxId: r.json.sandboxId } }));
     assert.equal(r.status, 503, `${serverId}: ${r.text}`);
     assert.match(r.json.message, new RegExp(`\\b${serverId}\\b`), r.text);
     // nothing reached dockerd over either transport, no ssh session ran
