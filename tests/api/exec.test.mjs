@@ -185,8 +185,8 @@ test('the answer streams: stdout arrives while the command still runs', async ()
   // The command prints 256 KiB, then waits for a file that only a second
   // request creates, sent once half of that has arrived: an answer held back
   // until the command ends would never release it. (nginx passes the answer
-  // on in pieces of its 32 KiB buffers, so a slow client still never holds
-  // a worker: W1.)
+  // on in pieces of its 32 KiB buffers; W1, slow clients and oversize
+  // requests, is web.test.mjs.)
   let got = 0;
   let released = null;
   const r = await s.api('POST', '/api/sandbox.exec', {
