@@ -1,6 +1,7 @@
 // Keys and organizations: every operation is scoped to the caller's org,
 // identity comes only from nginx, and bad images fail cleanly.
 import { test, before, after } from 'node:test';
+import { execFileSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { startStack } from './lib/stack.mjs';
 import { docker, dockerExec } from './lib/docker.mjs';
@@ -83,6 +84,30 @@ test('an image without date fails create, naming it, and leaves no container', a
   assert.match(row.errorMessage, /lacks date/);
   const left = await docker('GET', '/containers/json?all=1&filters=' + encodeURIComponent(JSON.stringify({ label: [`sandpit.sandboxId=${row.sandboxId}`] })));
   assert.deepEqual(left.json, []);
+});
+
+test('an image without sh or without sleep fails create, naming what it lacks, and leaves no container', async (t) => {
+  // two images made here from the busybox one, each missing one program
+  const made = [];
+  t.after(() => { for (const img of made) try { execFileSync('docker', ['rmi', '-f', img], { stdio: 'ignore' }); } catch { /* gone */ } });
+  for (const prog of ['sh', 'sleep']) {
+    const name = `sandpit-t20-no${prog}-${process.pid}`, img = `sandpit-test/no${prog}:t${process.pid}`;
+    execFileSync('docker', ['run', '--name', name, '--network', 'none', '--entrypoint', '/bin/rm', 'sandpit-test/busybox:latest', `/bin/${prog}`]);
+    try {
+      execFileSync('docker', ['commit', '--change', 'ENTRYPOINT []', '--change', 'CMD []', name, img], { stdio: 'ignore' });
+    } finally {
+      execFileSync('docker', ['rm', '-f', name], { stdio: 'ignore' });
+    }
+    made.push(img);
+    const r = await s.api('POST', '/api/sandbox.create', { body: { image: img } });
+    if (r.json?.sandboxId) t.after(() => s.api('POST', '/api/sandbox.remove', { body: { sandboxId: r.json.sandboxId } }));
+    assert.equal(r.status, 400, `${img}: ${r.text}`);
+    assert.match(r.json.message, new RegExp(`lacks ${prog}\\b`), r.text);
+    const row = (await s.api('GET', '/api/sandbox.list')).json.find((x) => x.status === 'error' && x.image === img);
+    assert.ok(row, `the failed creation from ${img} is kept as an error row`);
+    const left = await docker('GET', '/containers/json?all=1&filters=' + encodeURIComponent(JSON.stringify({ label: [`sandpit.sandboxId=${row.sandboxId}`] })));
+    assert.deepEqual(left.json, []);
+  }
 });
 
 test('an image that cannot be pulled fails with 400 naming image', async () => {
