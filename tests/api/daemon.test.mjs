@@ -12,7 +12,7 @@ import { startStack, waitFor } from './lib/stack.mjs';
 
 let s;
 before(async () => {
-  s = await startStack({ extraConf: ['max_requests = 5', 'workers_min = 2', 'retention_s = 100'] });
+  s = await startStack({ extraConf: ['max_requests = 5', 'workers_min = 2', 'retention_s = 100', 'create_timeout_s = 10'] });
 });
 after(async () => { await s?.stop(); });
 
@@ -79,6 +79,28 @@ test('a record lives in Redis for its deadline plus retention_s', async (t) => {
   const kept = Number(redis('TTL', keys[0]));
   assert.ok(kept > 100 && kept <= ttl, `TTL after kill ${kept} s`);
   assert.equal((await s.api('GET', '/api/sandbox.one', { query: { sandboxId: c.json.sandboxId } })).json.status, 'killed');
+});
+
+test('create_timeout_s: a creation still creating after it reads error, naming the bound', async (t) => {
+  // a crash between the record and the container, simulated: a record put
+  // back to "creating" with no container, made 9 s and then 11 s ago
+  const c = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
+  assert.equal(c.status, 200, c.text);
+  t.after(() => s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } }));
+  const { docker } = await import('./lib/docker.mjs');
+  await docker('DELETE', `/containers/${c.json.containerId}?force=true`);
+  const key = redis('--scan', '--pattern', `*:sb:${c.json.sandboxId}`);
+  const stored = redis('HGET', key, 'createdAt');
+  const at = (ms) => (/^\d+$/.test(stored) ? String(ms) : new Date(ms).toISOString());
+  redis('HSET', key, 'status', 'creating', 'containerId', '', 'createdAt', at(Date.now() - 9000));
+  const young = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: c.json.sandboxId } });
+  assert.equal(young.json.status, 'creating', young.text);
+  redis('HSET', key, 'createdAt', at(Date.now() - 11000));
+  const old = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: c.json.sandboxId } });
+  assert.equal(old.json.status, 'error', old.text);
+  assert.equal(old.json.errorMessage, 'Creation did not finish within 10 s');
+  const listed = (await s.api('GET', '/api/sandbox.list')).json.find((x) => x.sandboxId === c.json.sandboxId);
+  assert.equal(listed.status, 'error');
 });
 
 test('admin commands work while sandpitd is down', async () => {
