@@ -925,6 +925,7 @@ int docker_negotiate(struct docker_client *c, int allow_old_runc, struct docker_
 	r.unversioned = 1;
 	if (docker_call(c, &r, NULL, &ver, e) < 0)
 		goto done;
+	v->answered = 1;
 	api = docker_json_str(ver, "ApiVersion");
 	engine = docker_json_str(ver, "Version");
 	snprintf(v->engine, sizeof(v->engine), "%s", engine ? engine : "");

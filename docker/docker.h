@@ -27,6 +27,7 @@ struct docker_version {
 	char engine[64];        /* Engine version */
 	char runc[64];          /* runc Version, "" if not reported */
 	char runc_commit[128];  /* runc GitCommit (distro build id) */
+	int answered;           /* /version answered: a refusal, not an outage */
 };
 
 /* Where a Docker daemon is and how to reach it.

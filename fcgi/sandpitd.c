@@ -89,8 +89,10 @@ static void worker_main(const struct config *cfg, int listen_fd)
 	sandbox_ctx_cleanup(&ctx);
 }
 
-/* Refuses to start on a Docker that is too old or runs a vulnerable runc;
- * an unreachable Docker is only a warning (requests get 503 until it is up). */
+/* Refuses to start on a Docker that is too old or runs a vulnerable runc
+ * (a daemon that answered /version); an unreachable Docker is only a
+ * warning (requests get 503 until it is up). Both errors are SP_UNAVAILABLE,
+ * the status a request gets for them. */
 static int check_docker(const struct config *cfg)
 {
 	struct docker_client *dk;
@@ -104,7 +106,7 @@ static int check_docker(const struct config *cfg)
 		return -1;
 	}
 	if (docker_negotiate(dk, cfg->allow_old_runc, &v, &e) < 0) {
-		if (e.code == SP_UNAVAILABLE) {
+		if (e.code == SP_UNAVAILABLE && !v.answered) {
 			log_warn("%s; sandbox operations answer 503 until it is reachable", e.msg);
 		} else {
 			log_error("%s", e.msg);

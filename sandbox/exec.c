@@ -359,8 +359,20 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		}
 		goto out;
 	}
-	if (docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
+	if (docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0) {
+		if (e->code != SP_NOT_FOUND)
+			goto out;
+		/* the exec went with its container (under gVisor a command that
+		 * fills the pids limit can end the whole sandbox): the command is
+		 * over, and so is the sandbox */
+		kill_container(ctx, sb, "the container ended under a running command");
+		res->timed_out = timed_out;
+		res->exit_code = timed_out ? 124 : 137;
+		res->stopped = watch.fired;
+		sp_err_clear(e);
+		rc = 0;
 		goto out;
+	}
 	if (running && !timed_out && !watch.fired && !still_running(ctx, eid, 2000) &&
 	    docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
 		goto out; /* the stream can end a moment before the exit is recorded */

@@ -234,8 +234,17 @@ out:
 	return rc;
 }
 
+/* Sets p to $1 resolved one component at a time by readlink -f (where it
+ * works; $1 as given otherwise): gVisor (runsc 20221219) resolves a path
+ * through a symlink to "/" as "/" itself (root -> /: root/root is "/", not
+ * /root), readlink -f resolves it as the kernel would. The "x" keeps a name
+ * that ends in a newline. */
+#define RESOLVE_P                                          \
+	"p=$1\n"                                            \
+	"r=$(readlink -f -- \"$p\" 2>/dev/null && echo x) && p=${r%?x}\n"
+
 /* $1 path. Exit 3 missing, 4 not a regular file, 5 unreadable. */
-static const char read_script[] = "p=$1\n"
+static const char read_script[] = RESOLVE_P
 				  "[ -e \"$p\" ] || exit 3\n"
 				  "[ -f \"$p\" ] || exit 4\n"
 				  "[ -r \"$p\" ] || exit 5\n"
@@ -287,7 +296,7 @@ out:
 /* $1 dir. Exit 3 missing, 4 not a directory. GNU find gives metadata;
  * elsewhere (busybox) names and types only. Records end with NUL. */
 static const char list_script[] =
-	"p=$1\n"
+	RESOLVE_P
 	"[ -e \"$p\" ] || exit 3\n"
 	"[ -d \"$p\" ] || exit 4\n"
 	"if find \"$p\" -maxdepth 0 -printf '' >/dev/null 2>&1; then\n"

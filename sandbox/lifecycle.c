@@ -45,18 +45,18 @@ static const char main_script[] =
 	"printf '%s\\n' \"$t\" >/" STATE_DIR "/timeout\n"
 	"printf '%s\\n' \"$e\" >/" STATE_DIR "/expires\n"
 	SB_WATCHER
-	/* the time left, counted when the container starts: to the millisecond
-	 * where date knows %N (GNU), else in whole seconds, ending up to 1 s
-	 * early, never late */
+	/* the time left in ms, counted when the container starts: f is the
+	 * current second's milliseconds where date knows %N (GNU); where it
+	 * does not (busybox) the second may be about to end, so f = 1000:
+	 * ending up to 1 s early, never late */
 	"n=$(\"$D\" +%s.%N)\n"
 	"case $n in\n"
-	"*[!0-9.]*|*.) r=$((d - ${n%%.*}));;\n"
-	"*) f=${n#*.}; f=${f%??????}; "
-	"l=$(( (d - ${n%%.*}) * 1000 + 1$m - 1$f )); "
-	"[ \"$l\" -gt 0 ] || exit 0; r=$((l / 1000)).$(printf %03d $((l % 1000)));;\n"
+	"*[!0-9.]*|*.) f=1000;;\n"
+	"*) f=${n#*.}; f=$((1${f%??????} - 1000));;\n"
 	"esac\n"
-	"case $r in -*|0) exit 0;; esac\n"
-	"exec \"$S\" \"$r\"\n";
+	"l=$(( (d - ${n%%.*}) * 1000 + 1$m - 1000 - f ))\n"
+	"[ \"$l\" -gt 0 ] || exit 0\n"
+	"exec \"$S\" \"$((l / 1000)).$(printf %03d $((l % 1000)))\"\n";
 
 int sandbox_install_id(struct sandbox_ctx *ctx, struct sp_err *e)
 {

@@ -27,6 +27,16 @@
 #include "../docker/docker.h"
 
 #define POOL_MARGIN_MS 60000   /* never hand out a container this close to its pool expiry */
+
+/* The margin for pool p: POOL_MARGIN_MS, or a quarter of a shorter ttl (a
+ * ttl of 60 s or less would otherwise make every container too old at
+ * birth: never handed out, and replaced over and over). */
+static int64_t pool_margin_ms(const struct pool_conf *p)
+{
+	int64_t q = (int64_t)p->ttl_s * 1000 / 4;
+
+	return q < POOL_MARGIN_MS ? q : POOL_MARGIN_MS;
+}
 #define POOL_CHECK_MS 1000     /* how often a worker looks at the pools */
 
 /* Runs as the keeper, like a cold sandbox's main process. $1: the pool
@@ -114,7 +124,7 @@ int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 		return 0;
 	pool_name(p, ctx->cfg->disk_limit, ctx->cfg->disk_default_mb, name, sizeof(name));
 	ctx->pool_dirty = 1;
-	if (store_pool_claim(ctx->st, name, now_ms() + POOL_MARGIN_MS, member, sizeof(member), &e) !=
+	if (store_pool_claim(ctx->st, name, now_ms() + pool_margin_ms(p), member, sizeof(member), &e) !=
 	    1)
 		return 0;
 	if (sscanf(member, "%79s %39s", cid, id) != 2 || strlen(id) != SANDBOX_ID_LEN)
@@ -259,7 +269,7 @@ static void refill(struct sandbox_ctx *ctx, const struct pool_conf *p)
 	struct sp_err e;
 
 	pool_name(p, ctx->cfg->disk_limit, ctx->cfg->disk_default_mb, name, sizeof(name));
-	if (store_pool_fill_begin(ctx->st, name, now_ms() + POOL_MARGIN_MS, p->size, &e) != 1)
+	if (store_pool_fill_begin(ctx->st, name, now_ms() + pool_margin_ms(p), p->size, &e) != 1)
 		return;
 	if (fill_one(ctx, p, name, &e) < 0)
 		log_warn("pool %s: could not make a container: %s", name, e.msg);
@@ -287,7 +297,7 @@ int sandbox_pool_stats(struct sandbox_ctx *ctx, int i, int *ready, long long *cl
 		return -1;
 	pool_name(&ctx->cfg->pools[i], ctx->cfg->disk_limit, ctx->cfg->disk_default_mb, name,
 		  sizeof(name));
-	*ready = store_pool_size(ctx->st, name, now_ms() + POOL_MARGIN_MS, &e);
+	*ready = store_pool_size(ctx->st, name, now_ms() + pool_margin_ms(&ctx->cfg->pools[i]), &e);
 	*claims = store_pool_claims(ctx->st, name, &e);
 	return *ready < 0 || *claims < 0 ? -1 : 0;
 }

@@ -135,7 +135,17 @@ test('H1: inside, no capabilities, no_new_privs, seccomp, cgroup limits', async 
     ? ['find', '/home/user', '-maxdepth', '0', '-printf', '%U:%G %m\n']
     : ['stat', '-c', '%u:%g %a', '/home/user']);
   assert.equal(home.stdout.trim(), '1000:1000 755');
-  // PID 1 is the init, the main process is sleep
+  // PID 1 is the init, the main process (its child) is sleep, sleeping
+  // until the deadline
   const p1 = await dockerExec(sb.containerId, ['cat', '/proc/1/cmdline']);
   assert.match(p1.stdout, /docker-init|tini/);
+  const kids = await dockerExec(sb.containerId, ['sh', '-c',
+    'for d in /proc/[0-9]*; do [ "$(cut -d" " -f4 $d/stat 2>/dev/null)" = 1 ] && tr "\\000" " " <$d/cmdline && echo; done']);
+  const main = kids.stdout.split('\n').filter(Boolean);
+  assert.equal(main.length, 1, kids.stdout);
+  const m = /^sleep (\d+)\.(\d{3}) $/.exec(main[0]);
+  assert.ok(m, `PID 1's child: ${main[0]}`);
+  const left = Number(m[1]) * 1000 + Number(m[2]);
+  const should = Date.parse(sb.deadlineAt) - Date.parse(sb.createdAt);
+  assert.ok(left <= should && left > should - 30000, `sleeps ${left} ms, deadline ${should} ms after create`);
 });

@@ -10,6 +10,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { startStack, waitFor } from './lib/stack.mjs';
 
 let stack;
@@ -66,19 +68,40 @@ test('/metrics answers 200 from 127.0.0.1 without a key, in Prometheus text', as
   parse(r.text);
 });
 
-test('request counts go up after calls, across workers', async () => {
+// The pid of the worker that logged the request line of each request id
+// ("time level [sandpitd PID] RID GET /api/... STATUS Nms").
+function servedBy(rids) {
+  const log = readFileSync(path.join(stack.dir, 'sandpitd.log'), 'utf8');
+  const by = {};
+  for (const m of log.matchAll(/\[sandpitd (\d+)\] (\S+) (GET|POST) \/api\//g)) if (rids.includes(m[2])) by[m[2]] = m[1];
+  return by;
+}
+
+test('request counts go up after calls, across workers', async (t) => {
   const before = await scrape();
   const n = 12;
-  // in parallel, so more than one worker answers
-  const rs = await Promise.all(Array.from({ length: n }, () => stack.api('GET', '/api/sandbox.list')));
-  for (const r of rs) assert.equal(r.status, 200, r.text);
+  // in parallel, so that more than one worker answers; the log shows which
+  // worker served each (by its request id), and a batch that one worker
+  // served alone is sent again (at most 10 times)
+  let rounds = 0, pids = new Set();
+  while (pids.size < 2 && rounds < 10) {
+    rounds++;
+    const rs = await Promise.all(Array.from({ length: n }, () => stack.api('GET', '/api/sandbox.list')));
+    for (const r of rs) assert.equal(r.status, 200, r.text);
+    const rids = rs.map((r) => r.headers['x-request-id']);
+    const by = await waitFor(() => { const b = servedBy(rids); return Object.keys(b).length === n && b; }, 10000, 100);
+    pids = new Set(Object.values(by));
+  }
+  t.diagnostic(`${rounds} batch(es) of ${n}; workers that answered the last: ${[...pids].join(', ')}`);
+  assert.ok(pids.size >= 2, 'two workers answered one batch');
   const missing = await stack.api('GET', '/api/sandbox.one', { query: { sandboxId: 'nope' } });
   assert.equal(missing.status, 404, missing.text);
   const afterS = await scrape();
   const ok = { operation: 'sandbox-list', status: '200' };
-  assert.equal(value(afterS, 'sandpit_requests_total', ok) - value(before, 'sandpit_requests_total', ok), n);
+  // every request of every worker is counted: the sum is exact
+  assert.equal(value(afterS, 'sandpit_requests_total', ok) - value(before, 'sandpit_requests_total', ok), n * rounds);
   assert.equal(value(afterS, 'sandpit_request_duration_seconds_count', ok) -
-    value(before, 'sandpit_request_duration_seconds_count', ok), n);
+    value(before, 'sandpit_request_duration_seconds_count', ok), n * rounds);
   assert.ok(value(afterS, 'sandpit_requests_total', { operation: 'sandbox-one', status: '404' }) >= 1);
   // nginx keeps /_auth answers 1 s per key and route, so those n calls
   // asked /_auth at least once; a key never seen before is always asked about
@@ -115,7 +138,19 @@ test('histogram buckets are cumulative and agree with _count and the counter', a
     assert.equal(value(s, `${base}_count`, labels), buckets.at(-1).value, `${id}: _count = +Inf`);
     const counter = base.startsWith('sandpit_docker') ? 'sandpit_docker_requests_total' : 'sandpit_requests_total';
     assert.equal(value(s, counter, labels), buckets.at(-1).value, `${id}: counter = _count`);
-    assert.ok(value(s, `${base}_sum`, labels) >= 0);
+    // _sum lies between what the buckets allow: each observation at least
+    // the bucket's lower edge and at most its upper one (the +Inf bucket
+    // has no upper bound)
+    const sum = value(s, `${base}_sum`, labels);
+    let lo = 0, hi = 0;
+    for (let i = 0; i < buckets.length; i++) {
+      const inBucket = buckets[i].value - (i ? buckets[i - 1].value : 0);
+      if (!inBucket) continue;
+      lo += inBucket * (i ? les[i - 1] : 0);
+      hi += inBucket * les[i];
+    }
+    assert.ok(sum >= lo - 1e-6 && sum <= hi + 1e-6, `${id}: _sum ${sum} outside [${lo}, ${hi}]`);
+    if (buckets.at(-1).value > 0) assert.ok(sum > 0, `${id}: _sum is 0 with observations`);
   }
 });
 
@@ -132,10 +167,15 @@ test('Docker calls are counted per endpoint template; sandboxes per status', asy
         assert.match(x.labels.endpoint, /^(GET|POST|PUT|HEAD|DELETE) \/[a-z{}/]*$/, 'templates, never ids');
     }
     assert.ok(value(s, 'sandpit_sandboxes', { status: 'running' }) >= 1);
-    const e = await stack.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd: 'true' } });
+    // durations are in seconds: a 1.5 s exec adds at least 1.5 to _sum
+    const ex = { operation: 'sandbox-exec', status: '200' };
+    const sumBefore = value(s, 'sandpit_request_duration_seconds_sum', ex);
+    const e = await stack.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd: 'sleep 1.5' } });
     assert.equal(e.status, 200, e.text);
     const s2 = await scrape();
-    assert.ok(value(s2, 'sandpit_requests_total', { operation: 'sandbox-exec', status: '200' }) >= 1);
+    assert.ok(value(s2, 'sandpit_requests_total', ex) >= 1);
+    const added = value(s2, 'sandpit_request_duration_seconds_sum', ex) - sumBefore;
+    assert.ok(added >= 1.5 && added < 120, `a 1.5 s exec added ${added} to _sum`);
   } finally {
     await stack.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } });
   }
@@ -244,5 +284,25 @@ test('WebSocket connections and their running commands (/metrics/stream)', { tim
   } finally {
     for (const x of ws) x.w.terminate();
     await stack.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } });
+test('one log line per request, carrying the X-Request-Id the client got', async () => {
+  const rs = [];
+  rs.push(await stack.api('GET', '/api/sandbox.list'));
+  rs.push(await stack.api('GET', '/api/sandbox.one', { query: { sandboxId: 'nope' } }));
+  rs.push(await stack.api('POST', '/api/sandbox.create', { body: { template: 'nope' } }));
+  const want = [['GET', '/api/sandbox.list', 200], ['GET', '/api/sandbox.one', 404], ['POST', '/api/sandbox.create', 400]];
+  const rids = rs.map((r) => r.headers['x-request-id']);
+  for (const [i, r] of rs.entries()) {
+    assert.equal(r.status, want[i][2], r.text);
+    assert.match(rids[i] ?? '', /^[0-9a-f]{32}$/, `X-Request-Id on the ${r.status} answer`);
+  }
+  assert.equal(new Set(rids).size, rids.length);
+  const lines = await waitFor(() => {
+    const log = readFileSync(path.join(stack.dir, 'sandpitd.log'), 'utf8').split('\n');
+    const per = rids.map((rid) => log.filter((l) => l.includes(` ${rid} `) && / (GET|POST) \/api\//.test(l)));
+    return per.every((x) => x.length) && per;
+  }, 10000, 100);
+  for (const [i, [method, p, status]] of want.entries()) {
+    assert.equal(lines[i].length, 1, `one request line for ${rids[i]}: ${lines[i].join('\n')}`);
+    assert.match(lines[i][0], new RegExp(` ${rids[i]} ${method} ${p.replace('.', '\\.')} ${status} \\d+ms$`));
   }
 });

@@ -4,7 +4,8 @@
 // schema the document gives for it (ajv, JSON Schema 2020-12).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -69,12 +70,19 @@ function responseSchema(opId, status) {
 /** Calls opId through the REST API as the document says and checks the
  * answer against the documented schema. Returns the answer. */
 async function call(opId, input, { key, expect = 200 } = {}) {
+  const r = await send(opId, input, key);
+  assert.equal(r.status, expect, `${opId} ${JSON.stringify(input)}: ${r.text}`);
+  return matches(opId, r);
+}
+function send(opId, input, key) {
   const [method, p] = PROCEDURES[opId];
   const url = `/api${p}`;
-  const r = method === 'get'
-    ? await stack.api('GET', url, { query: input, key })
-    : await stack.api('POST', url, { body: input, key });
-  assert.equal(r.status, expect, `${opId} ${JSON.stringify(input)}: ${r.text}`);
+  return method === 'get'
+    ? stack.api('GET', url, { query: input, key, timeoutMs: 30000 })
+    : stack.api('POST', url, { body: input, key, timeoutMs: 30000 });
+}
+/** Asserts the answer r of opId matches the schema documented for its status. */
+function matches(opId, r) {
   assert.match(r.headers['content-type'], /^application\/json/);
   const validate = ajv.getSchema(responseSchema(opId, r.status));
   assert.ok(validate, `schema for ${opId} ${r.status} compiles`);
@@ -253,4 +261,62 @@ test('every operation answers with the documented schema, on success and on erro
   const rm1 = await call('sandbox-remove', id);
   assert.equal(rm1, true); // Dokploy's answer
   created.length = 0;
+});
+
+test('on error too: 403, 429 and 503 answers (nginx\'s and sandpitd\'s) match the documented schema', async (t) => {
+  // 403: a member key (no permission) is refused by nginx's auth_request
+  const member = await stack.newKey('default', 'member');
+  for (const opId of ['sandbox-list', 'sandbox-create', 'sandbox-exec']) {
+    const e = await call(opId, { template: 'alpine', sandboxId: 'x', cmd: 'true' }, { key: member, expect: 403 });
+    assert.equal(e.code, 'FORBIDDEN');
+  }
+  // 429 from sandpitd: the organization's quota is full
+  await stack.cli('orgs', 'create', 'openapi-quota');
+  await stack.cli('quota', 'set', '--org', 'openapi-quota', '--sandboxes', '1');
+  const qk = await stack.newKey('openapi-quota');
+  const one = await call('sandbox-create', { template: 'alpine' }, { key: qk });
+  t.after(() => stack.api('POST', '/api/sandbox.remove', { body: { sandboxId: one.sandboxId }, key: qk }));
+  const q = await call('sandbox-create', { template: 'alpine' }, { key: qk, expect: 429 });
+  assert.match(q.message, /Quota exceeded/);
+  // 429 from nginx: one key's burst used up (50 r/s, burst 100)
+  const flood = await stack.newKey('default');
+  const rs = await Promise.all(Array.from({ length: 200 }, () => send('sandbox-templates', {}, flood)));
+  const limited = rs.filter((r) => r.status === 429);
+  assert.ok(limited.length > 0, 'the flood was limited');
+  for (const r of limited.slice(0, 3)) assert.equal(matches('sandbox-templates', r).code, 'TOO_MANY_REQUESTS');
+  // 503 from sandpitd: a registered server nobody answers on
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'openapi-srv-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path.join(dir, 'k')]);
+  fs.writeFileSync(path.join(dir, 'known_hosts'), '');
+  await stack.cli('servers', 'add', '--id', 'nobody', '--endpoint', 'ssh://root@127.0.0.1:9',
+    '--ssh-key', path.join(dir, 'k'), '--known-hosts', path.join(dir, 'known_hosts'), '--orgs', 'default');
+  t.after(() => stack.cli('servers', 'remove', 'nobody').catch(() => {}));
+  const d = await call('sandbox-create', { template: 'alpine', serverId: 'nobody' }, { expect: 503 });
+  assert.equal(d.code, 'SERVICE_UNAVAILABLE');
+  assert.match(d.message, /nobody/);
+  // 503 from nginx: no worker answers /_auth (every sandpitd process stopped)
+  const fresh = await stack.newKey('default');
+  const master = Number(fs.readFileSync(path.join(stack.dir, 'sandpitd.pid'), 'utf8'));
+  const kids = execFileSync('pgrep', ['-P', String(master)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  for (const p of [master, ...kids]) process.kill(p, 'SIGSTOP');
+  try {
+    const u = await call('sandbox-list', {}, { key: fresh, expect: 503 });
+    assert.equal(u.code, 'SERVICE_UNAVAILABLE');
+  } finally {
+    for (const p of [...kids, master]) process.kill(p, 'SIGCONT');
+  }
+});
+
+test('/openapi.json is readable by any valid key, whatever its role, and by no one without a key', async () => {
+  for (const role of ['owner', 'admin', 'member']) {
+    const k = await stack.newKey('openapi-readers', role);
+    const r = await stack.api('GET', '/openapi.json', { key: k });
+    assert.equal(r.status, 200, `${role}: ${r.text.slice(0, 200)}`);
+    assert.deepEqual(r.json, doc, role);
+  }
+  const none = await stack.api('GET', '/openapi.json', { key: '' });
+  assert.equal(none.status, 401, none.text);
+  const bad = await stack.api('GET', '/openapi.json', { key: 'sp_not-a-key' });
+  assert.equal(bad.status, 401, bad.text);
 });

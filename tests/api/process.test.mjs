@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startStack, waitFor } from './lib/stack.mjs';
+import { binDir, startStack, waitFor } from './lib/stack.mjs';
 
 function workers(master) {
   const r = spawnSync('pgrep', ['-P', String(master)], { encoding: 'utf8' });
@@ -33,7 +33,7 @@ test('a worker SIGKILLed mid-request is respawned and the next request succeeds'
 });
 
 test('sandpitd -t says configuration OK or what is wrong', () => {
-  const bin = path.resolve('build/sandpitd');
+  const bin = path.join(binDir, 'sandpitd');
   const dir = fs.mkdtempSync('/tmp/sandpit-conf-');
   fs.writeFileSync(path.join(dir, 'key'), 'ab'.repeat(32), { mode: 0o600 });
   fs.writeFileSync(path.join(dir, 'good.conf'), `listen = ${dir}/s.sock\ndata_key_file = ${dir}/key\n`);

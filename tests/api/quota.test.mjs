@@ -56,3 +56,37 @@ test('CPU and memory quotas', async () => {
   assert.match(shown.stdout, /cpu\s+1\.5/);
   for (const r of [a, d]) await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: r.json.sandboxId }, key });
 });
+
+test('quota 0 removes a limit; failed and removed sandboxes release their share', async (t) => {
+  await s.cli('orgs', 'create', 'zero-org');
+  const key = await s.newKey('zero-org');
+  const made = [];
+  t.after(async () => { for (const id of made) await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: id }, key }); });
+  const create = async (body, want) => {
+    const r = await s.api('POST', '/api/sandbox.create', { body, key });
+    assert.equal(r.status, want, r.text);
+    if (r.json?.sandboxId) made.push(r.json.sandboxId);
+    return r;
+  };
+  await s.cli('quota', 'set', '--org', 'zero-org', '--sandboxes', '1');
+  const a = await create({ template: 'alpine' }, 200);
+  await create({ template: 'alpine' }, 429);
+  // 0: no limit on sandboxes any more
+  await s.cli('quota', 'set', '--org', 'zero-org', '--sandboxes', '0');
+  await create({ template: 'alpine' }, 200);
+  await create({ template: 'alpine' }, 200);
+  assert.equal(await running('zero-org'), 3);
+  for (const id of made.splice(0)) await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: id }, key });
+  // back to 1: a create that fails (an image without date) does not keep
+  // the share, nor does a removed sandbox
+  await s.cli('quota', 'set', '--org', 'zero-org', '--sandboxes', '1');
+  const failed = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/nodate:latest' }, key });
+  assert.equal(failed.status, 400, failed.text);
+  const b = await create({ template: 'alpine' }, 200);
+  await create({ template: 'alpine' }, 429);
+  const rm = await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: b.json.sandboxId }, key });
+  assert.equal(rm.status, 200, rm.text);
+  made.splice(made.indexOf(b.json.sandboxId), 1);
+  await create({ template: 'alpine' }, 200);
+  assert.ok(a.json.sandboxId);
+});

@@ -1,5 +1,6 @@
 // Keys, roles and tenancy (issue 4): who may do what, enforced by nginx's
-// auth_request and again by the workers. RELIABILITY W2, W3, W4, H7, L6.
+// auth_request and again by the workers. RELIABILITY W2, W3, W4, H7 (L6,
+// parallel creates against a quota, is quota.test.mjs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -88,7 +89,7 @@ test('a custom role with only sandbox:read can list but not create', async () =>
   await waitFor(async () => (await s.api('GET', '/api/sandbox.list', { key: viewer })).status === 403, 5000, 250);
 });
 
-test('W4: another org gets 404, a revoked key 401 within 5 s', async () => {
+test('W4: another org gets 404, a revoked key 401 within 3 s', async () => {
   const other = await s.newKey('other');
   assert.equal((await s.api('GET', '/api/sandbox.one', { query: { sandboxId: id() }, key: other })).status, 404);
   const k = await s.cli('keys', 'create', '--org', 'default', '--role', 'admin');
@@ -98,10 +99,15 @@ test('W4: another org gets 404, a revoked key 401 within 5 s', async () => {
   const listed = await s.cli('keys', 'list', '--org', 'default');
   assert.ok(listed.stdout.includes(keyId));
   assert.ok(!listed.stdout.includes(key), 'keys list never shows a key');
-  const t0 = Date.now();
+  // the README: "a revoked key stops working within 3 s" (1 s in nginx's
+  // cache, 2 s in the worker's). Both caches hold the key now; a request
+  // sent 3 s after the revoke is refused, however long it then takes
+  for (let i = 0; i < 3; i++) assert.equal((await s.api('GET', '/api/sandbox.list', { key })).status, 200);
   await s.cli('keys', 'revoke', keyId);
-  await waitFor(async () => (await s.api('GET', '/api/sandbox.list', { key })).status === 401, 5000, 100);
-  assert.ok(Date.now() - t0 < 5000);
+  const t0 = Date.now();
+  await new Promise((r) => setTimeout(r, 3000));
+  const late = await s.api('GET', '/api/sandbox.list', { key });
+  assert.equal(late.status, 401, `sent ${Date.now() - t0} ms after the revoke: ${late.text}`);
 });
 
 test('W2: client-sent identity headers and FastCGI-looking headers are ignored', async () => {
@@ -120,12 +126,27 @@ test('W3: the auth backend failing means deny', async () => {
   const pid = Number(fs.readFileSync(path.join(s.dir, 'redis.pid'), 'utf8'));
   process.kill(pid, 'SIGSTOP');
   try {
+    // the README: "A failing auth backend means deny (503)"
     const r = await s.api('GET', '/api/sandbox.list', { key: fresh, timeoutMs: 20000 });
-    assert.notEqual(r.status, 200);
-    assert.ok([401, 503].includes(r.status), String(r.status));
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.json.code, 'SERVICE_UNAVAILABLE');
   } finally {
     process.kill(pid, 'SIGCONT');
   }
+  // Redis refusing at once (its socket gone, every connection dropped): the
+  // worker's store error, not nginx's timeout, answers: 503 again
+  const sock = path.join(s.dir, 'redis.sock');
+  const fresh2 = await s.newKey('default', 'owner');
+  fs.renameSync(sock, `${sock}.away`);
+  try {
+    execFileSync('redis-cli', ['-s', `${sock}.away`, 'CLIENT', 'KILL', 'TYPE', 'normal']);
+    const r = await s.api('GET', '/api/sandbox.list', { key: fresh2, timeoutMs: 20000 });
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.json.code, 'SERVICE_UNAVAILABLE');
+  } finally {
+    fs.renameSync(`${sock}.away`, sock);
+  }
+  await waitFor(async () => (await s.api('GET', '/api/sandbox.list', { key: fresh2 })).status === 200, 10000);
   // sandpitd's workers gone entirely: still denied, never allowed
   const master = Number(fs.readFileSync(path.join(s.dir, 'sandpitd.pid'), 'utf8'));
   process.kill(master, 'SIGSTOP');

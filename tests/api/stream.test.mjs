@@ -371,6 +371,39 @@ test('a reader stuck past stream_stuck_timeout_s is dropped and its command kill
   }
 });
 
+test('stream_workers = 2: two workers serve; SIGTERM closes every connection with 1001, a running command too', async (t) => {
+  const s2 = await startStack({ extraConf: 'stream_workers = 2' });
+  let sb2;
+  const conns = [];
+  try {
+    const r = await s2.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
+    assert.equal(r.status, 200, r.text);
+    sb2 = r.json;
+    const { master, workers } = streamPids(s2);
+    assert.equal(workers.length, 2, `stream workers: ${workers}`);
+    const sockets = (pid) => fs.readdirSync(`/proc/${pid}/fd`).filter((f) => {
+      try { return fs.readlinkSync(`/proc/${pid}/fd/${f}`).startsWith('socket:'); } catch { return false; }
+    }).length;
+    const base = Object.fromEntries(workers.map((p) => [p, sockets(p)]));
+    for (let i = 0; i < 8; i++) conns.push(await connect(s2, sb2.sandboxId).ready());
+    // every connection works (which worker accepts which is the kernel's
+    // choice: both accept on the one socket, so one may take them all)
+    for (const [i, c] of conns.entries()) assert.equal((await run(c, { cmd: `echo ${i}` })).out, `${i}\n`);
+    t.diagnostic(`sockets per stream worker, idle -> with 8 connections: ${workers.map((p) => `${base[p]} -> ${sockets(p)}`).join(', ')}`);
+    assert.equal(streamPids(s2).workers.length, 2);
+    conns[0].send({ type: 'exec', cmd: 'sleep 5' });
+    await waitFor(async () => /sleep 5/.test(await processes(sb2.containerId)), 10000, 100);
+    process.kill(master, 'SIGTERM');
+    const closed = await Promise.all(conns.map((c) => Promise.race([c.closed, sleep(60000).then(() => ({ code: 'still open' }))])));
+    for (const c of closed) assert.equal(c.code, 1001, JSON.stringify(closed));
+    assert.match(closed[1].reason, /shutting down/);
+  } finally {
+    for (const c of conns) c.ws.terminate();
+    if (sb2) await s2.api('POST', '/api/sandbox.remove', { body: { sandboxId: sb2.sandboxId } });
+    await s2.stop();
+  }
+});
+
 // The connection opened in before() has said nothing since.
 test('W5: an idle connection survives 60 s of silence (server pings)', async () => {
   assert.ok(silent, 'the idle connection was opened');

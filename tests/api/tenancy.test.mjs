@@ -1,9 +1,10 @@
 // Keys and organizations: every operation is scoped to the caller's org,
 // identity comes only from nginx, and bad images fail cleanly.
 import { test, before, after } from 'node:test';
+import { execFileSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { startStack } from './lib/stack.mjs';
-import { docker } from './lib/docker.mjs';
+import { docker, dockerExec } from './lib/docker.mjs';
 import { redisDump, allLogs } from './lib/inspect.mjs';
 
 let s, other, sb;
@@ -27,8 +28,26 @@ test("another org's sandbox id reads as not found", async () => {
     assert.equal(r.status, 404, p);
     assert.equal(r.json.message, 'Sandbox not found');
   }
-  const t = await s.api('POST', '/api/sandbox.setTimeout', { body: { ...q, timeoutMs: 20000 }, key: other });
-  assert.equal(t.status, 404);
+  // the five sandbox-scoped procedures that touch the container: each 404,
+  // and nothing happened (no file, no command, the deadline unchanged)
+  const before = (await s.api('GET', '/api/sandbox.one', { query: q })).json;
+  const tries = [
+    ['POST', 'exec', { body: { ...q, cmd: 'touch /tmp/by-other-org' } }],
+    ['POST', 'writeFile', { body: { ...q, path: '/tmp/written-by-other-org', content: 'x' } }],
+    ['GET', 'readFile', { query: { ...q, path: '/etc/hostname' } }],
+    ['GET', 'listFiles', { query: { ...q, path: '/tmp' } }],
+    ['POST', 'setTimeout', { body: { ...q, timeoutMs: 20000 } }],
+  ];
+  for (const [m, p, o] of tries) {
+    const r = await s.api(m, `/api/sandbox.${p}`, { ...o, key: other });
+    assert.equal(r.status, 404, `${p}: ${r.text}`);
+    assert.equal(r.json.message, 'Sandbox not found', p);
+    assert.ok(!('stdout' in r.json) && !('content' in r.json) && !('entries' in r.json), `${p}: ${r.text}`);
+  }
+  const tmp = await dockerExec(sb.containerId, ['ls', '-A', '/tmp']);
+  assert.ok(!/other-org/.test(tmp.stdout), `files appeared: ${tmp.stdout}`);
+  const after = (await s.api('GET', '/api/sandbox.one', { query: q })).json;
+  assert.equal(after.expiresAt, before.expiresAt, 'setTimeout by another org changed the expiry');
   const l = await s.api('GET', '/api/sandbox.list', { key: other });
   assert.equal(l.status, 200);
   assert.deepEqual(l.json, []);
@@ -68,6 +87,30 @@ test('an image without date fails create, naming it, and leaves no container and
   assert.equal((await s.api('GET', '/api/sandbox.one', { query: { sandboxId: m[1] } })).status, 404);
   const left = await docker('GET', '/containers/json?all=1&filters=' + encodeURIComponent(JSON.stringify({ label: [`sandpit.sandboxId=${m[1]}`] })));
   assert.deepEqual(left.json, []);
+});
+
+test('an image without sh or without sleep fails create, naming what it lacks, and leaves no container', async (t) => {
+  // two images made here from the busybox one, each missing one program
+  const made = [];
+  t.after(() => { for (const img of made) try { execFileSync('docker', ['rmi', '-f', img], { stdio: 'ignore' }); } catch { /* gone */ } });
+  for (const prog of ['sh', 'sleep']) {
+    const name = `sandpit-t20-no${prog}-${process.pid}`, img = `sandpit-test/no${prog}:t${process.pid}`;
+    execFileSync('docker', ['run', '--name', name, '--network', 'none', '--entrypoint', '/bin/rm', 'sandpit-test/busybox:latest', `/bin/${prog}`]);
+    try {
+      execFileSync('docker', ['commit', '--change', 'ENTRYPOINT []', '--change', 'CMD []', name, img], { stdio: 'ignore' });
+    } finally {
+      execFileSync('docker', ['rm', '-f', name], { stdio: 'ignore' });
+    }
+    made.push(img);
+    const r = await s.api('POST', '/api/sandbox.create', { body: { image: img } });
+    if (r.json?.sandboxId) t.after(() => s.api('POST', '/api/sandbox.remove', { body: { sandboxId: r.json.sandboxId } }));
+    assert.equal(r.status, 400, `${img}: ${r.text}`);
+    assert.match(r.json.message, new RegExp(`lacks ${prog}\\b`), r.text);
+    const row = (await s.api('GET', '/api/sandbox.list')).json.find((x) => x.status === 'error' && x.image === img);
+    assert.ok(row, `the failed creation from ${img} is kept as an error row`);
+    const left = await docker('GET', '/containers/json?all=1&filters=' + encodeURIComponent(JSON.stringify({ label: [`sandpit.sandboxId=${row.sandboxId}`] })));
+    assert.deepEqual(left.json, []);
+  }
 });
 
 test('an image that cannot be pulled fails with 400 naming image', async () => {

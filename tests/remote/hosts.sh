@@ -3,12 +3,19 @@
 # for the scale-out tests and the ssh pooling benchmark:
 #   tcp+TLS  socat with a client-certificate check in front of the socket
 #   ssh      an sshd on a loopback port; `docker system dial-stdio` runs there
-# Certificates and keys are made here, in DIR.
+# Neither reaches dockerd's socket directly: each goes through its own
+# recording front (tests/remote/front.mjs), which logs every request to
+# DIR/tls-front.log or DIR/ssh-front.log, so a test can tell which transport
+# carried it; DIR/ssh-commands.log has the command of every ssh session.
+# Certificates and keys are made here, in DIR, and, for the refusal tests,
+# a second CA with a client certificate it signed (other-*), and a
+# known_hosts with another host key (other_known_hosts).
 #
 #   tests/remote/hosts.sh start DIR    writes DIR/env (TLS_PORT, SSH_PORT, file paths)
 #   tests/remote/hosts.sh stop DIR
 set -euo pipefail
 
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
@@ -19,7 +26,7 @@ free_port() {
 
 stop() {
 	local f
-	for f in "$dir/socat.pid" "$dir/sshd.pid"; do
+	for f in "$dir/socat.pid" "$dir/sshd.pid" "$dir/tls-front.pid" "$dir/ssh-front.pid"; do
 		[ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
 		rm -f "$f"
 	done
@@ -56,20 +63,49 @@ printf 'subjectAltName=IP:127.0.0.1\n' >server.ext
 q openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext -out server.pem
 q openssl req -newkey rsa:2048 -nodes -subj /CN=sandpit -keyout client.key -out client.csr
 q openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out client.pem
+# another CA and a client certificate it signed: refused by the front
+q openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=sandpit-other-ca -keyout other-ca.key -out other-ca.pem
+q openssl req -newkey rsa:2048 -nodes -subj /CN=sandpit -keyout other-client.key -out other-client.csr
+q openssl x509 -req -in other-client.csr -CA other-ca.pem -CAkey other-ca.key -CAcreateserial -days 2 -out other-client.pem
 chmod 600 ./*.key
+
+# the recording fronts before dockerd's socket
+for t in tls ssh; do
+	: >"$t-front.log"
+	setsid node "$HERE/front.mjs" "$dir/$t-front.sock" "$dir/$t-front.log" </dev/null >"$t-front.err" 2>&1 &
+	echo $! >"$t-front.pid"
+done
+for _ in $(seq 1 50); do
+	[ -S tls-front.sock ] && [ -S ssh-front.sock ] && break
+	sleep 0.1
+done
+
 tls_port=$(free_port)
 setsid socat "OPENSSL-LISTEN:$tls_port,bind=127.0.0.1,reuseaddr,fork,cert=server.pem,key=server.key,cafile=ca.pem,verify=1" \
-	UNIX-CONNECT:/var/run/docker.sock </dev/null >socat.log 2>&1 &
+	"UNIX-CONNECT:$dir/tls-front.sock" </dev/null >socat.log 2>&1 &
 echo $! >socat.pid
 
 # --- ssh: host key, client key, an sshd on loopback
-rm -f hostkey hostkey.pub clientkey clientkey.pub
+rm -f hostkey hostkey.pub clientkey clientkey.pub otherhostkey otherhostkey.pub
 ssh-keygen -q -t ed25519 -N '' -f hostkey
+ssh-keygen -q -t ed25519 -N '' -f otherhostkey
 ssh-keygen -q -t ed25519 -N '' -f clientkey
 cp clientkey.pub authorized_keys
 chmod 600 authorized_keys
 mkdir -p /run/sshd
+# every session's command is logged; `docker system dial-stdio` is served by
+# the ssh front (dockerd's socket behind it), anything else runs as asked
+cat >ssh-command.sh <<CMD
+#!/bin/sh
+printf '%s\\n' "\$SSH_ORIGINAL_COMMAND" >>"$dir/ssh-commands.log"
+if [ "\$SSH_ORIGINAL_COMMAND" = "docker system dial-stdio" ]; then
+	exec socat STDIO "UNIX-CONNECT:$dir/ssh-front.sock"
+fi
+exec sh -c "\$SSH_ORIGINAL_COMMAND"
+CMD
+chmod 755 ssh-command.sh
 ssh_port=$(free_port)
+ssh_down_port=$(free_port)
 cat >sshd_config <<CONF
 Port $ssh_port
 ListenAddress 127.0.0.1
@@ -83,9 +119,12 @@ UsePAM no
 StrictModes no
 MaxStartups 200:30:400
 MaxSessions 200
+ForceCommand $dir/ssh-command.sh
 CONF
 /usr/sbin/sshd -f "$dir/sshd_config" -E "$dir/sshd.log"
 echo "[127.0.0.1]:$ssh_port $(cat hostkey.pub)" >known_hosts
+echo "[localhost]:$ssh_port $(cat otherhostkey.pub)" >other_known_hosts
+echo "[127.0.0.1]:$ssh_down_port $(cat hostkey.pub)" >>known_hosts
 # ssh's ControlPath is a unix socket (at most 107 bytes with its 40-byte
 # %C name): keep the folder short whatever TMPDIR is
 ctl=$(mktemp -d /tmp/sp-ssh.XXXXXX)
@@ -110,4 +149,12 @@ SSH_PORT=$ssh_port
 SSH_KEY=$dir/clientkey
 SSH_KNOWN_HOSTS=$dir/known_hosts
 SSH_CONTROL_DIR=$ctl
+SSH_DOWN_PORT=$ssh_down_port
+SSH_OTHER_KNOWN_HOSTS=$dir/other_known_hosts
+OTHER_TLS_CA=$dir/other-ca.pem
+OTHER_TLS_CERT=$dir/other-client.pem
+OTHER_TLS_KEY=$dir/other-client.key
+TLS_FRONT_LOG=$dir/tls-front.log
+SSH_FRONT_LOG=$dir/ssh-front.log
+SSH_COMMANDS_LOG=$dir/ssh-commands.log
 ENV

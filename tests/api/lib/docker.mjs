@@ -48,20 +48,41 @@ export async function dockerExec(cid, cmd, { user, env } = {}) {
 }
 
 // When the container's main process ended ("die" in Docker's event log), in
-// ms since the epoch; waits until the container is gone (limitMs at most).
-// Measures the container itself, not how soon Docker then removed it.
-export async function diedAt(cid, sinceMs, limitMs) {
-  const t0 = Date.now();
-  while ((await docker('GET', `/containers/${cid}/json`)).status !== 404) {
-    if (Date.now() - t0 > limitMs) throw new Error(`container ${cid.slice(0, 12)} still there after ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  const q = new URLSearchParams({ since: String(Math.floor(sinceMs / 1000) - 1), until: String(Math.ceil(Date.now() / 1000) + 1),
+// ms since the epoch; waits for it (limitMs at most). Measures the
+// container itself, not how soon Docker then removed it. Reads a live
+// event stream that starts at sinceMs: dockerd replays only its last 256
+// events for a "since" query, which other containers' events on a busy
+// host push out within seconds, so a query after the fact can miss it.
+export function diedAt(cid, sinceMs, limitMs) {
+  const q = new URLSearchParams({ since: String(Math.floor(sinceMs / 1000) - 1),
     filters: JSON.stringify({ container: [cid], event: ['die'] }) });
-  const r = await docker('GET', `/events?${q}`);
-  const ev = r.text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  if (!ev.length) throw new Error(`no die event for ${cid.slice(0, 12)}`);
-  return Math.round(ev[0].timeNano / 1e6);
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const req = http.request({ socketPath: SOCK, method: 'GET', path: `/v1.41/events?${q}` }, (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (c) => {
+        buf += c;
+        for (let i; (i = buf.indexOf('\n')) >= 0;) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          if (!line.trim()) continue;
+          const ev = JSON.parse(line);
+          if (ev.Action === 'die' && (ev.id === cid || ev.Actor?.ID === cid)) {
+            clearTimeout(timer);
+            req.destroy();
+            resolve(Math.round(ev.timeNano / 1e6));
+            return;
+          }
+        }
+      });
+    });
+    const timer = setTimeout(() => {
+      req.destroy();
+      reject(new Error(`container ${cid.slice(0, 12)}: no die event within ${limitMs} ms`));
+    }, limitMs);
+    req.on('error', (e) => { if (!req.destroyed) reject(e); });
+    req.end();
+  });
 }
 
 // Every process in a container, seen through Docker (not sandpit) as the

@@ -13,7 +13,8 @@
 // certificate) on a free loopback port. The temp dir lives under
 // os.tmpdir(), which tests/run.sh points at its own folder so that a stack a
 // crashed test leaves behind is still stopped.
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
@@ -48,6 +49,35 @@ function parseEnv(text) {
   }
   return env;
 }
+
+// The containers of every record a stopped stack's Redis held: whatever a
+// test did not remove (an assertion failed before its inline remove) is
+// removed when the test process exits, so a failing test leaks nothing.
+// Not at stop() itself: some tests stop the stack to watch its containers
+// end on their own; by the time the process exits they have.
+const leftovers = new Set();
+function noteLeftovers(dir) {
+  const sock = path.join(dir, 'redis.sock');
+  if (!existsSync(sock)) return;
+  try {
+    const cli = (...a) => execFileSync('redis-cli', ['-s', sock, '--raw', ...a], { encoding: 'utf8', timeout: 10000 });
+    for (const k of cli('--scan', '--pattern', '*:sb:*').split('\n').filter(Boolean)) {
+      const cid = cli('HGET', k, 'containerId').trim();
+      if (/^[0-9a-f]{64}$/.test(cid)) leftovers.add(cid);
+    }
+  } catch { /* Redis already gone: nothing to note */ }
+}
+process.on('exit', () => {
+  if (!leftovers.size || process.env.SANDPIT_TEST_KEEP === '1') return;
+  let alive = [];
+  try {
+    alive = execFileSync('docker', ['ps', '-q', '--no-trunc', ...[...leftovers].flatMap((c) => ['--filter', `id=${c}`])],
+      { encoding: 'utf8', timeout: 20000 }).split('\n').filter(Boolean);
+  } catch { return; }
+  if (!alive.length) return;
+  process.stderr.write(`stack.mjs: removing ${alive.length} sandbox container(s) a test left running: ${alive.map((c) => c.slice(0, 12)).join(' ')}\n`);
+  try { execFileSync('docker', ['rm', '-f', ...alive], { stdio: 'ignore', timeout: 60000 }); } catch { /* best effort */ }
+});
 
 /** Resolves to fn()'s first truthy result; throws after timeoutMs. */
 export async function waitFor(fn, timeoutMs = 10000, intervalMs = 200) {
@@ -221,6 +251,7 @@ export async function startStack(opts = {}) {
     /** Stops the stack and removes its dir (kept with SANDPIT_TEST_KEEP=1). */
     async stop() {
       agent.destroy();
+      noteLeftovers(dir);
       await run('bash', [stackSh, 'stop', dir], { timeout: 60000 });
       if (process.env.SANDPIT_TEST_KEEP !== '1') await rm(dir, { recursive: true, force: true });
     },
