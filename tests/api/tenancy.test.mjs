@@ -106,9 +106,14 @@ test('an image without sh or without sleep fails create, naming what it lacks, a
     if (r.json?.sandboxId) t.after(() => s.api('POST', '/api/sandbox.remove', { body: { sandboxId: r.json.sandboxId } }));
     assert.equal(r.status, 400, `${img}: ${r.text}`);
     assert.match(r.json.message, new RegExp(`lacks ${prog}\\b`), r.text);
-    const row = (await s.api('GET', '/api/sandbox.list')).json.find((x) => x.status === 'error' && x.image === img);
-    assert.ok(row, `the failed creation from ${img} is kept as an error row`);
-    const left = await docker('GET', '/containers/json?all=1&filters=' + encodeURIComponent(JSON.stringify({ label: [`sandpit.sandboxId=${row.sandboxId}`] })));
+    // no row is kept for a create that answered an error (issue 13): the id
+    // is in the server's log only
+    const rows = (await s.api('GET', '/api/sandbox.list')).json.filter((x) => x.image === img);
+    assert.deepEqual(rows, [], `no row is kept for the failed creation from ${img}`);
+    const logged = [...(await s.logTail('sandpitd.log', 400)).matchAll(new RegExp(`sandbox (\\S+): creation failed: .*lacks ${prog}\\b`, 'g'))];
+    assert.ok(logged.length, `the log names the failed creation from ${img}`);
+    const id = logged[logged.length - 1][1];
+    const left = await docker('GET', '/containers/json?all=1&filters=' + encodeURIComponent(JSON.stringify({ label: [`sandpit.sandboxId=${id}`] })));
     assert.deepEqual(left.json, []);
   }
 });
