@@ -630,6 +630,24 @@ void pm_worker_busy(int busy)
 	}
 }
 
+void pm_worker_background(int on)
+{
+	static long long idle_since;
+
+	if (!pm_me)
+		return;
+	if (on) {
+		idle_since = pm_me->since_ms;
+		pm_me->since_ms = mono_ms();
+		pm_me->state = PM_BUSY;
+	} else {
+		/* the idle time counts on from before: background work does not
+		 * keep a worker the pool could shed */
+		pm_me->since_ms = idle_since;
+		pm_me->state = PM_IDLE;
+	}
+}
+
 int pm_worker_should_stop(void)
 {
 	if (!pm_me)

@@ -57,6 +57,12 @@ int pm_run(const struct config *cfg, pm_load_fn load, pm_worker_fn worker);
  * count. pm_worker_should_stop() is also true once the master has died.
  * Both are no-ops / false outside a worker. */
 void pm_worker_busy(int busy);
+/* For workers: mark work done outside a request (between requests or
+ * while idle). The master counts the worker busy meanwhile, so a worker
+ * held there (by a Docker server that stopped answering, RELIABILITY L2)
+ * is not taken for one that can accept, and the pool grows past it. It
+ * counts no request and keeps the idle time from before. */
+void pm_worker_background(int on);
 int pm_worker_should_stop(void);
 
 #endif

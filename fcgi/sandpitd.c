@@ -41,6 +41,15 @@ static int connection_waiting(int listen_fd)
 	return ppoll(&p, 1, &ts, NULL) != 0;
 }
 
+/* Work outside requests (a deferred expiry, pools, the reaper), counted
+ * busy for the master: it may wait on Docker like a request does. */
+static void idle_work(struct sandbox_ctx *ctx)
+{
+	pm_worker_background(1);
+	sandbox_idle(ctx);
+	pm_worker_background(0);
+}
+
 static void worker_main(const struct config *cfg, int listen_fd)
 {
 	struct sandbox_ctx ctx;
@@ -60,13 +69,13 @@ static void worker_main(const struct config *cfg, int listen_fd)
 	}
 	/* a container's expiry is moved after the answer went out */
 	ctx.defer_expiry = 1;
-	sandbox_idle(&ctx);
+	idle_work(&ctx);
 	while (!pm_worker_should_stop()) {
 		struct req r;
 		int big;
 		if ((cfg->npools || cfg->reaper_interval_s) && !connection_waiting(listen_fd)) {
 			/* idle: pools, the reaper */
-			sandbox_idle(&ctx);
+			idle_work(&ctx);
 			continue;
 		}
 		if (FCGX_Accept_r(&fx) < 0)
@@ -83,7 +92,7 @@ static void worker_main(const struct config *cfg, int listen_fd)
 		if (big || req_last_answer_size() > BIG_REQUEST)
 			malloc_trim(64 * 1024);
 		/* between requests: a deferred expiry, pools, the reaper */
-		sandbox_idle(&ctx);
+		idle_work(&ctx);
 	}
 	FCGX_Free(&fx, 1);
 	sandbox_ctx_cleanup(&ctx);

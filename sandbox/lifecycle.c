@@ -1552,9 +1552,14 @@ void sandbox_flush_expiry(struct sandbox_ctx *ctx)
 
 	if (!ctx->pending_id[0])
 		return;
-	if (load(ctx, ctx->pending_org, ctx->pending_id, &sb, &e) == 0 && ctx->dk &&
-	    ensure_docker(ctx, &e) == 0)
-		sync_expiry(ctx, &sb);
+	if (load(ctx, ctx->pending_org, ctx->pending_id, &sb, &e) == 0 && ctx->dk) {
+		/* a server that is not answering (RELIABILITY L2): later, from
+		 * the idle loop, rather than a worker waiting on it now */
+		if (sb.status == SB_RUNNING && docker_client_suspect(ctx->dk))
+			return;
+		if (ensure_docker(ctx, &e) == 0)
+			sync_expiry(ctx, &sb);
+	}
 	ctx->pending_id[0] = '\0';
 }
 
@@ -1742,8 +1747,12 @@ static void template_info_note(const char *image, json_object *img)
 		t->at = 1;
 }
 
+/* *down: Docker failed an earlier template of the same answer (it is not
+ * asked again). The inspect is optional: a server that is not answering
+ * is not asked, and a call is bounded like a status catch-up
+ * (RELIABILITY L2: templates never wait on Docker). */
 static const struct template_info *template_info(struct sandbox_ctx *ctx, const char *image,
-						 int64_t now)
+						 int64_t now, int *down)
 {
 	struct template_info *t = tinfo_slot(image);
 	json_object *img = NULL;
@@ -1752,14 +1761,25 @@ static const struct template_info *template_info(struct sandbox_ctx *ctx, const 
 	if (t->at && now - t->at < TEMPLATE_INFO_TTL_MS)
 		return t;
 	sp_err_clear(&e);
-	if (!ctx || sandbox_select_server(ctx, "", &e) < 0 || ensure_docker(ctx, &e) < 0)
+	if (!ctx || *down || sandbox_select_server(ctx, "", &e) < 0 || !ctx->dk ||
+	    docker_client_suspect(ctx->dk)) {
+		*down = 1;
 		return t->at ? t : NULL; /* Docker unreachable: the last answer, if any */
-	if (docker_image_inspect(ctx->dk, image, &img, &e) == 0)
-		template_info_note(image, img);
-	else if (e.code == SP_NOT_FOUND || e.code == SP_BAD_REQUEST)
-		template_info_note(image, NULL);
-	else
+	}
+	docker_client_next_timeout(ctx->dk, CATCH_UP_TIMEOUT_MS);
+	if (ensure_docker(ctx, &e) < 0) {
+		*down = 1;
 		return t->at ? t : NULL;
+	}
+	docker_client_next_timeout(ctx->dk, CATCH_UP_TIMEOUT_MS);
+	if (docker_image_inspect(ctx->dk, image, &img, &e) == 0) {
+		template_info_note(image, img);
+	} else if (e.code == SP_NOT_FOUND || e.code == SP_BAD_REQUEST) {
+		template_info_note(image, NULL);
+	} else {
+		*down = 1;
+		return t->at ? t : NULL;
+	}
 	json_object_put(img);
 	return tinfo_slot(image);
 }
@@ -1769,10 +1789,11 @@ json_object *sandbox_templates_json(struct sandbox_ctx *ctx)
 	const struct config *cfg = ctx->cfg;
 	json_object *arr = json_object_new_array();
 	int64_t now = mono_ms();
+	int down = 0;
 
 	for (int i = 0; i < cfg->ntemplates; i++) {
 		const struct template_conf *t = &cfg->templates[i];
-		const struct template_info *ti = template_info(ctx, t->image, now);
+		const struct template_info *ti = template_info(ctx, t->image, now, &down);
 		json_object *o = json_object_new_object(), *env = json_object_new_object();
 		const char *p = t->env;
 		json_object_object_add(o, "name", json_object_new_string(t->name));

@@ -269,6 +269,10 @@ static void refill(struct sandbox_ctx *ctx, const struct pool_conf *p)
 	struct sp_err e;
 
 	pool_name(p, ctx->cfg->disk_limit, ctx->cfg->disk_default_mb, name, sizeof(name));
+	/* a local server that is not answering (RELIABILITY L2): no worker
+	 * waits on it for a container nobody asked for yet */
+	if (sandbox_select_server(ctx, "", &e) < 0 || !ctx->dk || docker_client_suspect(ctx->dk))
+		return;
 	if (store_pool_fill_begin(ctx->st, name, now_ms() + pool_margin_ms(p), p->size, &e) != 1)
 		return;
 	if (fill_one(ctx, p, name, &e) < 0)

@@ -136,8 +136,10 @@ static void sweep_server(struct sandbox_ctx *ctx, const char *server, struct rea
 	json_object *all = NULL;
 	struct sp_err e;
 
+	/* a server that is not answering (RELIABILITY L2) is swept next time:
+	 * the sweeper does not wait on it, and shares of its sandboxes stay */
 	if (sandbox_select_server(ctx, server, &e) < 0 || !ctx->dk ||
-	    sandbox_docker_ready(ctx, &e) < 0) {
+	    docker_client_suspect(ctx->dk) || sandbox_docker_ready(ctx, &e) < 0) {
 		rs->all_listed = 0;
 		return;
 	}
