@@ -458,13 +458,15 @@ void sandbox_disk_hostconfig(const struct config *cfg, const struct sandbox *sb,
 	if (!cfg->disk_readonly_rootfs)
 		return;
 	json_object_object_add(hc, "ReadonlyRootfs", json_object_new_boolean(1));
-	/* /tmp and /var/tmp: memory, bounded like the disk and by memoryMb */
+	/* /tmp and /var/tmp: memory, bounded like the disk and by memoryMb;
+	 * exec (Docker's tmpfs default is noexec): programs are built and run
+	 * there */
 	if (!json_object_object_get_ex(hc, "Tmpfs", &tmpfs)) {
 		tmpfs = json_object_new_object();
 		json_object_object_add(hc, "Tmpfs", tmpfs);
 	}
 	tmp_mb = sb->disk_mb < sb->memory_mb ? sb->disk_mb : sb->memory_mb;
-	snprintf(opts, sizeof(opts), "rw,nosuid,nodev,size=%lldm,nr_inodes=%lld,mode=1777",
+	snprintf(opts, sizeof(opts), "rw,exec,nosuid,nodev,size=%lldm,nr_inodes=%lld,mode=1777",
 		 (long long)tmp_mb, (long long)sb->disk_mb * (1024 * 1024 / DISK_BYTES_PER_INODE));
 	for (int i = 0; tmp_dirs[i]; i++)
 		if (strcmp(sb->workdir, tmp_dirs[i]) != 0)

@@ -333,6 +333,14 @@ int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
 					    "Your organization may not use server %s", requested);
 		if (check_if_new(ctx, requested, &s, e) < 0)
 			return -1;
+		/* a check that could not run (the server did not answer, its
+		 * certificate or host key was refused) says nothing of its
+		 * network: that server is unavailable, and retryable */
+		if (!server_usable(&s) && strcmp(s.net_check, "error") == 0)
+			return sp_err_set(e, SP_UNAVAILABLE, "Server %s cannot be used now: %s",
+					  requested,
+					  s.net_check_detail[0] ? s.net_check_detail
+								: "its network check could not run");
 		if (!server_usable(&s))
 			return sp_err_field(e, SP_CONFLICT, "serverId",
 					    "Server %s failed its network check (%s%s%s): its "
