@@ -92,10 +92,12 @@ test('create_timeout_s: a creation still creating after it reads error, naming t
   const key = redis('--scan', '--pattern', `*:sb:${c.json.sandboxId}`);
   const stored = redis('HGET', key, 'createdAt');
   const at = (ms) => (/^\d+$/.test(stored) ? String(ms) : new Date(ms).toISOString());
-  redis('HSET', key, 'status', 'creating', 'containerId', '', 'createdAt', at(Date.now() - 9000));
+  // the bound is fixed at create (creatingUntil = createdAt + create_timeout_s)
+  const made = (ago) => ['createdAt', at(Date.now() - ago), 'creatingUntil', String(Date.now() - ago + 10000)];
+  redis('HSET', key, 'status', 'creating', 'containerId', '', ...made(9000));
   const young = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: c.json.sandboxId } });
   assert.equal(young.json.status, 'creating', young.text);
-  redis('HSET', key, 'createdAt', at(Date.now() - 11000));
+  redis('HSET', key, ...made(11000));
   const old = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: c.json.sandboxId } });
   assert.equal(old.json.status, 'error', old.text);
   assert.equal(old.json.errorMessage, 'Creation did not finish within 10 s');

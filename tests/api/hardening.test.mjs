@@ -143,7 +143,7 @@ test('H1: inside, no capabilities, no_new_privs, seccomp, cgroup limits', async 
     'for d in /proc/[0-9]*; do [ "$(cut -d" " -f4 $d/stat 2>/dev/null)" = 1 ] && tr "\\000" " " <$d/cmdline && echo; done']);
   const main = kids.stdout.split('\n').filter(Boolean);
   assert.equal(main.length, 1, kids.stdout);
-  const m = /^sleep (\d+)\.(\d{3}) $/.exec(main[0]);
+  const m = /^(?:\S*\/)?sleep (\d+)\.(\d{3}) $/.exec(main[0]);
   assert.ok(m, `PID 1's child: ${main[0]}`);
   const left = Number(m[1]) * 1000 + Number(m[2]);
   const should = Date.parse(sb.deadlineAt) - Date.parse(sb.createdAt);

@@ -284,6 +284,9 @@ test('WebSocket connections and their running commands (/metrics/stream)', { tim
   } finally {
     for (const x of ws) x.w.terminate();
     await stack.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } });
+  }
+});
+
 test('one log line per request, carrying the X-Request-Id the client got', async () => {
   const rs = [];
   rs.push(await stack.api('GET', '/api/sandbox.list'));
