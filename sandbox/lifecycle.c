@@ -24,6 +24,7 @@
 #define STATE_DIR ".sandpit"
 #define TEMPLATE_UID 1000
 #define TEMPLATE_HOME "/home/user"
+#define DEADLINE_LEAD_MS "250" /* see main_script */
 #define STATE_TMPFS_BYTES 65536
 
 /*
@@ -48,13 +49,15 @@ static const char main_script[] =
 	/* the time left in ms, counted when the container starts: f is the
 	 * current second's milliseconds where date knows %N (GNU); where it
 	 * does not (busybox) the second may be about to end, so f = 1000:
-	 * ending up to 1 s early, never late */
+	 * ending up to 1 s early, never late; DEADLINE_LEAD_MS earlier still, for
+	 * the start of sleep and the runtime's teardown (under gVisor about
+	 * 100-200 ms), so that Docker sees the container end by deadlineAt */
 	"n=$(\"$D\" +%s.%N)\n"
 	"case $n in\n"
 	"*[!0-9.]*|*.) f=1000;;\n"
 	"*) f=${n#*.}; f=$((1${f%??????} - 1000));;\n"
 	"esac\n"
-	"l=$(( (d - ${n%%.*}) * 1000 + 1$m - 1000 - f ))\n"
+	"l=$(( (d - ${n%%.*}) * 1000 + 1$m - 1000 - f - " DEADLINE_LEAD_MS " ))\n"
 	"[ \"$l\" -gt 0 ] || exit 0\n"
 	"exec \"$S\" \"$((l / 1000)).$(printf %03d $((l % 1000)))\"\n";
 
