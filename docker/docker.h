@@ -181,7 +181,7 @@ int docker_tar_first_file(const void *tar, size_t len, struct buf *out, struct s
 int docker_network_ensure(struct docker_client *c, const char *name, int internal,
 			  const char *label, struct sp_err *e);
 /* The same; bridge (NULL = Docker's choice) is the host interface name a
- * network it creates gets (com.docker.network.bridge.name, at most 15
+ * network it creates is given (com.docker.network.bridge.name, at most 15
  * bytes), and out_bridge (NULL = not wanted) receives the interface name of
  * the network that settled, whoever made it. */
 int docker_network_ensure_ex(struct docker_client *c, const char *name, int internal,

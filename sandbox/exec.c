@@ -149,19 +149,22 @@ static void kill_container(struct sandbox_ctx *ctx, struct sandbox *sb, const ch
 	sandbox_mark_gone(ctx, sb);
 }
 
-/* Runs the killer for marker; returns -1 if it could not run. */
-static int kill_marked(struct sandbox_ctx *ctx, struct sandbox *sb, const char *marker)
+/* Runs script (sh -c, $0 = name, $1 = arg) in the sandbox as its user, in
+ * /, output dropped, for at most 10 s; returns its exit status, or -1 if it
+ * could not run or did not end. */
+static int run_check(struct sandbox_ctx *ctx, struct sandbox *sb, const char *script,
+		     const char *name, const char *arg)
 {
 	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
 	char eid[65];
 	struct sp_err e;
-	int timed_out = 0, code = -1, running = 0, rc = -1;
+	int timed_out = 0, code = -1, running = 0;
 
 	json_object_array_add(cmd, json_object_new_string("sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(killer_script));
-	json_object_array_add(cmd, json_object_new_string("sandpit-kill"));
-	json_object_array_add(cmd, json_object_new_string(marker));
+	json_object_array_add(cmd, json_object_new_string(script));
+	json_object_array_add(cmd, json_object_new_string(name));
+	json_object_array_add(cmd, json_object_new_string(arg));
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(body, "User", json_object_new_string(sandbox_user(sb)));
 	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
@@ -170,11 +173,15 @@ static int kill_marked(struct sandbox_ctx *ctx, struct sandbox *sb, const char *
 	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, &e) < 0 ||
 	    docker_exec_start(ctx->dk, eid, 10000, discard, NULL, NULL, &timed_out, &e) < 0 ||
 	    timed_out || docker_exec_inspect(ctx->dk, eid, &code, &running, &e) < 0)
-		goto out;
-	rc = code == 0 ? 0 : -1;
-out:
+		code = -1;
 	json_object_put(body);
-	return rc;
+	return code;
+}
+
+/* Runs the killer for marker; returns -1 if it could not run. */
+static int kill_marked(struct sandbox_ctx *ctx, struct sandbox *sb, const char *marker)
+{
+	return run_check(ctx, sb, killer_script, "sandpit-kill", marker) == 0 ? 0 : -1;
 }
 
 /* Whether cwd, resolved inside the sandbox as its user, is /proc or under
@@ -183,26 +190,8 @@ static int cwd_in_proc(struct sandbox_ctx *ctx, struct sandbox *sb, const char *
 {
 	static const char check[] = "cd -P -- \"$1\" 2>/dev/null || exit 1\n"
 				    "case $PWD in /proc|/proc/*) exit 0;; esac\nexit 1\n";
-	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
-	char eid[65];
-	struct sp_err e;
-	int timed_out = 0, code = -1, running = 0;
 
-	json_object_array_add(cmd, json_object_new_string("sh"));
-	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(check));
-	json_object_array_add(cmd, json_object_new_string("sandpit-cwd"));
-	json_object_array_add(cmd, json_object_new_string(cwd));
-	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
-	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
-	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, &e) < 0 ||
-	    docker_exec_start(ctx->dk, eid, 10000, discard, NULL, NULL, &timed_out, &e) < 0 ||
-	    timed_out || docker_exec_inspect(ctx->dk, eid, &code, &running, &e) < 0)
-		code = -1;
-	json_object_put(body);
-	return code == 0;
+	return run_check(ctx, sb, check, "sandpit-cwd", cwd) == 0;
 }
 
 /* Waits up to ms for the exec to end; returns 1 if it still runs. */
