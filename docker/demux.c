@@ -57,3 +57,8 @@ int docker_demux_feed(struct docker_demux *d, const char *p, size_t n, docker_ou
 	}
 	return 0;
 }
+
+int docker_demux_whole(const struct docker_demux *d)
+{
+	return d->stream != DEMUX_BROKEN && d->left == 0 && d->hdr_have == 0;
+}

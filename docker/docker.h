@@ -233,6 +233,10 @@ struct docker_demux {
 void docker_demux_init(struct docker_demux *d);
 int docker_demux_feed(struct docker_demux *d, const char *p, size_t n, docker_output_fn on_data,
 		      void *arg);
+/* Whether the bytes fed so far end on a frame boundary: a stream that ends
+ * anywhere else was cut on its way (a dropped connection, a proxy that
+ * lost its tail), and what came of it is not the whole output. */
+int docker_demux_whole(const struct docker_demux *d);
 
 /* Escaping helpers, exposed for tests. escape: percent-encodes everything
  * outside [A-Za-z0-9._~-] into out; -1 if it does not fit. valid_id: a

@@ -121,14 +121,18 @@ test('a custom image runs as its default user', async () => {
   await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
 });
 
-test('a custom image with a named USER: the API acts as that user', async () => {
-  // an image whose default user is "user" (uid 1000 in its /etc/passwd), made with docker commit
+test('a custom image with a named USER: the API acts as that user', async (t) => {
+  // an image whose default user is "user" (uid 1000 in its /etc/passwd),
+  // made with docker commit under this run's own name and removed after,
+  // so runs leave no untagged images behind
+  const repo = `sandpit-test/busybox-named-${process.pid}`;
   const base = await docker('POST', '/containers/create', { Image: 'sandpit-test/busybox:latest', Cmd: ['true'] });
   assert.equal(base.status, 201, base.text);
-  const commit = await docker('POST', `/commit?container=${base.json.Id}&repo=sandpit-test/busybox-named&tag=latest&changes=${encodeURIComponent('USER user')}`);
+  const commit = await docker('POST', `/commit?container=${base.json.Id}&repo=${repo}&tag=latest&changes=${encodeURIComponent('USER user')}`);
   assert.equal(commit.status, 201, commit.text);
   await docker('DELETE', `/containers/${base.json.Id}`);
-  const c = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/busybox-named:latest', workdir: '/work' } });
+  t.after(() => docker('DELETE', `/images/${repo}:latest?force=1`));
+  const c = await s.api('POST', '/api/sandbox.create', { body: { image: `${repo}:latest`, workdir: '/work' } });
   assert.equal(c.status, 200, c.text);
   assert.equal(c.json.user, 'user');
   const w = await s.api('POST', '/api/sandbox.writeFile', { body: { sandboxId: c.json.sandboxId, path: '/work/a/b.txt', content: 'x' } });

@@ -97,7 +97,10 @@ async function roundTripOn(c, serverId) {
   const sum = await dockerExec(c.json.containerId, ['sha256sum', '/home/user/big.bin']);
   assert.equal(sum.stdout, `${createHash('sha256').update(big).digest('hex')}  /home/user/big.bin\n`);
   const rb = await s.api('GET', '/api/sandbox.readFile', { query: { sandboxId: id, path: '/home/user/big.bin', encoding: 'base64' } });
-  assert.ok(Buffer.from(rb.json.content, 'base64').equals(big));
+  assert.equal(rb.status, 200, rb.text.slice(0, 300));
+  const back = Buffer.from(rb.json.content, 'base64');
+  assert.equal(back.length, big.length, 'readFile gave back the whole file');
+  assert.ok(back.equals(big));
   const wd = await s.api('POST', '/api/sandbox.writeFile', { body: { sandboxId: id, path: '/home/user', content: big.toString('base64'), encoding: 'base64' } });
   assert.equal(wd.status, 400, wd.text);
   assert.equal(wd.json.message, 'Path must point to a file');

@@ -20,10 +20,14 @@ const note = (line) => fs.writeSync(out, `${line}\n`);
 const REQ = /(GET|POST|PUT|DELETE|HEAD) (\/\S*) HTTP\/1\.[01]\r\n/g;
 let conns = 0;
 
-net.createServer((client) => {
+// Half-open both ways: when one side ends its sending, the other may still
+// have bytes to deliver (Docker's tail of an exec stream after the client
+// is done sending), so an end is passed on as an end (pipe), never as a
+// destroy, which would drop what is still buffered for the slower reader.
+net.createServer({ allowHalfOpen: true }, (client) => {
   const n = ++conns;
   note(`${n} accept`);
-  const docker = net.connect(target);
+  const docker = net.connect({ path: target, allowHalfOpen: true });
   let carry = '';
   client.on('data', (chunk) => {
     // a request line split over two reads is found in carry + chunk; only
@@ -37,7 +41,5 @@ net.createServer((client) => {
   const end = () => { client.destroy(); docker.destroy(); };
   client.on('error', end);
   docker.on('error', end);
-  client.on('close', end);
-  docker.on('close', end);
 }).listen(listen, () => fs.chmodSync(listen, 0o600));
 process.on('SIGTERM', () => process.exit(0));

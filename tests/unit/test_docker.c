@@ -341,15 +341,19 @@ static void test_demux_truncated_header(void **state)
 	assert_non_null(s);
 	docker_demux_init(&d);
 	/* a header cut after 5 bytes delivers nothing and waits */
+	assert_true(docker_demux_whole(&d));
 	assert_int_equal(docker_demux_feed(&d, (const char *)h, 5, collect, s), 0);
 	assert_int_equal(s->calls, 0);
 	assert_int_equal(d.hdr_have, 5);
+	assert_false(docker_demux_whole(&d)); /* a stream ending here was cut */
 	assert_int_equal(docker_demux_feed(&d, (const char *)h + 5, 0, collect, s), 0);
 	assert_int_equal(docker_demux_feed(&d, (const char *)h + 5, 4, collect, s), 0);
 	assert_int_equal(s->len[0], 1);
+	assert_false(docker_demux_whole(&d)); /* and here: 2 payload bytes short */
 	assert_int_equal(docker_demux_feed(&d, (const char *)h + 9, 2, collect, s), 0);
 	assert_int_equal(s->len[0], 3);
 	assert_memory_equal(s->out[0], "abc", 3);
+	assert_true(docker_demux_whole(&d));
 	free(s);
 }
 

@@ -7,6 +7,10 @@
 // are collected in proxy.ids. Hijacked connections (exec start with
 // `Connection: Upgrade`) are spliced through as raw bytes.
 //
+// A fault for a test: proxy.cut = (method, url) => N makes the answer to
+// that request end after N bytes of its body, by destroying the connection
+// (a dropped link, a front that lost its tail); null passes it whole.
+//
 //   const proxy = await dockerProxy(dir);  ...  await proxy.close();
 import http from 'node:http';
 import net from 'node:net';
@@ -24,11 +28,30 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
     log.push(entry);
     const up = http.request({ socketPath: upstream, method: req.method, path: req.url, headers: req.headers }, (ur) => {
       entry.status = ur.statusCode;
+      // an answer that ends with the connection (Docker's raw exec stream)
+      // goes on the same way, not re-framed as chunks
+      if (!('content-length' in ur.headers) && !('transfer-encoding' in ur.headers)) {
+        res.useChunkedEncodingByDefault = false;
+        res.shouldKeepAlive = false;
+      }
       res.writeHead(ur.statusCode, ur.rawHeaders);
       // the ids Docker gives out: small JSON answers of the two creates
       const learn = /\/(containers\/create|containers\/[^/]+\/exec)$/.test(req.url.split('?')[0]) && ur.statusCode === 201;
       const chunks = [];
-      ur.on('data', (c) => { if (learn) chunks.push(c); res.write(c); });
+      let left = proxy.cut?.(req.method, req.url) ?? null;
+      ur.on('data', (c) => {
+        if (left !== null) {
+          if (c.length >= left) {
+            res.write(c.subarray(0, left), () => { res.socket?.destroy(); ur.destroy(); });
+            left = -1;
+            return;
+          }
+          if (left < 0) return;
+          left -= c.length;
+        }
+        if (learn) chunks.push(c);
+        res.write(c);
+      });
       ur.on('end', () => {
         if (learn) {
           try { ids.add(JSON.parse(Buffer.concat(chunks).toString()).Id); } catch { /* not JSON */ }
@@ -65,7 +88,8 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
     server.once('error', reject);
     server.listen(sock, resolve);
   });
-  return {
+  const proxy = {
+    cut: null,
     sock,
     log,
     ids,
@@ -75,4 +99,5 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
       await rm(sock, { force: true });
     },
   };
+  return proxy;
 }
