@@ -57,7 +57,7 @@ static int wire_off(int rc)
 }
 #define WIRE(call) (wire_on(), wire_off(call))
 static const char *docker_host = "unix:///var/run/docker.sock";
-static CURL *sp; /* the one kept-alive HTTPS connection */
+static CURL *sp;    /* the one kept-alive HTTPS connection */
 static int sp_soft; /* sp_call answers NULL instead of dying on a non-200 */
 static struct docker_client *dk;
 
@@ -137,8 +137,8 @@ static size_t on_sp_header(char *p, size_t sz, size_t n, void *arg)
 /* One API call on the kept-alive connection: GET with query q, or POST with
  * body (a JSON object, not consumed). Returns the parsed answer (new) and
  * dies on anything but 200: a benchmark of failures measures nothing. */
-static json_object *sp_call(const char *method, const char *proc, const char *q,
-			    json_object *body, int timing)
+static json_object *sp_call(const char *method, const char *proc, const char *q, json_object *body,
+			    int timing)
 {
 	static struct buf out;
 	static struct curl_slist *hdrs;
@@ -357,8 +357,8 @@ static void raw_write(const char *cid, const char *name, const char *data, size_
 
 	buf_init(&tar, 16 * MIB);
 	dk_check(docker_tar_build(&ent, 1, &tar, &e), "tar build", &e);
-	dk_check(WIRE(docker_archive_put(dk, cid, "/home/user", tar.data, tar.len, &e)), "archive put",
-		 &e);
+	dk_check(WIRE(docker_archive_put(dk, cid, "/home/user", tar.data, tar.len, &e)),
+		 "archive put", &e);
 	buf_free(&tar);
 }
 
@@ -422,16 +422,19 @@ static int row(const char *what, struct samples *a, struct samples *b, enum targ
 		snprintf(tgt, sizeof(tgt), "≤ %.2f× or +%.0f ms", ratio_max, ms_slack);
 	}
 	printf("| %s (n=%d) | %.1f | %.1f | %.1f | %.1f | %.2f× (+%.1f ms) | %s | %s |\n", what,
-	       a->n, a50, a95, b50, b95, r, a50 - b50, tgt, t == T_NONE ? "—" : met ? "✓" : "✗");
+	       a->n, a50, a95, b50, b95, r, a50 - b50, tgt,
+	       t == T_NONE ? "—"
+	       : met	   ? "✓"
+			   : "✗");
 	fflush(stdout);
 	return met;
 }
 
-#define TIMED(s, stmt)                                                  \
-	do {                                                            \
-		int64_t w0_ = wire_us;                                  \
-		stmt;                                                   \
-		(s)->v[(s)->n++] = wire_us - w0_;                       \
+#define TIMED(s, stmt)                            \
+	do {                                      \
+		int64_t w0_ = wire_us;            \
+		stmt;                             \
+		(s)->v[(s)->n++] = wire_us - w0_; \
 	} while (0)
 
 static void cold_row(const char *label, int n, const char *sp_extra, const char *runtime,
@@ -486,8 +489,8 @@ static void mode_latency(void)
 	    n_bigf = (int)env_n("BENCH_BIG_FILE", 20);
 	struct samples a, b;
 	char *id, cid[65], *small, *big;
-	const char *image = getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE")
-						  : "sandpit-test/busybox:latest";
+	const char *image =
+		getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE") : "sandpit-test/busybox:latest";
 
 	cold_row("create → first exec `true`, cold", n_cold, NULL, NULL, image, T_RATIO, 1);
 	printf("<!-- server-timing");
@@ -545,7 +548,8 @@ static void mode_latency(void)
 		sp_write(id, "/home/user/bench.txt", files[f].data, files[f].len); /* warm-up */
 		raw_write(cid, "bench.txt", files[f].data, files[f].len);
 		for (int i = 0; i < files[f].n; i++) {
-			TIMED(&wa, sp_write(id, "/home/user/bench.txt", files[f].data, files[f].len));
+			TIMED(&wa,
+			      sp_write(id, "/home/user/bench.txt", files[f].data, files[f].len));
 			TIMED(&wb, raw_write(cid, "bench.txt", files[f].data, files[f].len));
 			TIMED(&rb, raw_read(cid, "/home/user/bench.txt", files[f].len));
 			TIMED(&ra, sp_read(id, "/home/user/bench.txt", files[f].len));
@@ -573,8 +577,8 @@ static void mode_latency(void)
 static void mode_gvisor(const char *runtime)
 {
 	int n = (int)env_n("BENCH_GVISOR", 10);
-	const char *image = getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE")
-						  : "sandpit-test/busybox:latest";
+	const char *image =
+		getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE") : "sandpit-test/busybox:latest";
 	char label[128];
 	json_object *b, *o;
 	int with_sp;
@@ -627,8 +631,8 @@ static void mode_gvisor(const char *runtime)
 static void mode_warm(void)
 {
 	int n = (int)env_n("BENCH_WARM", 20), pooled = 0;
-	const char *image = getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE")
-						  : "sandpit-test/busybox:latest";
+	const char *image =
+		getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE") : "sandpit-test/busybox:latest";
 	struct samples a, b;
 	double a50, b50;
 
@@ -738,8 +742,9 @@ int main(int argc, char **argv)
 	if (getenv("DOCKER_HOST") && *getenv("DOCKER_HOST"))
 		docker_host = getenv("DOCKER_HOST");
 	if (argc < 2 || !sp_url || !sp_key || !sp_ca) {
-		fprintf(stderr, "usage: bench latency|warm|gvisor RUNTIME|mem-up N P|mem-down P|one-id "
-				"(with SANDPIT_URL, SANDPIT_KEY, SANDPIT_CA set)\n");
+		fprintf(stderr,
+			"usage: bench latency|warm|gvisor RUNTIME|mem-up N P|mem-down P|one-id "
+			"(with SANDPIT_URL, SANDPIT_KEY, SANDPIT_CA set)\n");
 		return 2;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);

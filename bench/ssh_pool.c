@@ -62,7 +62,8 @@ int main(int argc, char **argv)
 	int64_t *tp, *tu, sp = 0, su = 0;
 
 	if (argc < 5 || (argc > 5 && parse_ll(argv[5], 1, 100000, &n) < 0)) {
-		fprintf(stderr, "usage: ssh_pool ssh://user@host:port KEY KNOWN_HOSTS CONTROL_DIR [N]\n");
+		fprintf(stderr,
+			"usage: ssh_pool ssh://user@host:port KEY KNOWN_HOSTS CONTROL_DIR [N]\n");
 		return 2;
 	}
 	pooled = client(argv, 1);
@@ -85,8 +86,8 @@ int main(int argc, char **argv)
 	       sp / 1000.0 / (double)n);
 	printf("| a new ssh session per request | %.2f | %.2f |\n", tu[n / 2] / 1000.0,
 	       su / 1000.0 / (double)n);
-	printf("\npooled is %.1fx faster per operation (mean), %.1fx (p50)\n", (double)su / (double)sp,
-	       (double)tu[n / 2] / (double)tp[n / 2]);
+	printf("\npooled is %.1fx faster per operation (mean), %.1fx (p50)\n",
+	       (double)su / (double)sp, (double)tu[n / 2] / (double)tp[n / 2]);
 	docker_client_free(pooled);
 	docker_client_free(plain);
 	free(tp);

@@ -92,15 +92,24 @@ struct opts {
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{ "org", required_argument, NULL, 'o' },      { "role", required_argument, NULL, 'r' },
-		{ "perms", required_argument, NULL, 'p' },    { "sandboxes", required_argument, NULL, 's' },
-		{ "cpu", required_argument, NULL, 'c' },      { "memory-mb", required_argument, NULL, 'm' },
-		{ "id", required_argument, NULL, 'i' },       { "name", required_argument, NULL, 'n' },
-		{ "endpoint", required_argument, NULL, 'e' }, { "tls-cert", required_argument, NULL, 'C' },
-		{ "tls-key", required_argument, NULL, 'K' },  { "tls-ca", required_argument, NULL, 'A' },
-		{ "ssh-key", required_argument, NULL, 'S' },  { "known-hosts", required_argument, NULL, 'H' },
-		{ "pool", required_argument, NULL, 'P' },     { "orgs", required_argument, NULL, 'O' },
-		{ "no-pooling", no_argument, NULL, 'N' },     { "allow-unfiltered", no_argument, NULL, 'U' },
+		{ "org", required_argument, NULL, 'o' },
+		{ "role", required_argument, NULL, 'r' },
+		{ "perms", required_argument, NULL, 'p' },
+		{ "sandboxes", required_argument, NULL, 's' },
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "memory-mb", required_argument, NULL, 'm' },
+		{ "id", required_argument, NULL, 'i' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "endpoint", required_argument, NULL, 'e' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'K' },
+		{ "tls-ca", required_argument, NULL, 'A' },
+		{ "ssh-key", required_argument, NULL, 'S' },
+		{ "known-hosts", required_argument, NULL, 'H' },
+		{ "pool", required_argument, NULL, 'P' },
+		{ "orgs", required_argument, NULL, 'O' },
+		{ "no-pooling", no_argument, NULL, 'N' },
+		{ "allow-unfiltered", no_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long long n;
@@ -124,7 +133,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 's':
 			if (parse_ll(optarg, 0, 1000000, &n) < 0)
-				return usage_error("--sandboxes must be a whole number (0 = no limit)");
+				return usage_error(
+					"--sandboxes must be a whole number (0 = no limit)");
 			o->sandboxes = n;
 			break;
 		case 'c':
@@ -134,7 +144,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'm':
 			if (parse_ll(optarg, 0, 1LL << 40, &n) < 0)
-				return usage_error("--memory-mb must be a whole number (0 = no limit)");
+				return usage_error(
+					"--memory-mb must be a whole number (0 = no limit)");
 			o->memory_mb = n;
 			break;
 		case 'i':
@@ -197,8 +208,9 @@ static int keys_create(const struct config *cfg, struct store *st, const struct 
 		return 2;
 	if (!perms_builtin_role(role)) {
 		if (store_role_get(st, o->org, role, &custom, &e) < 0) {
-			fprintf(stderr, "sandpit: no role '%s' in %s (built in: owner, admin, member; "
-					"see roles create)\n",
+			fprintf(stderr,
+				"sandpit: no role '%s' in %s (built in: owner, admin, member; "
+				"see roles create)\n",
 				role, o->org);
 			return 1;
 		}
@@ -256,10 +268,11 @@ static int roles_cmd(struct store *st, const char *action, const struct opts *o,
 		if (store_role_list(st, o->org, &rec, &e) < 0)
 			return fail(e.msg);
 		printf("%-20s %s\n", "ROLE", "PERMISSIONS");
-		printf("%-20s %s\n%-20s %s\n%-20s %s\n", "owner", perms_builtin_role("owner"), "admin",
-		       perms_builtin_role("admin"), "member", "(none)");
+		printf("%-20s %s\n%-20s %s\n%-20s %s\n", "owner", perms_builtin_role("owner"),
+		       "admin", perms_builtin_role("admin"), "member", "(none)");
 		for (int i = 0; i < rec.n; i++)
-			printf("%-20s %s\n", rec.name[i], rec.value[i][0] ? rec.value[i] : "(none)");
+			printf("%-20s %s\n", rec.name[i],
+			       rec.value[i][0] ? rec.value[i] : "(none)");
 		store_rec_free(&rec);
 		return 0;
 	}
@@ -267,17 +280,20 @@ static int roles_cmd(struct store *st, const char *action, const struct opts *o,
 		return usage_error("give exactly one role NAME");
 	if (strcmp(action, "create") == 0) {
 		if (!perms_valid_role_name(argv[0]))
-			return usage_error("role NAME: lower-case letters, digits, '-' and '_', up to "
-					   "32, not owner, admin or member");
+			return usage_error(
+				"role NAME: lower-case letters, digits, '-' and '_', up to "
+				"32, not owner, admin or member");
 		if (!o->perms)
 			return usage_error("--perms P[,P...] is required");
 		if (perms_check_list(o->perms, bad, sizeof(bad)) < 0) {
-			fprintf(stderr, "sandpit: unknown permission '%s' (known: sandbox:read, "
-					"sandbox:create, sandbox:delete)\n",
+			fprintf(stderr,
+				"sandpit: unknown permission '%s' (known: sandbox:read, "
+				"sandbox:create, sandbox:delete)\n",
 				bad);
 			return 2;
 		}
-		if (store_org_add(st, o->org, &e) < 0 || store_role_put(st, o->org, argv[0], o->perms, &e) < 0)
+		if (store_org_add(st, o->org, &e) < 0 ||
+		    store_role_put(st, o->org, argv[0], o->perms, &e) < 0)
 			return fail(e.msg);
 		return 0;
 	}
@@ -327,7 +343,8 @@ static int orgs_cmd(struct store *st, const char *action, int argc, char **argv)
 
 	if (strcmp(action, "create") == 0) {
 		if (argc != 1 || !valid_org(argv[0]))
-			return usage_error("orgs create ORG (lower-case letters, digits, '-' and '_')");
+			return usage_error(
+				"orgs create ORG (lower-case letters, digits, '-' and '_')");
 		return store_org_add(st, argv[0], &e) < 0 ? fail(e.msg) : 0;
 	}
 	if (strcmp(action, "list") == 0) {
@@ -363,8 +380,8 @@ static int server_check(const struct config *cfg, const char *id)
 			st = json_object_get_string(v);
 		if (o && json_object_object_get_ex(o, "netCheckDetail", &v))
 			d = json_object_get_string(v);
-		fprintf(stderr, "sandpit: server %s: network check %s%s%s\n", id, st, d[0] ? ": " : "",
-			d);
+		fprintf(stderr, "sandpit: server %s: network check %s%s%s\n", id, st,
+			d[0] ? ": " : "", d);
 		if (strcmp(st, "pass") != 0)
 			fprintf(stderr,
 				"sandpit: server %s gets no sandboxes until it passes (add the deny "
@@ -393,8 +410,9 @@ static int servers_cmd(const struct config *cfg, struct store *st, const char *a
 		json_object *arr = sandbox_server_list(st, &e);
 		if (!arr)
 			return fail(e.msg);
-		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY |
-								     JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n",
+		       json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY |
+								   JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(arr);
 		return 0;
 	}

@@ -11,10 +11,10 @@
 #include <stddef.h>
 
 struct buf {
-	char *data;   /* owned; NULL until the first append */
-	size_t len;   /* bytes used, excluding the trailing NUL */
-	size_t cap;   /* bytes allocated */
-	size_t max;   /* hard cap on len */
+	char *data; /* owned; NULL until the first append */
+	size_t len; /* bytes used, excluding the trailing NUL */
+	size_t cap; /* bytes allocated */
+	size_t max; /* hard cap on len */
 };
 
 /* Prepares an empty buffer that may hold up to max bytes. Allocates nothing. */
@@ -29,8 +29,7 @@ void buf_reset(struct buf *b);
  * the cap would be crossed or memory runs out. */
 int buf_append(struct buf *b, const void *p, size_t n);
 int buf_puts(struct buf *b, const char *s);
-int buf_printf(struct buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 /* Hands the data to the caller (who frees it) and empties the buffer. */
 char *buf_take(struct buf *b, size_t *len);

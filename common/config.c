@@ -75,8 +75,10 @@ void config_defaults(struct config *cfg)
 	cfg->keeper_uid = 65533;
 	cfg->reaper_interval_s = 5;
 	str_copy(cfg->default_runtime, sizeof(cfg->default_runtime), "runc");
-	str_copy(cfg->gvisor_runtime_isolated, sizeof(cfg->gvisor_runtime_isolated), "runsc-isolated");
-	str_copy(cfg->gvisor_runtime_internet, sizeof(cfg->gvisor_runtime_internet), "runsc-internet");
+	str_copy(cfg->gvisor_runtime_isolated, sizeof(cfg->gvisor_runtime_isolated),
+		 "runsc-isolated");
+	str_copy(cfg->gvisor_runtime_internet, sizeof(cfg->gvisor_runtime_internet),
+		 "runsc-internet");
 	str_copy(cfg->disk_limit, sizeof(cfg->disk_limit), "auto");
 	str_copy(cfg->disk_dir, sizeof(cfg->disk_dir), "/var/lib/sandpit/disk");
 	cfg->disk_default_mb = 1024;
@@ -166,9 +168,12 @@ static const struct key {
 	{ I(disk_max_mb, 16, 1048576) },
 	{ I(disk_reserve_mb, 0, 1 << 30) },
 	{ I(disk_reserve_inodes, 0, 1 << 30) },
-	{ "disk_preallocate", K_BOOL, offsetof(struct config, disk_preallocate), sizeof(int), 0, 1 },
-	{ "disk_readonly_rootfs", K_BOOL, offsetof(struct config, disk_readonly_rootfs), sizeof(int), 0, 1 },
-	{ "disk_require_limit", K_BOOL, offsetof(struct config, disk_require_limit), sizeof(int), 0, 1 },
+	{ "disk_preallocate", K_BOOL, offsetof(struct config, disk_preallocate), sizeof(int), 0,
+	  1 },
+	{ "disk_readonly_rootfs", K_BOOL, offsetof(struct config, disk_readonly_rootfs),
+	  sizeof(int), 0, 1 },
+	{ "disk_require_limit", K_BOOL, offsetof(struct config, disk_require_limit), sizeof(int), 0,
+	  1 },
 	{ S(stream_listen) },
 	{ I(stream_workers, 1, 64) },
 	{ I(stream_stuck_timeout_s, 1, 3600) },
@@ -220,7 +225,8 @@ static int container_label_check(const struct config *cfg, char *msg, size_t cap
 			if (*p < 0x21 || *p > 0x7e)
 				goto bad;
 		if (strncmp(s, cfg->label_prefix, plen) == 0 && s[plen] == '.') {
-			snprintf(msg, cap, "container_label may not set sandpit's own labels (%s.*)",
+			snprintf(msg, cap,
+				 "container_label may not set sandpit's own labels (%s.*)",
 				 cfg->label_prefix);
 			return -1;
 		}
@@ -228,9 +234,10 @@ static int container_label_check(const struct config *cfg, char *msg, size_t cap
 	}
 	return 0;
 bad:
-	snprintf(msg, cap,
-		 "container_label must be up to 8 KEY=VALUE pairs separated by spaces (KEY: at most "
-		 "100 letters, digits, . - _; VALUE: printable ASCII)");
+	snprintf(
+		msg, cap,
+		"container_label must be up to 8 KEY=VALUE pairs separated by spaces (KEY: at most "
+		"100 letters, digits, . - _; VALUE: printable ASCII)");
 	return -1;
 }
 
@@ -347,10 +354,11 @@ static int add_pool(struct config *cfg, const char *v, char *err, size_t errlen)
 		else if (strcmp(item, "ttl") == 0 && parse_ll(eq, 60, 86400, &n) == 0)
 			p.ttl_s = (int)n;
 		else {
-			snprintf(err, errlen,
-				 "warm_pool: bad %s (template=NAME size=1..64 network=isolated|internet "
-				 "ttl=60..86400)",
-				 item);
+			snprintf(
+				err, errlen,
+				"warm_pool: bad %s (template=NAME size=1..64 network=isolated|internet "
+				"ttl=60..86400)",
+				item);
 			return -1;
 		}
 	}
@@ -388,14 +396,16 @@ static int set_key(struct config *cfg, const char *k, const char *v, char *err, 
 		switch (key->kind) {
 		case K_STR:
 			if (str_copy(field, key->size, v) < 0) {
-				snprintf(err, errlen, "%s is too long (max %zu bytes)", k, key->size - 1);
+				snprintf(err, errlen, "%s is too long (max %zu bytes)", k,
+					 key->size - 1);
 				return -1;
 			}
 			return 0;
 		case K_BOOL:
 			if (strcmp(v, "yes") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
 				*(int *)field = 1;
-			else if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+			else if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 ||
+				 strcmp(v, "0") == 0)
 				*(int *)field = 0;
 			else {
 				snprintf(err, errlen, "%s must be yes or no", k);
@@ -416,8 +426,8 @@ static int set_key(struct config *cfg, const char *k, const char *v, char *err, 
 		}
 		case K_INT:
 			if (parse_ll(v, key->min, key->max, &n) < 0) {
-				snprintf(err, errlen, "%s must be an integer in %lld..%lld", k, key->min,
-					 key->max);
+				snprintf(err, errlen, "%s must be an integer in %lld..%lld", k,
+					 key->min, key->max);
 				return -1;
 			}
 			*(int *)field = (int)n;
@@ -437,7 +447,8 @@ static int valid_hostport(const char *s, size_t len)
 	long long p;
 
 	if (!colon || colon == s ||
-	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.:[]-_ ") < len)
+	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.:[]-_ ") <
+		    len)
 		return 0;
 	plen = len - (size_t)(colon + 1 - s);
 	if (plen >= sizeof(port))
@@ -460,8 +471,9 @@ static int redis_sentinel_url(struct config *cfg, char *err, size_t errlen)
 
 	if (cfg->redis_sentinels[0]) {
 		if (!valid_name_chars(cfg->redis_master_name)) {
-			snprintf(err, errlen, "redis_sentinels needs redis_master_name "
-					      "(letters, digits, - and _)");
+			snprintf(err, errlen,
+				 "redis_sentinels needs redis_master_name "
+				 "(letters, digits, - and _)");
 			return -1;
 		}
 		for (n = 0; *s; n++) {
@@ -469,8 +481,9 @@ static int redis_sentinel_url(struct config *cfg, char *err, size_t errlen)
 			size_t len = end ? (size_t)(end - s) : strlen(s);
 
 			if (n == 8 || !valid_hostport(s, len)) {
-				snprintf(err, errlen, "redis_sentinels must be host:port,host:port,... "
-						      "(at most 8)");
+				snprintf(err, errlen,
+					 "redis_sentinels must be host:port,host:port,... "
+					 "(at most 8)");
 				return -1;
 			}
 			s += len + (end ? 1 : 0);
@@ -513,7 +526,8 @@ static int load_data_key(struct config *cfg, char *err, size_t errlen)
 		return -1;
 	}
 	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077)) {
-		snprintf(err, errlen, "data_key_file %s must not be readable by group or others (chmod 600)",
+		snprintf(err, errlen,
+			 "data_key_file %s must not be readable by group or others (chmod 600)",
 			 cfg->data_key_file);
 		goto out;
 	}
@@ -581,11 +595,13 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	{
 		if (strcmp(cfg->log_level, "error") && strcmp(cfg->log_level, "warn") &&
 		    strcmp(cfg->log_level, "info") && strcmp(cfg->log_level, "debug")) {
-			snprintf(err, errlen, "%s: log_level must be error, warn, info or debug", path);
+			snprintf(err, errlen, "%s: log_level must be error, warn, info or debug",
+				 path);
 			goto out;
 		}
 	}
-	if (strcmp(cfg->default_runtime, "runc") != 0 && strcmp(cfg->default_runtime, "gvisor") != 0) {
+	if (strcmp(cfg->default_runtime, "runc") != 0 &&
+	    strcmp(cfg->default_runtime, "gvisor") != 0) {
 		snprintf(err, errlen, "%s: default_runtime must be runc or gvisor", path);
 		goto out;
 	}
@@ -611,12 +627,13 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 		goto out;
 	}
 	if (!valid_list(cfg->deny_cidrs, valid_cidr)) {
-		snprintf(err, errlen, "%s: deny_cidrs must be IPv4 ranges a.b.c.d/n separated by commas",
-			 path);
+		snprintf(err, errlen,
+			 "%s: deny_cidrs must be IPv4 ranges a.b.c.d/n separated by commas", path);
 		goto out;
 	}
 	if (!valid_list(cfg->probe_ports, valid_port)) {
-		snprintf(err, errlen, "%s: probe_ports must be port numbers separated by commas", path);
+		snprintf(err, errlen, "%s: probe_ports must be port numbers separated by commas",
+			 path);
 		goto out;
 	}
 	/* the deny rules' chains are <PREFIX>-FORWARD (iptables: 28 bytes) */
@@ -627,7 +644,8 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	}
 	if (strcmp(cfg->disk_limit, "auto") && strcmp(cfg->disk_limit, "loop") &&
 	    strcmp(cfg->disk_limit, "storage-opt") && strcmp(cfg->disk_limit, "off")) {
-		snprintf(err, errlen, "%s: disk_limit must be auto, loop, storage-opt or off", path);
+		snprintf(err, errlen, "%s: disk_limit must be auto, loop, storage-opt or off",
+			 path);
 		goto out;
 	}
 	if (cfg->disk_default_mb > cfg->disk_max_mb) {
@@ -644,7 +662,8 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 			 cfg->docker_host);
 		goto out;
 	}
-	if (strncmp(cfg->redis_url, "unix://", 7) != 0 && strncmp(cfg->redis_url, "redis://", 8) != 0 &&
+	if (strncmp(cfg->redis_url, "unix://", 7) != 0 &&
+	    strncmp(cfg->redis_url, "redis://", 8) != 0 &&
 	    strncmp(cfg->redis_url, "sentinel://", 11) != 0) {
 		snprintf(err, errlen,
 			 "%s: redis_url must be redis://host:port[/db], unix:///path or "
@@ -659,8 +678,8 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	/* ssh's ControlPath <dir>/<40 hex> and the bridge sockets are unix
 	 * sockets: at most 107 bytes */
 	if (strlen(cfg->ssh_control_dir) > 60) {
-		snprintf(err, errlen, "%s: ssh_control_dir must be at most 60 bytes (a unix socket path)",
-			 path);
+		snprintf(err, errlen,
+			 "%s: ssh_control_dir must be at most 60 bytes (a unix socket path)", path);
 		goto out;
 	}
 	for (int i = 0; i < cfg->npools; i++)

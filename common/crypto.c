@@ -69,9 +69,9 @@ int crypto_seal(const unsigned char data_key[32], const char *ad, const void *pl
 		goto out;
 	crypto_kdf_derive_from_key(sub, sizeof(sub), SUBKEY_ENV, kdf_ctx, data_key);
 	randombytes_buf(raw, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
-	crypto_aead_xchacha20poly1305_ietf_encrypt(raw + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES,
-						   &clen, plain, len, (const unsigned char *)ad,
-						   strlen(ad), NULL, raw, sub);
+	crypto_aead_xchacha20poly1305_ietf_encrypt(
+		raw + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, &clen, plain, len,
+		(const unsigned char *)ad, strlen(ad), NULL, raw, sub);
 	sodium_bin2base64(b64, b64len, raw, rawlen, sodium_base64_VARIANT_ORIGINAL);
 	rc = buf_puts(out, b64);
 out:

@@ -8,20 +8,20 @@
 
 enum sp_code {
 	SP_OK = 0,
-	SP_BAD_REQUEST,        /* 400 */
+	SP_BAD_REQUEST,	       /* 400 */
 	SP_UNAUTHORIZED,       /* 401 */
-	SP_FORBIDDEN,          /* 403 */
-	SP_NOT_FOUND,          /* 404 */
+	SP_FORBIDDEN,	       /* 403 */
+	SP_NOT_FOUND,	       /* 404 */
 	SP_METHOD_NOT_ALLOWED, /* 405 */
-	SP_TIMEOUT,            /* 408 */
-	SP_CONFLICT,           /* 409 */
+	SP_TIMEOUT,	       /* 408 */
+	SP_CONFLICT,	       /* 409 */
 	SP_PRECONDITION,       /* 412 */
-	SP_TOO_LARGE,          /* 413 */
+	SP_TOO_LARGE,	       /* 413 */
 	SP_UNPROCESSABLE,      /* 422 */
-	SP_TOO_MANY,           /* 429, with Retry-After: waiting a moment helps */
-	SP_QUOTA,              /* 429 QUOTA_EXCEEDED, no Retry-After: the org must free some */
-	SP_INTERNAL,           /* 500 */
-	SP_UNAVAILABLE,        /* 503 */
+	SP_TOO_MANY,	       /* 429, with Retry-After: waiting a moment helps */
+	SP_QUOTA,	       /* 429 QUOTA_EXCEEDED, no Retry-After: the org must free some */
+	SP_INTERNAL,	       /* 500 */
+	SP_UNAVAILABLE,	       /* 503 */
 };
 
 struct sp_err {

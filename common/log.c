@@ -85,9 +85,10 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	gmtime_r(&tv.tv_sec, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	if (log_json) {
-		k = snprintf(line, sizeof(line),
-			     "{\"time\":\"%s.%03ldZ\",\"level\":\"%s\",\"prog\":\"%s\",\"pid\":%d,\"rid\":\"",
-			     ts, (long)(tv.tv_usec / 1000), level_names[level], log_name, (int)getpid());
+		k = snprintf(
+			line, sizeof(line),
+			"{\"time\":\"%s.%03ldZ\",\"level\":\"%s\",\"prog\":\"%s\",\"pid\":%d,\"rid\":\"",
+			ts, (long)(tv.tv_usec / 1000), level_names[level], log_name, (int)getpid());
 		if (k < 0 || (size_t)k >= sizeof(line))
 			return;
 		n = json_escape_into(line, sizeof(line), (size_t)k, log_rid);

@@ -16,20 +16,19 @@ int log_level_parse(const char *s, enum log_level *out);
 /* Sets the request id carried by later lines (copied; NULL clears it). */
 void log_set_request_id(const char *id);
 const char *log_request_id(void);
-void log_msg(enum log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern enum log_level log_gate;
 
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
-#define log_info(...)                          \
-	do {                                   \
-		if (log_gate >= LOG_INFO)      \
+#define log_info(...)                                   \
+	do {                                            \
+		if (log_gate >= LOG_INFO)               \
 			log_msg(LOG_INFO, __VA_ARGS__); \
 	} while (0)
-#define log_debug(...)                          \
-	do {                                    \
-		if (log_gate >= LOG_DEBUG)      \
+#define log_debug(...)                                   \
+	do {                                             \
+		if (log_gate >= LOG_DEBUG)               \
 			log_msg(LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
 

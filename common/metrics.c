@@ -42,7 +42,7 @@ struct metrics_table {
 
 /* Upper bounds in microseconds and as Prometheus prints them. */
 static const uint64_t bound_us[METRICS_BUCKETS] = {
-	500,	 1000,	  2500,	   5000,     10000,	25000,	   50000,   100000,
+	500,	1000,	2500,	 5000,	  10000,   25000,    50000,    100000,
 	250000, 500000, 1000000, 2500000, 5000000, 10000000, 60000000,
 };
 static const char *const bound_txt[METRICS_BUCKETS] = {
@@ -139,9 +139,8 @@ static int put_label(struct buf *out, const char *s)
 static int render_family(struct buf *out, struct metrics_slot *v, const char *counter,
 			 const char *hist, const char *label, const char *help)
 {
-	if (buf_printf(out,
-		       "# HELP %s %s, by %s and status.\n# TYPE %s counter\n", counter,
-		       help, label, counter) < 0)
+	if (buf_printf(out, "# HELP %s %s, by %s and status.\n# TYPE %s counter\n", counter, help,
+		       label, counter) < 0)
 		return -1;
 	/* One snapshot of each slot so the counter and the histogram agree. */
 	static uint64_t snap[METRICS_SLOTS][METRICS_BUCKETS + 2];
@@ -156,8 +155,8 @@ static int render_family(struct buf *out, struct metrics_slot *v, const char *co
 			snap[i][b] = atomic_load_explicit(&v[i].bucket[b], memory_order_relaxed);
 			n += snap[i][b];
 		}
-		snap[i][METRICS_BUCKETS + 1] = atomic_load_explicit(&v[i].sum_us,
-								   memory_order_relaxed);
+		snap[i][METRICS_BUCKETS + 1] =
+			atomic_load_explicit(&v[i].sum_us, memory_order_relaxed);
 		if (buf_printf(out, "%s{%s=\"", counter, label) < 0 ||
 		    put_label(out, v[i].name) < 0 ||
 		    buf_printf(out, "\",status=\"%d\"} %llu\n", (int)v[i].status,
@@ -202,7 +201,8 @@ int metrics_render(struct buf *out)
 	if (!table)
 		return 0;
 	if (render_family(out, table->slot[METRICS_REQUEST], "sandpit_requests_total",
-			  "sandpit_request_duration_seconds", "operation", "Requests answered") < 0 ||
+			  "sandpit_request_duration_seconds", "operation",
+			  "Requests answered") < 0 ||
 	    render_family(out, table->slot[METRICS_DOCKER], "sandpit_docker_requests_total",
 			  "sandpit_docker_request_duration_seconds", "endpoint",
 			  "Docker Engine API calls") < 0)

@@ -21,7 +21,7 @@
 
 enum metrics_family {
 	METRICS_REQUEST, /* one request: operation id, HTTP status */
-	METRICS_DOCKER,  /* one Docker call: "METHOD /path/{template}", HTTP status (0 = none) */
+	METRICS_DOCKER,	 /* one Docker call: "METHOD /path/{template}", HTTP status (0 = none) */
 	METRICS_FAMILIES
 };
 

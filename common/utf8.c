@@ -156,11 +156,11 @@ static int plain8(const unsigned char *p)
 	uint64_t w, q, b, c;
 
 	memcpy(&w, p, 8);
-	c = (w - 0x20 * ones) & ~w;     /* a byte below 0x20 (or above 0x7f) */
+	c = (w - 0x20 * ones) & ~w; /* a byte below 0x20 (or above 0x7f) */
 	q = (w ^ ('"' * ones));
-	q = (q - ones) & ~q;            /* a quote */
+	q = (q - ones) & ~q; /* a quote */
 	b = (w ^ ('\\' * ones));
-	b = (b - ones) & ~b;            /* a backslash */
+	b = (b - ones) & ~b; /* a backslash */
 	return ((w | c | q | b) & high) == 0;
 }
 
@@ -209,13 +209,27 @@ int utf8_json_escape(const char *p, size_t n, int final, struct buf *out, size_t
 		}
 		esc[elen++] = '\\';
 		switch (c) {
-		case '"': esc[elen++] = '"'; break;
-		case '\\': esc[elen++] = '\\'; break;
-		case '\n': esc[elen++] = 'n'; break;
-		case '\r': esc[elen++] = 'r'; break;
-		case '\t': esc[elen++] = 't'; break;
-		case '\b': esc[elen++] = 'b'; break;
-		case '\f': esc[elen++] = 'f'; break;
+		case '"':
+			esc[elen++] = '"';
+			break;
+		case '\\':
+			esc[elen++] = '\\';
+			break;
+		case '\n':
+			esc[elen++] = 'n';
+			break;
+		case '\r':
+			esc[elen++] = 'r';
+			break;
+		case '\t':
+			esc[elen++] = 't';
+			break;
+		case '\b':
+			esc[elen++] = 'b';
+			break;
+		case '\f':
+			esc[elen++] = 'f';
+			break;
 		default:
 			esc[elen++] = 'u';
 			esc[elen++] = '0';

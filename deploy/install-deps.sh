@@ -6,7 +6,7 @@
 #   --build  what building it (and its local images) needs: a compiler,
 #            pkg-config, the -dev packages, busybox-static and debootstrap
 #   --test   what testing it needs: cmocka, cgi-fcgi, socat, sshd, jq, wrk,
-#            clang with libFuzzer and the sanitizers
+#            clang with libFuzzer and the sanitizers, the linters
 #
 # No flag means all three (`make deps`, `make test`); `make up` installs
 # --run --build; `make install` needs --run on the target host.
@@ -45,6 +45,7 @@ TEST_PKGS=(
 	# (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev, only a
 	# Recommends of clang-14), llvm-symbolizer for readable crash traces
 	clang libclang-rt-14-dev llvm-14
+	cppcheck clang-format shellcheck # make lint, which make test runs
 )
 
 say() { echo "install-deps: $*" >&2; }

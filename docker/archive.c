@@ -16,8 +16,8 @@
 
 /* Starts r as METHOD /containers/{id}/archive?path=PATH, both checked and
  * escaped. r is initialised even when this fails (so it can be cleaned). */
-static int archive_req(struct docker_req *r, const char *method, const char *id,
-		       const char *path, struct sp_err *e)
+static int archive_req(struct docker_req *r, const char *method, const char *id, const char *path,
+		       struct sp_err *e)
 {
 	docker_req_init(r, method);
 	if (docker_check_id(id, "container", e) < 0 || docker_check_path(path, e) < 0 ||

@@ -253,7 +253,8 @@ static int parse_endpoint(struct docker_client *c, const struct docker_endpoint 
 	if (strncmp(u, "unix://", 7) == 0) {
 		c->transport = DT_UNIX;
 		if (u[7] != '/')
-			return sp_err_set(e, SP_BAD_REQUEST, "unix:// needs an absolute socket path");
+			return sp_err_set(e, SP_BAD_REQUEST,
+					  "unix:// needs an absolute socket path");
 		if (str_copy(c->sock, sizeof(c->sock), u + 7) < 0)
 			return sp_err_set(e, SP_BAD_REQUEST, "socket path is longer than %zu bytes",
 					  sizeof(c->sock) - 1);
@@ -269,11 +270,13 @@ static int parse_endpoint(struct docker_client *c, const struct docker_endpoint 
 		    strcspn(hp, "/?#@ ") < strlen(hp))
 			return sp_err_set(e, SP_BAD_REQUEST, "tcp:// needs host:port");
 		if (tls != (ep->tls_key && *ep->tls_key) || tls != (ep->tls_ca && *ep->tls_ca))
-			return sp_err_set(e, SP_BAD_REQUEST,
-					  "TLS needs all three of the client certificate, key and CA");
+			return sp_err_set(
+				e, SP_BAD_REQUEST,
+				"TLS needs all three of the client certificate, key and CA");
 		if (!tls)
-			return sp_err_set(e, SP_BAD_REQUEST,
-					  "a tcp:// endpoint needs TLS (client certificate, key, CA)");
+			return sp_err_set(
+				e, SP_BAD_REQUEST,
+				"a tcp:// endpoint needs TLS (client certificate, key, CA)");
 		snprintf(c->base, sizeof(c->base), "https://%s", hp);
 		str_copy(c->tls_cert, sizeof(c->tls_cert), ep->tls_cert);
 		str_copy(c->tls_key, sizeof(c->tls_key), ep->tls_key);
@@ -301,8 +304,9 @@ static int parse_endpoint(struct docker_client *c, const struct docker_endpoint 
 		str_copy(c->base, sizeof(c->base), "http://docker");
 		return 0;
 	}
-	return sp_err_set(e, SP_BAD_REQUEST,
-			  "endpoint must be unix:///path, tcp://host:port or ssh://user@host[:port]");
+	return sp_err_set(
+		e, SP_BAD_REQUEST,
+		"endpoint must be unix:///path, tcp://host:port or ssh://user@host[:port]");
 }
 
 int docker_endpoint_check(const struct docker_endpoint *ep, struct sp_err *e)
@@ -537,7 +541,7 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 	int64_t t0;
 	struct curl_slist *hdrs = NULL, *tmp;
 	struct buf url;
-	int64_t timeout_ms = r->timeout_ms > 0	     ? r->timeout_ms
+	int64_t timeout_ms = r->timeout_ms > 0	      ? r->timeout_ms
 			     : c->next_timeout_ms > 0 ? c->next_timeout_ms
 						      : (int64_t)c->timeout_s * 1000;
 	CURLcode rc;
@@ -612,8 +616,8 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
 	snprintf(series, sizeof(series), "%s %s", r->method, tmpl);
 	metrics_observe(METRICS_DOCKER, series, (int)r->status, mono_us() - t0);
-	if (rc == CURLE_OK || ((rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK) &&
-				r->aborted)) {
+	if (rc == CURLE_OK ||
+	    ((rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK) && r->aborted)) {
 		ret = 0;
 	} else if (rc == CURLE_WRITE_ERROR && r->too_big) {
 		sp_err_set(e, SP_TOO_LARGE, "Docker's answer is larger than %zu bytes",
@@ -1026,7 +1030,8 @@ int docker_storage(struct docker_client *c, struct docker_storage *out, struct s
 		str_copy(out->driver, sizeof(out->driver), json_object_get_string(v));
 	if (json_object_object_get_ex(info, "DockerRootDir", &v) && json_object_get_string(v))
 		str_copy(out->root_dir, sizeof(out->root_dir), json_object_get_string(v));
-	str_copy(out->backing_fs, sizeof(out->backing_fs), driver_status(info, "Backing Filesystem"));
+	str_copy(out->backing_fs, sizeof(out->backing_fs),
+		 driver_status(info, "Backing Filesystem"));
 	rc = 0;
 done:
 	json_object_put(info);

@@ -23,11 +23,11 @@
 struct docker_client;
 
 struct docker_version {
-	char api_version[16];   /* negotiated, e.g. "1.41" */
-	char engine[64];        /* Engine version */
-	char runc[64];          /* runc Version, "" if not reported */
-	char runc_commit[128];  /* runc GitCommit (distro build id) */
-	int answered;           /* /version answered: a refusal, not an outage */
+	char api_version[16];  /* negotiated, e.g. "1.41" */
+	char engine[64];       /* Engine version */
+	char runc[64];	       /* runc Version, "" if not reported */
+	char runc_commit[128]; /* runc GitCommit (distro build id) */
+	int answered;	       /* /version answered: a refusal, not an outage */
 };
 
 /* Where a Docker daemon is and how to reach it.
@@ -161,15 +161,16 @@ int docker_archive_owner(struct docker_client *c, const char *id, const char *pa
  * order; a directory entry has data NULL; only a directory's name may end
  * in '/'. */
 struct docker_tar_entry {
-	const char *path;  /* relative, no leading '/' */
+	const char *path; /* relative, no leading '/' */
 	int is_dir;
-	unsigned mode;     /* permission bits only */
+	unsigned mode; /* permission bits only */
 	unsigned uid, gid;
 	const void *data;
 	size_t len;
-	int64_t mtime;     /* seconds */
+	int64_t mtime; /* seconds */
 };
-int docker_tar_build(const struct docker_tar_entry *ents, size_t n, struct buf *out, struct sp_err *e);
+int docker_tar_build(const struct docker_tar_entry *ents, size_t n, struct buf *out,
+		     struct sp_err *e);
 /* Appends the content of the first regular file in a tar to out (capped by
  * out's max: SP_TOO_LARGE); SP_NOT_FOUND when the tar holds none. */
 int docker_tar_first_file(const void *tar, size_t len, struct buf *out, struct sp_err *e);
@@ -199,8 +200,8 @@ int docker_network_inspect(struct docker_client *c, const char *name, json_objec
  * (then *timed_out = 1). inspect: exit code (-1 while running) and running
  * flag. */
 typedef int (*docker_output_fn)(void *arg, int stream, const char *data, size_t len);
-int docker_exec_create(struct docker_client *c, const char *id, json_object *body,
-		       char exec_id[65], struct sp_err *e);
+int docker_exec_create(struct docker_client *c, const char *id, json_object *body, char exec_id[65],
+		       struct sp_err *e);
 int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
 		      docker_output_fn on_data, int (*should_stop)(void *arg), void *arg,
 		      int *timed_out, struct sp_err *e);
@@ -216,8 +217,8 @@ int docker_exec_start_input(struct docker_client *c, const char *exec_id, int64_
 			    size_t *in_sent, struct sp_err *e);
 /* Starts an exec detached: returns once the process runs. */
 int docker_exec_start_detached(struct docker_client *c, const char *exec_id, struct sp_err *e);
-int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_code,
-			int *running, struct sp_err *e);
+int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_code, int *running,
+			struct sp_err *e);
 
 /* The stream demultiplexer for Docker's 8-byte-header framing, fed bytes
  * in pieces of any size. Returns -1 on a malformed header (stream type

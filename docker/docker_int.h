@@ -26,21 +26,21 @@
 enum docker_transport { DT_UNIX, DT_TCP, DT_SSH };
 
 struct docker_client {
-	CURL *h;	/* kept alive across requests (not for exec streams) */
+	CURL *h; /* kept alive across requests (not for exec streams) */
 	enum docker_transport transport;
 	char sock[108]; /* unix: the socket path */
 	char base[300]; /* URL before the path: "http://docker", "https://host:port" */
 	char tls_cert[4096], tls_key[4096], tls_ca[4096]; /* tcp: client cert, key, CA */
-	char ssh_dest[300];   /* ssh: user@host */
+	char ssh_dest[300];				  /* ssh: user@host */
 	char ssh_port[8];
 	char ssh_key[4096], ssh_known_hosts[4096], ssh_control_dir[1024];
-	int pooled;	       /* reuse connections (and the ssh master) across requests */
-	pid_t bridge_pid;      /* ssh: the bridge process serving sock */
-	pid_t bridge_owner;    /* the process that started it (a forked copy does not own it) */
+	int pooled;	    /* reuse connections (and the ssh master) across requests */
+	pid_t bridge_pid;   /* ssh: the bridge process serving sock */
+	pid_t bridge_owner; /* the process that started it (a forked copy does not own it) */
 	int connect_timeout_ms;
-	int timeout_s;	/* default bound on a request */
-	char api[16];	/* "1.41" until docker_negotiate */
-	char label[96]; /* "Server x is unavailable: " or "" */
+	int timeout_s;		    /* default bound on a request */
+	char api[16];		    /* "1.41" until docker_negotiate */
+	char label[96];		    /* "Server x is unavailable: " or "" */
 	struct docker_guard *guard; /* guard.c: this server's shared slot */
 	int inflight_max, stuck_ms; /* guard.c: 0 = no guard */
 	int next_timeout_ms;	    /* the next call's bound, once; 0 = timeout_s */
@@ -70,12 +70,12 @@ struct docker_req {
 	struct buf *out;     /* 2xx body goes here (default: &resp) */
 	docker_sink_fn sink; /* or here, when set */
 	void *sink_arg;
-	int64_t timeout_ms;    /* whole transfer; 0 = the client's timeout */
-	int64_t header_ms;     /* exec: answer headers must come within this */
-	int timeout_is_result; /* a timeout after the headers is not an error */
+	int64_t timeout_ms;	/* whole transfer; 0 = the client's timeout */
+	int64_t header_ms;	/* exec: answer headers must come within this */
+	int timeout_is_result;	/* a timeout after the headers is not an error */
 	int (*stop_fn)(void *); /* polled about once a second: 1 = abort */
 	void *stop_arg;
-	char *stat_hdr;	       /* captures X-Docker-Container-Path-Stat */
+	char *stat_hdr; /* captures X-Docker-Container-Path-Stat */
 	size_t stat_cap;
 	long ok_status[2]; /* non-2xx statuses docker_call treats as success */
 	/* filled by docker_perform */
@@ -84,8 +84,8 @@ struct docker_req {
 	struct buf resp; /* capped at DOCKER_JSON_MAX */
 	struct buf err;	 /* non-2xx answer body, capped */
 	int too_big, aborted, timed_out, headers_done, header_timeout;
-	size_t in_sent; /* docker_hijack: input bytes written */
-	int guard_place;		   /* guard.c: the place held, -1 none */
+	size_t in_sent;			    /* docker_hijack: input bytes written */
+	int guard_place;		    /* guard.c: the place held, -1 none */
 	struct docker_client *guard_client; /* guard.c */
 };
 

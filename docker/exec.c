@@ -114,8 +114,8 @@ static int exec_start(struct docker_client *c, const char *exec_id, int64_t time
 		goto done;
 	}
 	if (!r.aborted && !r.timed_out && !docker_demux_whole(&st.dm)) {
-		sp_err_set(e, SP_UNAVAILABLE, "%sDocker's exec stream was cut in the middle of a frame",
-			   c->label);
+		sp_err_set(e, SP_UNAVAILABLE,
+			   "%sDocker's exec stream was cut in the middle of a frame", c->label);
 		goto done;
 	}
 	if (timed_out)

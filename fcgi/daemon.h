@@ -9,9 +9,9 @@
 #include "pm.h"
 
 struct daemon_spec {
-	const char *name;       /* program name, in messages and log lines */
+	const char *name;	/* program name, in messages and log lines */
 	const char *config_doc; /* how -c is described in the usage text */
-	pm_load_fn load;        /* loads (and adapts) a configuration */
+	pm_load_fn load;	/* loads (and adapts) a configuration */
 	pm_worker_fn worker;
 	/* runs once in the master before pm_run; -1 stops start-up (may be NULL) */
 	int (*prepare)(const struct config *cfg);

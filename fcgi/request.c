@@ -62,8 +62,8 @@ int req_read_body(struct req *r, size_t max, struct sp_err *e)
 		return sp_err_set(e, SP_TOO_LARGE, "Request body exceeds the %zu byte limit", max);
 	while ((n = FCGX_GetStr(chunk, sizeof(chunk), r->fx->in)) > 0) {
 		if (buf_append(&r->body, chunk, (size_t)n) < 0)
-			return sp_err_set(e, SP_TOO_LARGE, "Request body exceeds the %zu byte limit",
-					  max);
+			return sp_err_set(e, SP_TOO_LARGE,
+					  "Request body exceeds the %zu byte limit", max);
 	}
 	if (r->body.len == 0 && buf_append(&r->body, "", 0) < 0)
 		return sp_err_set(e, SP_INTERNAL, "out of memory");
@@ -73,22 +73,38 @@ int req_read_body(struct req *r, size_t max, struct sp_err *e)
 static const char *reason(int status)
 {
 	switch (status) {
-	case 200: return "OK";
-	case 201: return "Created";
-	case 204: return "No Content";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 412: return "Precondition Failed";
-	case 413: return "Payload Too Large";
-	case 422: return "Unprocessable Content";
-	case 429: return "Too Many Requests";
-	case 503: return "Service Unavailable";
-	default: return "Internal Server Error";
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 204:
+		return "No Content";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 409:
+		return "Conflict";
+	case 412:
+		return "Precondition Failed";
+	case 413:
+		return "Payload Too Large";
+	case 422:
+		return "Unprocessable Content";
+	case 429:
+		return "Too Many Requests";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return "Internal Server Error";
 	}
 }
 
@@ -102,10 +118,10 @@ size_t req_last_answer_size(void)
 void req_send_json(struct req *r, int status, const char *headers, json_object *obj)
 {
 	size_t len = 0;
-	const char *body = obj ? json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN |
-									    JSON_C_TO_STRING_NOSLASHESCAPE,
-								 &len)
-			       : "";
+	const char *body =
+		obj ? json_object_to_json_string_length(
+			      obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len)
+		    : "";
 
 	char head[2048];
 	int n;

@@ -15,18 +15,18 @@
 
 struct req {
 	FCGX_Request *fx;
-	const char *method;     /* REQUEST_METHOD */
-	char path[4096];        /* DOCUMENT_URI (or SCRIPT_NAME), without the query */
-	const char *query;      /* QUERY_STRING, "" if none */
+	const char *method; /* REQUEST_METHOD */
+	char path[4096];    /* DOCUMENT_URI (or SCRIPT_NAME), without the query */
+	const char *query;  /* QUERY_STRING, "" if none */
 	/* identity, from params nginx sets itself after auth_request */
-	const char *org;        /* SANDPIT_ORG, "" when the route is public */
-	const char *key_id;     /* SANDPIT_KEY_ID */
-	const char *role;       /* SANDPIT_ROLE */
-	const char *perms;      /* SANDPIT_PERMS, comma separated */
+	const char *org;	/* SANDPIT_ORG, "" when the route is public */
+	const char *key_id;	/* SANDPIT_KEY_ID */
+	const char *role;	/* SANDPIT_ROLE */
+	const char *perms;	/* SANDPIT_PERMS, comma separated */
 	const char *request_id; /* SANDPIT_REQUEST_ID */
 	struct buf body;
-	int status;             /* status of the answer sent, 0 until sent */
-	char headers[512];      /* extra answer headers a handler adds ("Name: v\r\n" lines) */
+	int status;	   /* status of the answer sent, 0 until sent */
+	char headers[512]; /* extra answer headers a handler adds ("Name: v\r\n" lines) */
 };
 
 /* Fills r from the accepted FastCGI request. Allocates nothing yet. */

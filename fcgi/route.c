@@ -139,7 +139,8 @@ int route_parse_input(const struct route *rt, struct req *r, json_object **in, s
 		json_object_put(o);
 		json_tokener_free(tok);
 		if (je == json_tokener_error_depth)
-			return sp_err_set(e, SP_BAD_REQUEST, "Malformed JSON body: nested too deeply");
+			return sp_err_set(e, SP_BAD_REQUEST,
+					  "Malformed JSON body: nested too deeply");
 		return sp_err_set(e, SP_BAD_REQUEST, "Malformed JSON body: %s",
 				  je == json_tokener_success ? "trailing data"
 							     : json_tokener_error_desc(je));
@@ -264,17 +265,19 @@ static const char *check_field(const struct field_spec *f, json_object *v, char 
 		}
 		if ((f->flags & FF_TEXT) && !utf8_text_ok(s, len)) {
 			*code = "invalid_string";
-			snprintf(msg, cap,
-				 "%s: must not hold control characters (newlines, escapes, DEL, C1) "
-				 "or bidirectional controls",
-				 f->name);
+			snprintf(
+				msg, cap,
+				"%s: must not hold control characters (newlines, escapes, DEL, C1) "
+				"or bidirectional controls",
+				f->name);
 			return msg;
 		}
 		if (f->type == FT_ID) {
 			for (size_t i = 0; i < len; i++)
 				if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-') {
 					*code = "invalid_string";
-					snprintf(msg, cap, "%s: may hold only letters, digits, '_' and '-'",
+					snprintf(msg, cap,
+						 "%s: may hold only letters, digits, '_' and '-'",
 						 f->name);
 					return msg;
 				}
@@ -297,21 +300,24 @@ static const char *check_field(const struct field_spec *f, json_object *v, char 
 		}
 		if (n < f->min || n > f->max) {
 			*code = n < f->min ? "too_small" : "too_big";
-			snprintf(msg, cap, "%s: must be between %lld and %lld", f->name, f->min, f->max);
+			snprintf(msg, cap, "%s: must be between %lld and %lld", f->name, f->min,
+				 f->max);
 			return msg;
 		}
 		return NULL;
 	}
 	case FT_NUMBER: {
 		double d;
-		if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) {
+		if (!json_object_is_type(v, json_type_double) &&
+		    !json_object_is_type(v, json_type_int)) {
 			snprintf(msg, cap, "%s: expected a number", f->name);
 			return msg;
 		}
 		d = json_object_get_double(v);
 		if (!isfinite(d) || d < f->dmin || d > f->dmax) {
 			*code = d < f->dmin ? "too_small" : "too_big";
-			snprintf(msg, cap, "%s: must be between %g and %g", f->name, f->dmin, f->dmax);
+			snprintf(msg, cap, "%s: must be between %g and %g", f->name, f->dmin,
+				 f->dmax);
 			return msg;
 		}
 		return NULL;
@@ -332,7 +338,8 @@ static const char *check_field(const struct field_spec *f, json_object *v, char 
 		{
 			if (!env_key_ok(k)) {
 				*code = "invalid_string";
-				snprintf(msg, cap, "%s: key '%.*s' must match ^[A-Za-z_][A-Za-z0-9_]*$",
+				snprintf(msg, cap,
+					 "%s: key '%.*s' must match ^[A-Za-z_][A-Za-z0-9_]*$",
 					 f->name, (int)utf8_prefix(k, 64), k);
 				return msg;
 			}
@@ -407,8 +414,8 @@ int route_validate(const struct route *rt, json_object *in, int from_query, stru
 			}
 			continue;
 		}
-		if (from_query && f->type != FT_STRING && f->type != FT_ID && f->type != FT_ABSPATH &&
-		    f->type != FT_ENUM) {
+		if (from_query && f->type != FT_STRING && f->type != FT_ID &&
+		    f->type != FT_ABSPATH && f->type != FT_ENUM) {
 			json_object *c = coerce(f, v);
 			if (!c) {
 				snprintf(msg, sizeof(msg), "%s: expected %s", f->name,

@@ -20,12 +20,12 @@
 #define ROUTE_JSON_MAX_DEPTH 16
 
 enum field_type {
-	FT_STRING,  /* length min..max bytes */
-	FT_INT,     /* integer min..max */
-	FT_NUMBER,  /* number dmin..dmax */
+	FT_STRING, /* length min..max bytes */
+	FT_INT,	   /* integer min..max */
+	FT_NUMBER, /* number dmin..dmax */
 	FT_BOOL,
 	FT_ENUM,    /* one of choices */
-	FT_ID,      /* [A-Za-z0-9_-], length min..max */
+	FT_ID,	    /* [A-Za-z0-9_-], length min..max */
 	FT_ABSPATH, /* starts with '/', 1..4096 bytes, no NUL */
 	FT_ENVMAP,  /* object: keys ^[A-Za-z_][A-Za-z0-9_]*$, values strings */
 };
@@ -38,10 +38,10 @@ struct field_spec {
 	const char *name;
 	enum field_type type;
 	unsigned flags;
-	long long min, max;         /* FT_INT value, FT_STRING/FT_ID length */
-	double dmin, dmax;          /* FT_NUMBER */
+	long long min, max;	    /* FT_INT value, FT_STRING/FT_ID length */
+	double dmin, dmax;	    /* FT_NUMBER */
 	const char *const *choices; /* FT_ENUM, NULL-terminated */
-	const char *def;            /* documented default, as JSON text, or NULL */
+	const char *def;	    /* documented default, as JSON text, or NULL */
 	const char *desc;
 };
 
@@ -62,12 +62,12 @@ struct route {
 	route_fn fn;
 	const struct field_spec *fields; /* terminated by a NULL name; NULL = the handler
 					  * reads the request itself (in is NULL) */
-	const char *perm;                /* "sandbox:read" etc., NULL = none */
+	const char *perm;		 /* "sandbox:read" etc., NULL = none */
 	enum route_kind kind;
-	const char *op_id;               /* "sandbox-create" */
+	const char *op_id; /* "sandbox-create" */
 	const char *summary;
-	const char *output;              /* component schema of the answer ("Sandbox") */
-	unsigned flags;                  /* RF_* */
+	const char *output; /* component schema of the answer ("Sandbox") */
+	unsigned flags;	    /* RF_* */
 };
 
 /* Finds the route for path; *method_ok says whether the method matches. */

@@ -61,7 +61,8 @@ static void answer(struct req *r, int status, const char *headers)
 					     : "Service Unavailable";
 
 	r->status = status;
-	FCGX_FPrintF(r->fx->out, "Status: %d %s\r\nCache-Control: no-store\r\nContent-Length: 0\r\n%s\r\n",
+	FCGX_FPrintF(r->fx->out,
+		     "Status: %d %s\r\nCache-Control: no-store\r\nContent-Length: 0\r\n%s\r\n",
 		     status, reason, headers);
 }
 
@@ -138,7 +139,8 @@ void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 	sp_err_clear(&e);
 	key = api_key(r, &len);
 	if (len == 0) {
-		answer(r, 401, "X-Sandpit-Error: Missing API key: send it in the x-api-key header\r\n");
+		answer(r, 401,
+		       "X-Sandpit-Error: Missing API key: send it in the x-api-key header\r\n");
 		return;
 	}
 	if (len > 256) {

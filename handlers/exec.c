@@ -29,14 +29,14 @@
 
 struct exec_out {
 	struct buf out, err;
-	size_t out_n;       /* stdout bytes taken (the cap counts these) */
+	size_t out_n; /* stdout bytes taken (the cap counts these) */
 	int truncated;
 	struct req *r;
-	int stream_ok;      /* may answer while the command runs */
-	int streaming;      /* the status and `{"stdout":"` are out */
-	int gone;           /* a streamed write failed: the client went away */
-	int pieces;         /* stdout pieces seen */
-	struct buf esc;     /* an escaped piece on its way out */
+	int stream_ok;	/* may answer while the command runs */
+	int streaming;	/* the status and `{"stdout":"` are out */
+	int gone;	/* a streamed write failed: the client went away */
+	int pieces;	/* stdout pieces seen */
+	struct buf esc; /* an escaped piece on its way out */
 };
 
 /* Escapes and sends what out holds (the stdout bytes not yet sent, with a
@@ -46,7 +46,8 @@ static void stream_out(struct exec_out *o, int final)
 	size_t used = 0;
 
 	o->esc.len = 0;
-	if (utf8_json_escape(o->out.data ? o->out.data : "", o->out.len, final, &o->esc, &used) < 0 ||
+	if (utf8_json_escape(o->out.data ? o->out.data : "", o->out.len, final, &o->esc, &used) <
+		    0 ||
 	    req_stream_write(o->r, o->esc.data, o->esc.len) < 0)
 		o->gone = 1;
 	memmove(o->out.data, o->out.data + used, o->out.len - used);
@@ -142,7 +143,7 @@ static int cwd_error(const struct exec_out *o, const struct sandbox_exec_result 
 
 	if (!cwd || res->exit_code != 126 || o->err.len || !s ||
 	    strncmp(s, oci, sizeof(oci) - 1) != 0 ||
-	    (!strstr(s, "chdir to cwd") &&                     /* runc */
+	    (!strstr(s, "chdir to cwd") &&			      /* runc */
 	     !strstr(s, "failed to find initial working directory"))) /* runsc */
 		return 0;
 	if (strstr(s, "not a directory"))

@@ -37,7 +37,8 @@ static int decoded_size(const char *s, size_t n, int base64, size_t *out)
 int h_sandbox_write_file(struct handler_ctx *h, json_object *in, json_object **out,
 			 struct sp_err *e)
 {
-	const char *enc = hin_str(in, "encoding", NULL), *content, *path = hin_str(in, "path", NULL);
+	const char *enc = hin_str(in, "encoding", NULL), *content,
+		   *path = hin_str(in, "path", NULL);
 	int base64 = enc && strcmp(enc, "base64") == 0;
 	unsigned mode = (unsigned)hin_i64(in, "mode", 0644);
 	struct sandbox_file f;
@@ -83,15 +84,16 @@ static void send_content(struct req *r, const char *path, const struct buf *cont
 	struct buf head, piece;
 	const char *d = content->data ? content->data : "";
 	size_t off = 0, used;
-	char *enc = base64 ? malloc(sodium_base64_ENCODED_LEN(PIECE, sodium_base64_VARIANT_ORIGINAL))
-			   : NULL;
+	char *enc =
+		base64 ? malloc(sodium_base64_ENCODED_LEN(PIECE, sodium_base64_VARIANT_ORIGINAL))
+		       : NULL;
 	int bad = 0;
 
 	buf_init(&head, 16 * 1024);
 	buf_init(&piece, 6 * PIECE + 16);
 	buf_printf(&head, "{\"path\":%s,\"size\":%zu,\"encoding\":\"%s\",\"content\":\"",
 		   json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN |
-							  JSON_C_TO_STRING_NOSLASHESCAPE),
+							     JSON_C_TO_STRING_NOSLASHESCAPE),
 		   content->len, base64 ? "base64" : "utf8");
 	req_stream_begin(r, 200);
 	bad = req_stream_write(r, head.data, head.len) < 0;
@@ -107,7 +109,8 @@ static void send_content(struct req *r, const char *path, const struct buf *cont
 					  sodium_base64_VARIANT_ORIGINAL);
 			if (buf_append(&piece, enc, len - 1) < 0)
 				break;
-		} else if (utf8_json_escape(d + off, n, off + n == content->len, &piece, &used) < 0) {
+		} else if (utf8_json_escape(d + off, n, off + n == content->len, &piece, &used) <
+			   0) {
 			break;
 		} else {
 			n = used; /* a sequence cut at the piece's end goes with the next */
@@ -125,8 +128,7 @@ static void send_content(struct req *r, const char *path, const struct buf *cont
 	buf_free(&piece);
 }
 
-int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **out,
-			struct sp_err *e)
+int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	const char *enc = hin_str(in, "encoding", NULL), *path = hin_str(in, "path", NULL);
 	int base64 = enc && strcmp(enc, "base64") == 0;
@@ -164,7 +166,8 @@ int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **ou
 	*out = json_object_new_object();
 	json_object_object_add(*out, "path", json_object_new_string(path));
 	json_object_object_add(*out, "size", json_object_new_int64((int64_t)content.len));
-	json_object_object_add(*out, "encoding", json_object_new_string(base64 ? "base64" : "utf8"));
+	json_object_object_add(*out, "encoding",
+			       json_object_new_string(base64 ? "base64" : "utf8"));
 	json_object_object_add(*out, "content", c);
 	buf_free(&content);
 	return 0;

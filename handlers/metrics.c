@@ -111,7 +111,8 @@ int h_metrics(struct handler_ctx *h, json_object *in, json_object **out, struct 
 		goto too_big;
 	for (int j = 0; store_ok && j < 4; j++)
 		if (buf_printf(&body, "sandpit_sandboxes{status=\"%s\"} %lld\n",
-			       sandbox_status_name((enum sandbox_status)j), (long long)counts[j]) < 0)
+			       sandbox_status_name((enum sandbox_status)j),
+			       (long long)counts[j]) < 0)
 			goto too_big;
 	if (store_ok && per_org.len &&
 	    (buf_puts(&body, "# HELP sandpit_org_sandboxes Sandbox records by organization and "

@@ -11,13 +11,20 @@
 static const char *const network_modes[] = { "isolated", "internet", NULL };
 static const char *const runtimes[] = { "runc", "gvisor", NULL };
 
-#define SANDBOX_ID { "sandboxId", FT_ID, FF_REQUIRED, 1, 64, 0, 0, NULL, NULL, "The sandbox id" }
-#define END { NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }
+#define SANDBOX_ID                                                                         \
+	{                                                                                  \
+		"sandboxId", FT_ID, FF_REQUIRED, 1, 64, 0, 0, NULL, NULL, "The sandbox id" \
+	}
+#define END                                              \
+	{                                                \
+		NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL \
+	}
 
 static const struct field_spec create_fields[] = {
 	{ "template", FT_ID, 0, 1, 31, 0, 0, NULL, NULL,
 	  "A built-in template (see sandbox.templates); either template or image is required" },
-	{ "image", FT_STRING, 0, 1, 255, 0, 0, NULL, NULL, "A custom image with sh, sleep and date" },
+	{ "image", FT_STRING, 0, 1, 255, 0, 0, NULL, NULL,
+	  "A custom image with sh, sleep and date" },
 	{ "name", FT_STRING, FF_TEXT, 1, 64, 0, 0, NULL, NULL,
 	  "A name for people (no control or bidirectional characters); default sandbox-<ms since the epoch, base 36>" },
 	{ "serverId", FT_ID, FF_NULLABLE, 1, 64, 0, 0, NULL, NULL,
@@ -37,7 +44,8 @@ static const struct field_spec create_fields[] = {
 	  "isolated: no egress; internet: egress allowed" },
 	{ "envVars", FT_STRING, 0, 0, 65536, 0, 0, NULL, NULL,
 	  "KEY=value lines (a .env body); stored encrypted, never returned" },
-	{ "workdir", FT_ABSPATH, 0, 0, 0, 0, 0, NULL, "\"/home/user\"", "Working directory, also HOME" },
+	{ "workdir", FT_ABSPATH, 0, 0, 0, 0, 0, NULL, "\"/home/user\"",
+	  "Working directory, also HOME" },
 	{ "runtime", FT_ENUM, 0, 0, 0, 0, 0, runtimes, NULL,
 	  "runc: Docker's default runtime; gvisor: gVisor (runsc), a user-space kernel. Default: "
 	  "the server's default_runtime (runc unless configured)" },
@@ -60,7 +68,8 @@ static const char *const encodings[] = { "utf8", "base64", NULL };
 static const struct field_spec exec_fields[] = {
 	SANDBOX_ID,
 	{ "cmd", FT_STRING, FF_REQUIRED, 1, 65536, 0, 0, NULL, NULL, "Run through sh -c" },
-	{ "cwd", FT_ABSPATH, 0, 0, 0, 0, 0, NULL, NULL, "Working directory (default: the workdir)" },
+	{ "cwd", FT_ABSPATH, 0, 0, 0, 0, 0, NULL, NULL,
+	  "Working directory (default: the workdir)" },
 	{ "env", FT_ENVMAP, 0, 0, 0, 0, 0, NULL, NULL, "Extra environment variables" },
 	{ "timeoutMs", FT_INT, 0, 1000, 600000, 0, 0, NULL, "60000",
 	  "Kill the command's process tree after this; exitCode 124" },

@@ -35,9 +35,11 @@ int h_sandbox_create(struct handler_ctx *h, json_object *in, json_object **out, 
 	snprintf(h->r->headers, sizeof(h->r->headers),
 		 "Server-Timing: %s;dur=%.1f, create;dur=%.1f, start;dur=%.1f, ready;dur=%.1f, "
 		 "place;dur=%.1f, disk;dur=%.1f\r\n",
-		 tm.pooled ? "pool" : tm.pulled ? "pull" : "image", tm.image_us / 1000.0,
-		 tm.create_us / 1000.0, tm.start_us / 1000.0, tm.ready_us / 1000.0,
-		 tm.place_us / 1000.0, tm.disk_us / 1000.0);
+		 tm.pooled   ? "pool"
+		 : tm.pulled ? "pull"
+			     : "image",
+		 tm.image_us / 1000.0, tm.create_us / 1000.0, tm.start_us / 1000.0,
+		 tm.ready_us / 1000.0, tm.place_us / 1000.0, tm.disk_us / 1000.0);
 	*out = sandbox_to_json(&sb);
 	return 0;
 }
@@ -58,8 +60,7 @@ int h_sandbox_list(struct handler_ctx *h, json_object *in, json_object **out, st
 	return sandbox_list(h->sb, h->r->org, out, e);
 }
 
-int h_sandbox_templates(struct handler_ctx *h, json_object *in, json_object **out,
-			struct sp_err *e)
+int h_sandbox_templates(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	(void)in;
 	(void)e;

@@ -80,7 +80,8 @@ int sandbox_path_check(const char *field, const char *path, struct sp_err *e)
 	if (n == 0 || path[0] != '/')
 		return sp_err_field(e, SP_BAD_REQUEST, field, "%s: Path must be absolute", field);
 	if (n > 4096)
-		return sp_err_field(e, SP_BAD_REQUEST, field, "%s: must be at most 4096 bytes", field);
+		return sp_err_field(e, SP_BAD_REQUEST, field, "%s: must be at most 4096 bytes",
+				    field);
 	return 0;
 }
 
@@ -310,15 +311,18 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 				continue;
 			buf_init(&kv, 1 << 20);
 			buf_printf(&kv, "%s=", k);
-			buf_append(&kv, json_object_get_string(v), (size_t)json_object_get_string_len(v));
-			json_object_array_add(env, json_object_new_string_len(kv.data, (int)kv.len));
+			buf_append(&kv, json_object_get_string(v),
+				   (size_t)json_object_get_string_len(v));
+			json_object_array_add(env,
+					      json_object_new_string_len(kv.data, (int)kv.len));
 			buf_wipe(&kv);
 		}
 	}
 	json_object_array_add(env, json_object_new_string(mvar));
 	json_object_object_add(body, "Env", env);
 	json_object_object_add(body, "User", json_object_new_string(sandbox_user(sb)));
-	json_object_object_add(body, "WorkingDir", json_object_new_string(rq->cwd ? rq->cwd : sb->workdir));
+	json_object_object_add(body, "WorkingDir",
+			       json_object_new_string(rq->cwd ? rq->cwd : sb->workdir));
 	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStdin", json_object_new_boolean(rq->input != NULL));
@@ -368,8 +372,9 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	if (running || timed_out || watch.fired) {
 		/* timed out, or the caller went away: end the whole process tree */
 		if (kill_marked(ctx, sb, marker) < 0 || still_running(ctx, eid, 2000))
-			kill_container(ctx, sb, timed_out ? "a timed-out command could not be killed"
-							  : "an abandoned command could not be killed");
+			kill_container(ctx, sb,
+				       timed_out ? "a timed-out command could not be killed"
+						 : "an abandoned command could not be killed");
 		res->timed_out = timed_out;
 		res->exit_code = timed_out ? 124 : 137;
 		res->stopped = watch.fired;

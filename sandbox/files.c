@@ -212,9 +212,10 @@ int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id,
 		sp_err_field(e, SP_BAD_REQUEST, "path", "Path must point to a file");
 		goto out;
 	case 7:
-		sp_err_field(e, SP_CONFLICT, "path",
-			     "The folder of %s was removed while it was written; nothing was written",
-			     path);
+		sp_err_field(
+			e, SP_CONFLICT, "path",
+			"The folder of %s was removed while it was written; nothing was written",
+			path);
 		goto out;
 	case 6:
 		sp_err_set(e, SP_UNAVAILABLE,
@@ -239,16 +240,15 @@ out:
  * through a symlink to "/" as "/" itself (root -> /: root/root is "/", not
  * /root), readlink -f resolves it as the kernel would. The "x" keeps a name
  * that ends in a newline. */
-#define RESOLVE_P                                          \
-	"p=$1\n"                                            \
+#define RESOLVE_P \
+	"p=$1\n"  \
 	"r=$(readlink -f -- \"$p\" 2>/dev/null && echo x) && p=${r%?x}\n"
 
 /* $1 path. Exit 3 missing, 4 not a regular file, 5 unreadable. */
-static const char read_script[] = RESOLVE_P
-				  "[ -e \"$p\" ] || exit 3\n"
-				  "[ -f \"$p\" ] || exit 4\n"
-				  "[ -r \"$p\" ] || exit 5\n"
-				  "exec head -c 10485761 -- \"$p\"\n";
+static const char read_script[] = RESOLVE_P "[ -e \"$p\" ] || exit 3\n"
+					    "[ -f \"$p\" ] || exit 4\n"
+					    "[ -r \"$p\" ] || exit 5\n"
+					    "exec head -c 10485761 -- \"$p\"\n";
 
 int sandbox_read_file(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
 		      struct buf *content, struct sp_err *e)
@@ -295,8 +295,7 @@ out:
 
 /* $1 dir. Exit 3 missing, 4 not a directory. GNU find gives metadata;
  * elsewhere (busybox) names and types only. Records end with NUL. */
-static const char list_script[] =
-	RESOLVE_P
+static const char list_script[] = RESOLVE_P
 	"[ -e \"$p\" ] || exit 3\n"
 	"[ -d \"$p\" ] || exit 4\n"
 	"if find \"$p\" -maxdepth 0 -printf '' >/dev/null 2>&1; then\n"
@@ -314,16 +313,21 @@ static const char list_script[] =
 static const char *type_name(char y)
 {
 	switch (y) {
-	case 'f': return "file";
-	case 'd': return "directory";
-	case 'l': return "symlink";
-	default: return "other";
+	case 'f':
+		return "file";
+	case 'd':
+		return "directory";
+	case 'l':
+		return "symlink";
+	default:
+		return "other";
 	}
 }
 
 static int entry_cmp(const void *a, const void *b)
 {
-	json_object *x = *(json_object *const *)a, *y = *(json_object *const *)b, *tx, *ty, *nx, *ny;
+	json_object *x = *(json_object *const *)a, *y = *(json_object *const *)b, *tx, *ty, *nx,
+		    *ny;
 	int dx, dy;
 
 	json_object_object_get_ex(x, "type", &tx);
@@ -358,8 +362,8 @@ static void add_entry(json_object *arr, char *rec, int full)
 	f[nf - 1] = rec;
 	buf_init(&name, 8192);
 	utf8_sanitize(f[nf - 1], strlen(f[nf - 1]), &name);
-	json_object_object_add(o, "name", json_object_new_string_len(name.data ? name.data : "",
-								     (int)name.len));
+	json_object_object_add(
+		o, "name", json_object_new_string_len(name.data ? name.data : "", (int)name.len));
 	buf_free(&name);
 	json_object_object_add(o, "type", json_object_new_string(type_name(f[0][0])));
 	if (full) {

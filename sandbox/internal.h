@@ -48,18 +48,18 @@ int firewall_apply(const struct config *cfg, const char *const bridges[], int n,
  * date: if it cannot fork it ends, and the deadline sleep and sandpit's
  * reaper still end the sandbox.
  */
-#define SB_WATCHER                                                                              \
-	"(while \"$S\" 5; do n=$(\"$D\" +%s) || exit 0\n"                                     \
-	"x=; read -r x </.sandpit/expires 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) e=$x;; esac\n" \
-	"x=; read -r x </.sandpit/timeout 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) t=$x;; esac\n" \
-	"a=0\n"                                                                                    \
-	"for f in /proc/[0-9]*/status; do [ \"$f\" = /proc/1/status ] && continue; p=; u=\n"     \
+#define SB_WATCHER                                                                                                   \
+	"(while \"$S\" 5; do n=$(\"$D\" +%s) || exit 0\n"                                                            \
+	"x=; read -r x </.sandpit/expires 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) e=$x;; esac\n"                  \
+	"x=; read -r x </.sandpit/timeout 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) t=$x;; esac\n"                  \
+	"a=0\n"                                                                                                      \
+	"for f in /proc/[0-9]*/status; do [ \"$f\" = /proc/1/status ] && continue; p=; u=\n"                         \
 	"{ while read -r y z w; do case $y in PPid:) p=$z;; Uid:) u=$z; break;; esac; done <\"$f\"; } 2>/dev/null\n" \
-	"[ \"$p\" = 0 ] && [ -n \"$u\" ] && [ \"$u\" != \"$k\" ] && a=1 && break\n"          \
-	"done\n"                                                                                   \
-	"if [ $a = 1 ]; then x=$((n + t)); [ $x -le $d ] || x=$d; "                                 \
-	"[ $x -le $e ] || { e=$x; printf '%s\\n' $e >/.sandpit/expires; }; fi\n"                \
-	"[ \"$n\" -ge \"$e\" ] && kill $$ && exit 0\n"                                          \
+	"[ \"$p\" = 0 ] && [ -n \"$u\" ] && [ \"$u\" != \"$k\" ] && a=1 && break\n"                                  \
+	"done\n"                                                                                                     \
+	"if [ $a = 1 ]; then x=$((n + t)); [ $x -le $d ] || x=$d; "                                                  \
+	"[ $x -le $e ] || { e=$x; printf '%s\\n' $e >/.sandpit/expires; }; fi\n"                                     \
+	"[ \"$n\" -ge \"$e\" ] && kill $$ && exit 0\n"                                                               \
 	"done) &\n"
 
 /* This installation's id (ctx->install_id, read once per worker): every
@@ -80,10 +80,10 @@ struct server {
 	char pool[65];
 	char orgs[1024]; /* comma separated; "*" = every organization */
 	int pooled;
-	int allow_unfiltered;     /* the operator accepts a failed network check */
-	char net_check[16];       /* "" (not checked), pass, fail, error */
+	int allow_unfiltered; /* the operator accepts a failed network check */
+	char net_check[16];   /* "" (not checked), pass, fail, error */
 	char net_check_detail[512];
-	int64_t net_check_at;     /* epoch ms */
+	int64_t net_check_at; /* epoch ms */
 };
 /* Whether placement may use s: its network check passed, or the operator
  * overrode it. */
@@ -91,8 +91,8 @@ int server_usable(const struct server *s);
 /* netcheck.c: runs the probe on the current server (ctx->dk); docker_port
  * ("" = none) is tried besides probe_ports. status: pass, fail or error;
  * detail: what was reached, or the error. -1 on error. */
-int sandbox_net_probe(struct sandbox_ctx *ctx, const char *docker_port, char *status,
-		      size_t scap, char *detail, size_t dcap);
+int sandbox_net_probe(struct sandbox_ctx *ctx, const char *docker_port, char *status, size_t scap,
+		      char *detail, size_t dcap);
 int server_from_json(const char *text, struct server *s, struct sp_err *e);
 json_object *server_to_json(const struct server *s);
 int server_allows(const struct server *s, const char *org);
@@ -113,7 +113,8 @@ int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
  * inspect, new); the sh/sleep/date check; the files seeded before start. */
 int sandbox_prepare_server(struct sandbox_ctx *ctx, struct sp_err *e);
 json_object *sandbox_container_body(struct sandbox_ctx *ctx, struct sandbox *sb,
-				    const struct template_conf *t, json_object **img, struct sp_err *e);
+				    const struct template_conf *t, json_object **img,
+				    struct sp_err *e);
 int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
 			char *missing, size_t cap, struct sp_err *e);
 int sandbox_seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,

@@ -44,8 +44,7 @@ static const char main_script[] =
 	"S=$(command -v sleep) D=$(command -v date)\n"
 	"d=$1 m=$2 e=$3 t=$4 k=$5\n"
 	"printf '%s\\n' \"$t\" >/" STATE_DIR "/timeout\n"
-	"printf '%s\\n' \"$e\" >/" STATE_DIR "/expires\n"
-	SB_WATCHER
+	"printf '%s\\n' \"$e\" >/" STATE_DIR "/expires\n" SB_WATCHER
 	/* the time left in ms, counted when the container starts: f is the
 	 * current second's milliseconds where date knows %N (GNU); where it
 	 * does not (busybox) the second may be about to end, so f = 1000:
@@ -151,12 +150,13 @@ static int ensure_networks(struct sandbox_ctx *ctx, struct sp_err *e)
 		struct sp_err fe;
 		if (firewall_apply(ctx->cfg, br, 2, &fe) < 0) {
 			if (!ctx->cfg->allow_unfiltered_local)
-				return sp_err_set(e, SP_UNAVAILABLE,
-						  "The local server cannot drop sandbox traffic to the "
-						  "host and to deny_cidrs (%s); an operator may set "
-						  "allow_unfiltered_local = true to place sandboxes "
-						  "there anyway",
-						  fe.msg);
+				return sp_err_set(
+					e, SP_UNAVAILABLE,
+					"The local server cannot drop sandbox traffic to the "
+					"host and to deny_cidrs (%s); an operator may set "
+					"allow_unfiltered_local = true to place sandboxes "
+					"there anyway",
+					fe.msg);
 			log_warn("local server: sandbox traffic is not filtered (%s); "
 				 "allow_unfiltered_local is set",
 				 fe.msg);
@@ -204,7 +204,8 @@ static int64_t host_pids_limit(const struct config *cfg, const struct sandbox *s
 
 void sandbox_limits_json(const struct config *cfg, const struct sandbox *sb, json_object *o)
 {
-	json_object_object_add(o, "NanoCpus", json_object_new_int64((int64_t)(sb->cpu * 1e9 + 0.5)));
+	json_object_object_add(o, "NanoCpus",
+			       json_object_new_int64((int64_t)(sb->cpu * 1e9 + 0.5)));
 	json_object_object_add(o, "Memory", json_object_new_int64(sb->memory_mb * 1024 * 1024));
 	json_object_object_add(o, "MemorySwap", json_object_new_int64(sb->memory_mb * 1024 * 1024));
 	json_object_object_add(o, "PidsLimit", json_object_new_int64(host_pids_limit(cfg, sb)));
@@ -250,10 +251,11 @@ static int runtime_ok(struct sandbox_ctx *ctx, const struct sandbox *sb, struct 
 	if (reg < 0)
 		return -1;
 	if (reg == 0)
-		return sp_err_field(e, SP_BAD_REQUEST, "runtime",
-				    "runtime: gVisor is not available on this server: register runsc "
-				    "with dockerd (see README); runtime '%s' is missing",
-				    name);
+		return sp_err_field(
+			e, SP_BAD_REQUEST, "runtime",
+			"runtime: gVisor is not available on this server: register runsc "
+			"with dockerd (see README); runtime '%s' is missing",
+			name);
 	return 0;
 }
 
@@ -550,7 +552,8 @@ int sandbox_get_running(struct sandbox_ctx *ctx, const char *org, const char *id
 		return -1;
 	catch_up_time(ctx, out);
 	if (out->status != SB_RUNNING)
-		return sp_err_set(e, SP_PRECONDITION, "Sandbox is %s", sandbox_status_name(out->status));
+		return sp_err_set(e, SP_PRECONDITION, "Sandbox is %s",
+				  sandbox_status_name(out->status));
 	if (!ctx->dk) {
 		*e = ctx->server_err;
 		return -1;
@@ -823,7 +826,8 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	json_object_object_add(ep, "/" STATE_DIR "/x", json_object_new_string(opts));
 	json_object_object_add(hc, "Tmpfs", ep);
 	if (docker_runtime(cfg, sb)[0])
-		json_object_object_add(hc, "Runtime", json_object_new_string(docker_runtime(cfg, sb)));
+		json_object_object_add(hc, "Runtime",
+				       json_object_new_string(docker_runtime(cfg, sb)));
 	ep = json_object_new_object();
 	json_object_object_add(ep, "Name", json_object_new_string("no"));
 	json_object_object_add(hc, "RestartPolicy", ep);
@@ -861,9 +865,11 @@ static const char *image_path(json_object *img)
 	json_object *cfg, *env;
 	static char path[1024];
 
-	str_copy(path, sizeof(path), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	str_copy(path, sizeof(path),
+		 "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	if (json_object_object_get_ex(img, "Config", &cfg) &&
-	    json_object_object_get_ex(cfg, "Env", &env) && json_object_is_type(env, json_type_array))
+	    json_object_object_get_ex(cfg, "Env", &env) &&
+	    json_object_is_type(env, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(env); i++) {
 			const char *kv = json_object_get_string(json_object_array_get_idx(env, i));
 			if (kv && strncmp(kv, "PATH=", 5) == 0)
@@ -895,7 +901,8 @@ static int find_missing_tools(struct sandbox_ctx *ctx, const char *cid, const ch
 			struct docker_stat st;
 			struct sp_err se;
 			snprintf(full, sizeof(full), "%.*s/%s", (int)n, p, tools[i]);
-			if (n && full[0] == '/' && docker_archive_stat(ctx->dk, cid, full, &st, &se) == 0)
+			if (n && full[0] == '/' &&
+			    docker_archive_stat(ctx->dk, cid, full, &st, &se) == 0)
 				found = 1;
 			else if (n && full[0] == '/' && se.code != SP_NOT_FOUND)
 				return sp_err_set(e, se.code, "%s", se.msg);
@@ -959,8 +966,10 @@ static void resolve_owner(struct sandbox_ctx *ctx, struct sandbox *sb)
 		str_copy(sb->owner, sizeof(sb->owner), "0:0");
 		return;
 	}
-	if (parse_ll(name, 0, 0x7fffffff, &n) == 0 && (!colon || parse_ll(colon + 1, 0, 0x7fffffff, &n) == 0)) {
-		snprintf(sb->owner, sizeof(sb->owner), "%s%s%s", name, colon ? ":" : "", colon ? colon + 1 : "");
+	if (parse_ll(name, 0, 0x7fffffff, &n) == 0 &&
+	    (!colon || parse_ll(colon + 1, 0, 0x7fffffff, &n) == 0)) {
+		snprintf(sb->owner, sizeof(sb->owner), "%s%s%s", name, colon ? ":" : "",
+			 colon ? colon + 1 : "");
 		return;
 	}
 	buf_init(&tar, 4 * 1024 * 1024);
@@ -1059,7 +1068,8 @@ static int seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, const c
 		return 0;
 	if (strcmp(sb->workdir, "/") != 0 && sb->disk.how != SB_DISK_LOOP &&
 	    !already_owned(ctx, sb, image_id, sb->workdir, uid, gid, mode))
-		ents[n++] = (struct docker_tar_entry){ sb->workdir + 1, 1, mode, uid, gid, NULL, 0, t };
+		ents[n++] =
+			(struct docker_tar_entry){ sb->workdir + 1, 1, mode, uid, gid, NULL, 0, t };
 	if (n == 0)
 		return 0;
 	buf_init(&tar, 64 * 1024);
@@ -1157,8 +1167,9 @@ static int prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_objec
 		char u[32];
 		const char *kv[] = { "creatingUntil", u };
 		struct sp_err ignore;
-		sb->creating_until = now_ms() + (int64_t)(ctx->cfg->pull_timeout_s +
-							  ctx->cfg->create_timeout_s) * 1000;
+		sb->creating_until =
+			now_ms() +
+			(int64_t)(ctx->cfg->pull_timeout_s + ctx->cfg->create_timeout_s) * 1000;
 		snprintf(u, sizeof(u), "%lld", (long long)sb->creating_until);
 		store_sandbox_update(ctx->st, sb->org, sb->id, "creating", kv, 2, 0, &ignore);
 	}
@@ -1189,7 +1200,8 @@ static int reserve(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e
 	for (int attempt = 0; attempt < 2; attempt++) {
 		json_object *all = NULL;
 		rc = store_reserve(ctx->st, sb->org, sb->id, sb->deadline_at,
-				   (int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb, msg, sizeof(msg), e);
+				   (int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb, msg, sizeof(msg),
+				   e);
 		if (rc < 0) {
 			/* the answer was lost, perhaps after the write: undo it */
 			struct sp_err ignore;
@@ -1255,7 +1267,8 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	buf_init(&sealed, 256 * 1024);
 	memset(sb, 0, sizeof(*sb));
 	if (!rq->template_name && !rq->image)
-		return sp_err_field(e, SP_BAD_REQUEST, "template", "Either template or image is required");
+		return sp_err_field(e, SP_BAD_REQUEST, "template",
+				    "Either template or image is required");
 	if (rq->template_name && rq->image)
 		return sp_err_field(e, SP_BAD_REQUEST, "image",
 				    "Give either template or image, not both");
@@ -1266,9 +1279,10 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	if (rq->template_name) {
 		t = config_template(ctx->cfg, rq->template_name);
 		if (!t)
-			return sp_err_field(e, SP_BAD_REQUEST, "template",
-					    "template: unknown template '%s' (see sandbox.templates)",
-					    rq->template_name);
+			return sp_err_field(
+				e, SP_BAD_REQUEST, "template",
+				"template: unknown template '%s' (see sandbox.templates)",
+				rq->template_name);
 		str_copy(sb->template_name, sizeof(sb->template_name), t->name);
 		str_copy(sb->image, sizeof(sb->image), t->image);
 		str_copy(sb->user, sizeof(sb->user), "1000:1000");
@@ -1292,7 +1306,8 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	str_copy(sb->network_mode, sizeof(sb->network_mode),
 		 rq->network_mode ? rq->network_mode : "isolated");
 	str_copy(sb->workdir, sizeof(sb->workdir), rq->workdir ? rq->workdir : TEMPLATE_HOME);
-	str_copy(sb->runtime, sizeof(sb->runtime), rq->runtime ? rq->runtime : ctx->cfg->default_runtime);
+	str_copy(sb->runtime, sizeof(sb->runtime),
+		 rq->runtime ? rq->runtime : ctx->cfg->default_runtime);
 	sb->created_at = now;
 	sb->last_activity_at = now;
 	sb->deadline_at = now + sb->max_lifetime_ms;
@@ -1335,7 +1350,8 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 			goto running;
 		}
 		/* the warm container is gone or refused: make a cold one */
-		log_warn("sandbox %s: warm container failed (%s); creating it cold", sb->id, e->msg);
+		log_warn("sandbox %s: warm container failed (%s); creating it cold", sb->id,
+			 e->msg);
 		{
 			struct sp_err ignore;
 			docker_container_remove(ctx->dk, sb->container_id, 1, &ignore);
@@ -1364,24 +1380,23 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	}
 	tm.disk_us = mono_us() - t0;
 	body = container_body(ctx, sb, env);
-retry:
-	{
-		char cname[128];
-		config_container_name(ctx->cfg, sb->id, cname, sizeof(cname));
-		if (docker_container_create(ctx->dk, cname, body, sb->container_id, e) < 0) {
-			/* the network went away since this worker made sure of it
+retry : {
+	char cname[128];
+	config_container_name(ctx->cfg, sb->id, cname, sizeof(cname));
+	if (docker_container_create(ctx->dk, cname, body, sb->container_id, e) < 0) {
+		/* the network went away since this worker made sure of it
 			 * (docker network prune): make it again, try once more */
-			if (!retried && sandbox_network_missing(ctx, e)) {
-				retried = 1;
-				if (ensure_networks(ctx, e) == 0)
-					goto retry;
-			}
-			refused_field(e);
-			sandbox_disk_refused(sb, e);
-			create_failed(ctx, sb, e);
-			goto out;
+		if (!retried && sandbox_network_missing(ctx, e)) {
+			retried = 1;
+			if (ensure_networks(ctx, e) == 0)
+				goto retry;
 		}
+		refused_field(e);
+		sandbox_disk_refused(sb, e);
+		create_failed(ctx, sb, e);
+		goto out;
 	}
+}
 	if (!json_object_object_get_ex(img, "Id", &v) ||
 	    find_missing_tools(ctx, sb->container_id, json_object_get_string(v), image_path(img),
 			       missing, sizeof(missing), e) < 0) {
@@ -1407,7 +1422,8 @@ retry:
 		create_failed(ctx, sb, e);
 		goto out;
 	}
-	if (sandbox_disk_owner(ctx, sb, e) < 0 || seed_files(ctx, sb, json_object_get_string(v), e) < 0) {
+	if (sandbox_disk_owner(ctx, sb, e) < 0 ||
+	    seed_files(ctx, sb, json_object_get_string(v), e) < 0) {
 		create_failed(ctx, sb, e);
 		goto out;
 	}
@@ -1435,7 +1451,8 @@ running:
 		struct sp_err ignore;
 		docker_container_stop(ctx->dk, sb->container_id, 0, &ignore);
 		if (e->code == SP_OK)
-			sp_err_set(e, SP_CONFLICT, "Sandbox was removed while it was being created");
+			sp_err_set(e, SP_CONFLICT,
+				   "Sandbox was removed while it was being created");
 		goto out;
 	}
 	tm.ready_us = mono_us() - t0;
@@ -1803,8 +1820,9 @@ json_object *sandbox_templates_json(struct sandbox_ctx *ctx)
 		json_object_object_add(o, "image", json_object_new_string(t->image));
 		json_object_object_add(o, "user", json_object_new_string("1000:1000"));
 		json_object_object_add(o, "workdir", json_object_new_string(TEMPLATE_HOME));
-		json_object_object_add(o, "description",
-				       json_object_new_string(t->description[0] ? t->description : t->image));
+		json_object_object_add(
+			o, "description",
+			json_object_new_string(t->description[0] ? t->description : t->image));
 		json_object_object_add(o, "version",
 				       ti && ti->version[0] ? json_object_new_string(ti->version)
 							    : NULL);
@@ -1820,9 +1838,10 @@ json_object *sandbox_templates_json(struct sandbox_ctx *ctx)
 				tilde = strchr(val, '~');
 				if (tilde) {
 					char full[640];
-					snprintf(full, sizeof(full), "%.*s%s%s", (int)(tilde - val), val,
-						 TEMPLATE_HOME, tilde + 1);
-					json_object_object_add(env, k, json_object_new_string(full));
+					snprintf(full, sizeof(full), "%.*s%s%s", (int)(tilde - val),
+						 val, TEMPLATE_HOME, tilde + 1);
+					json_object_object_add(env, k,
+							       json_object_new_string(full));
 				} else {
 					json_object_object_add(env, k, json_object_new_string(val));
 				}
@@ -1846,7 +1865,8 @@ int sandbox_prepare_server(struct sandbox_ctx *ctx, struct sp_err *e)
 }
 
 json_object *sandbox_container_body(struct sandbox_ctx *ctx, struct sandbox *sb,
-				    const struct template_conf *t, json_object **img, struct sp_err *e)
+				    const struct template_conf *t, json_object **img,
+				    struct sp_err *e)
 {
 	json_object *env, *body;
 	int pulled = 0;

@@ -26,7 +26,7 @@
 #include "../common/util.h"
 #include "../docker/docker.h"
 
-#define POOL_MARGIN_MS 60000   /* never hand out a container this close to its pool expiry */
+#define POOL_MARGIN_MS 60000 /* never hand out a container this close to its pool expiry */
 
 /* The margin for pool p: POOL_MARGIN_MS, or a quarter of a shorter ttl (a
  * ttl of 60 s or less would otherwise make every container too old at
@@ -37,7 +37,7 @@ static int64_t pool_margin_ms(const struct pool_conf *p)
 
 	return q < POOL_MARGIN_MS ? q : POOL_MARGIN_MS;
 }
-#define POOL_CHECK_MS 1000     /* how often a worker looks at the pools */
+#define POOL_CHECK_MS 1000 /* how often a worker looks at the pools */
 
 /* Runs as the keeper, like a cold sandbox's main process. $1: the pool
  * expiry (epoch s); $2, $3: the default lifetime and inactivity timeout
@@ -61,9 +61,7 @@ static const char pool_script[] =
 	"done\n"
 	"if [ \"$go\" = 1 ]; then n=$(\"$D\" +%s); d=$((n + $2)); r=$2; e=$((n + $3)); t=$3; "
 	"printf '%s\\n' $t >/.sandpit/timeout; printf '%s\\n' $e >/.sandpit/expires; "
-	"else read d r e t </.sandpit/activate; fi\n"
-	SB_WATCHER
-	"exec \"$S\" \"$r\"\n";
+	"else read d r e t </.sandpit/activate; fi\n" SB_WATCHER "exec \"$S\" \"$r\"\n";
 
 /* Run detached as the keeper: writes the deadline, the first expiry and
  * the timeout, then wakes the main process (waiting briefly for it to be
@@ -124,8 +122,8 @@ int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 		return 0;
 	pool_name(p, ctx->cfg->disk_limit, ctx->cfg->disk_default_mb, name, sizeof(name));
 	ctx->pool_dirty = 1;
-	if (store_pool_claim(ctx->st, name, now_ms() + pool_margin_ms(p), member, sizeof(member), &e) !=
-	    1)
+	if (store_pool_claim(ctx->st, name, now_ms() + pool_margin_ms(p), member, sizeof(member),
+			     &e) != 1)
 		return 0;
 	if (sscanf(member, "%79s %39s", cid, id) != 2 || strlen(id) != SANDBOX_ID_LEN)
 		return 0;

@@ -34,8 +34,8 @@
 struct reap_state {
 	char (*live)[SANDBOX_ID_LEN + 1]; /* ids with a container left running or created */
 	int nlive;
-	int all_listed;                   /* every server answered its listing */
-	char listed[SB_MAX_SERVERS][65];  /* the servers that did ("" = local) */
+	int all_listed;			 /* every server answered its listing */
+	char listed[SB_MAX_SERVERS][65]; /* the servers that did ("" = local) */
 	int nlisted;
 };
 
@@ -76,8 +76,8 @@ static int was_listed(const struct reap_state *rs, const char *server)
 
 /* Why container c (of server) must end, or NULL when it may live. Loads
  * its record into sb (*have: 1 when there is one). */
-static const char *verdict(struct sandbox_ctx *ctx, json_object *c, const char *id,
-			   const char *org, struct sandbox *sb, int *have)
+static const char *verdict(struct sandbox_ctx *ctx, json_object *c, const char *id, const char *org,
+			   struct sandbox *sb, int *have)
 {
 	const struct config *cfg = ctx->cfg;
 	json_object *labels = NULL, *v;
@@ -183,8 +183,8 @@ static void sweep_server(struct sandbox_ctx *ctx, const char *server, struct rea
 		sandbox_select_server(ctx, server, &e);
 		rc = sandbox_end_containers(ctx, sid, 0, &e);
 		if (rc != 0) {
-			log_warn("reaper: sandbox %s: %s, but its container did not end: %s", sid, why,
-				 rc < 0 ? e.msg : "still running");
+			log_warn("reaper: sandbox %s: %s, but its container did not end: %s", sid,
+				 why, rc < 0 ? e.msg : "still running");
 			add_live(rs, sid);
 			continue;
 		}
@@ -214,7 +214,8 @@ static void release_shares(struct sandbox_ctx *ctx, struct reap_state *rs, char 
 	int norgs = 0;
 	struct sp_err e;
 	int64_t now = now_ms(),
-		young = (int64_t)(2 * ctx->cfg->docker_timeout_s + ctx->cfg->create_timeout_s) * 1000;
+		young = (int64_t)(2 * ctx->cfg->docker_timeout_s + ctx->cfg->create_timeout_s) *
+			1000;
 
 	if (store_org_list(ctx->st, &orgs, &norgs, &e) < 0)
 		return;
@@ -236,16 +237,19 @@ static void release_shares(struct sandbox_ctx *ctx, struct reap_state *rs, char 
 						release = 1;
 					store_rec_free(&r);
 					if (release)
-						store_server_release(ctx->st, sb.server_id, ids[i], &e);
+						store_server_release(ctx->st, sb.server_id, ids[i],
+								     &e);
 				} else if (e.code == SP_NOT_FOUND && rs->all_listed && made[i] &&
 					   now - made[i] > young) {
 					release = 1;
 					store_server_release(ctx->st, "", ids[i], &e);
 					for (int k = 0; k < nservers; k++)
-						store_server_release(ctx->st, servers[k], ids[i], &e);
+						store_server_release(ctx->st, servers[k], ids[i],
+								     &e);
 				}
 				if (release) {
-					log_info("reaper: sandbox %s: quota share released", ids[i]);
+					log_info("reaper: sandbox %s: quota share released",
+						 ids[i]);
 					store_release(ctx->st, orgs[o], ids[i], &e);
 				}
 			}

@@ -88,8 +88,7 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 	int n = 0, k = 0;
 
 #define KV(name, val) (kv[n++] = (name), kv[n++] = (val))
-#define NUM(name, fmt, val) \
-	(snprintf(nums[k], 32, fmt, val), KV(name, nums[k]), k++)
+#define NUM(name, fmt, val) (snprintf(nums[k], 32, fmt, val), KV(name, nums[k]), k++)
 	KV("sandboxId", sb->id);
 	KV("name", sb->name);
 	KV("organizationId", sb->org);
@@ -149,7 +148,8 @@ json_object *sandbox_to_json(const struct sandbox *sb)
 	json_object_object_add(o, "image", json_object_new_string(sb->image));
 	json_object_object_add(o, "template", str_or_null(sb->template_name));
 	json_object_object_add(o, "containerId", str_or_null(sb->container_id));
-	json_object_object_add(o, "status", json_object_new_string(sandbox_status_name(sb->status)));
+	json_object_object_add(o, "status",
+			       json_object_new_string(sandbox_status_name(sb->status)));
 	json_object_object_add(o, "cpu", json_object_new_double(sb->cpu));
 	json_object_object_add(o, "memoryMb", json_object_new_int64(sb->memory_mb));
 	json_object_object_add(o, "pidsLimit", json_object_new_int64(sb->pids_limit));

@@ -21,14 +21,14 @@ struct docker_client;
 
 /* A worker's connection to one Docker server. */
 struct server_conn {
-	char id[65];            /* "local" for conns[0] */
+	char id[65]; /* "local" for conns[0] */
 	struct docker_client *dk;
-	char *record;           /* the server's record as last read (JSON) */
-	int64_t checked_at;     /* mono ms */
-	int docker_ready;       /* version negotiated */
-	int networks_ready;     /* sandbox networks ensured */
-	char runtimes[1024];    /* the daemon's runtime names, '\n'-ended ("" = not asked yet) */
-	int64_t runtimes_at;    /* mono ms when asked */
+	char *record;	     /* the server's record as last read (JSON) */
+	int64_t checked_at;  /* mono ms */
+	int docker_ready;    /* version negotiated */
+	int networks_ready;  /* sandbox networks ensured */
+	char runtimes[1024]; /* the daemon's runtime names, '\n'-ended ("" = not asked yet) */
+	int64_t runtimes_at; /* mono ms when asked */
 };
 
 #define SB_MAX_SERVERS 16
@@ -45,12 +45,13 @@ struct sandbox_ctx {
 	struct server_conn conns[SB_MAX_SERVERS];
 	int nconns;
 	struct sp_err server_err; /* why dk is NULL */
-	int pool_dirty;           /* a pooled container was claimed: refill soon */
+	int pool_dirty;		  /* a pooled container was claimed: refill soon */
 	int64_t pool_checked_at;  /* mono ms */
 	int64_t reap_checked_at;  /* mono ms: when this worker last tried to sweep */
-	int defer_expiry;         /* move containers' expiries in sandbox_idle, not at once */
+	int defer_expiry;	  /* move containers' expiries in sandbox_idle, not at once */
 	char pending_org[65], pending_id[21]; /* the sandbox whose expiry waits ("" none) */
-	char install_id[33];      /* this installation's id, as its containers are labelled ("" = not read yet) */
+	char install_id
+		[33]; /* this installation's id, as its containers are labelled ("" = not read yet) */
 };
 
 enum sandbox_status { SB_CREATING, SB_RUNNING, SB_KILLED, SB_ERROR };
@@ -63,10 +64,10 @@ enum { SB_DISK_NONE, SB_DISK_LOOP, SB_DISK_STORAGE_OPT };
 /* A sandbox's own filesystem while its create runs; not in the record.
  * fd is the loop device's, open only while dev is not "". */
 struct sandbox_disk {
-	int how;                 /* SB_DISK_* */
+	int how; /* SB_DISK_* */
 	int fd;
-	char dev[32];            /* /dev/loopN, "" once handed over */
-	char file[1100];         /* the backing file, "" once unlinked */
+	char dev[32];		 /* /dev/loopN, "" once handed over */
+	char file[1100];	 /* the backing file, "" once unlinked */
 	unsigned uid, gid, mode; /* what its root folder was made for */
 };
 
@@ -74,7 +75,7 @@ struct sandbox {
 	char id[SANDBOX_ID_LEN + 1];
 	char name[65];
 	char org[65];
-	char server_id[65];     /* "" = the local server */
+	char server_id[65]; /* "" = the local server */
 	char image[256];
 	char template_name[32]; /* "" for a custom image */
 	char container_id[65];
@@ -86,15 +87,15 @@ struct sandbox {
 	int64_t max_lifetime_ms;
 	char network_mode[16];
 	char workdir[4097];
-	char user[64];          /* as the image or template names it */
-	char owner[32];         /* the same user as numeric "uid:gid", "" if unknown */
+	char user[64];	/* as the image or template names it */
+	char owner[32]; /* the same user as numeric "uid:gid", "" if unknown */
 	char runtime[16];
-	int pooled;             /* came from a warm pool: envVars go to each exec */
-	int64_t disk_mb;        /* the disk limit in force, MiB; 0 = none (the server cannot) */
+	int pooled;	 /* came from a warm pool: envVars go to each exec */
+	int64_t disk_mb; /* the disk limit in force, MiB; 0 = none (the server cannot) */
 	struct sandbox_disk disk;
 	int64_t created_at, expires_at, deadline_at, last_activity_at, killed_at; /* ms, 0 = none */
 	int64_t container_expires_at; /* the expiry last written into the container (ms) */
-	int64_t creating_until;       /* creating: reads error after this (ms); 0 = by createdAt */
+	int64_t creating_until;	      /* creating: reads error after this (ms); 0 = by createdAt */
 	char error_message[512];
 };
 
@@ -106,8 +107,8 @@ struct sandbox_timing {
 	int64_t start_us;  /* container start */
 	int64_t ready_us;  /* the running record */
 	int64_t disk_us;   /* the sandbox's filesystem (within create_us) */
-	int pulled;        /* the image was pulled */
-	int pooled;        /* claimed from a warm pool */
+	int pulled;	   /* the image was pulled */
+	int pooled;	   /* claimed from a warm pool */
 };
 
 /* A create request as validated at the edge; strings NULL when not given,
@@ -123,8 +124,8 @@ struct sandbox_create_req {
 	const char *env_vars;
 	size_t env_vars_len;
 	const char *workdir;
-	const char *runtime;           /* "runc" | "gvisor"; NULL: the configured default */
-	int64_t disk_mb;               /* <= 0: the configured default */
+	const char *runtime;	       /* "runc" | "gvisor"; NULL: the configured default */
+	int64_t disk_mb;	       /* <= 0: the configured default */
 	struct sandbox_timing *timing; /* filled when not NULL */
 };
 
@@ -211,13 +212,13 @@ void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);
 struct sandbox_exec_req {
 	const char *cmd;
 	size_t cmd_len;
-	const char *cwd;       /* NULL = the sandbox workdir */
-	json_object *env;      /* object of strings, validated; may be NULL */
-	int64_t timeout_ms;    /* 0 = the default */
+	const char *cwd;	 /* NULL = the sandbox workdir */
+	json_object *env;	 /* object of strings, validated; may be NULL */
+	int64_t timeout_ms;	 /* 0 = the default */
 	const char *const *args; /* positional parameters $1.. (NULL-terminated) or NULL */
-	int no_activity;       /* do not count this as activity (readFile) */
-	const void *input;     /* not NULL: input_len bytes for the command's stdin */
-	size_t input_len;      /* (read in place; the command must read exactly these) */
+	int no_activity;	 /* do not count this as activity (readFile) */
+	const void *input;	 /* not NULL: input_len bytes for the command's stdin */
+	size_t input_len;	 /* (read in place; the command must read exactly these) */
 };
 
 /* Where output goes while a command runs. on_output(arg, 1|2, bytes, len)
@@ -232,7 +233,7 @@ struct sandbox_exec_io {
 struct sandbox_exec_result {
 	int exit_code; /* 124 on timeout */
 	int timed_out;
-	int stopped;   /* ended because should_stop said so */
+	int stopped; /* ended because should_stop said so */
 };
 
 /* Runs one command in a running sandbox (sb from sandbox_get_running). */

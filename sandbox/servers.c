@@ -61,9 +61,9 @@ json_object *server_to_json(const struct server *s)
 {
 	json_object *o = json_object_new_object();
 
-#define PUT(k, f)                                                               \
-	do {                                                                    \
-		if (s->f[0])                                                    \
+#define PUT(k, f)                                                                   \
+	do {                                                                        \
+		if (s->f[0])                                                        \
 			json_object_object_add(o, k, json_object_new_string(s->f)); \
 	} while (0)
 	PUT("id", id);
@@ -284,8 +284,8 @@ int sandbox_server_check(struct sandbox_ctx *ctx, const char *id, struct sp_err 
 	str_copy(s.net_check_detail, sizeof(s.net_check_detail), detail);
 	s.net_check_at = now_ms();
 	o = server_to_json(&s);
-	rc = store_server_put(ctx->st, s.id, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
-			      e);
+	rc = store_server_put(ctx->st, s.id,
+			      json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), e);
 	json_object_put(o);
 	return rc;
 }
@@ -294,8 +294,7 @@ int sandbox_server_check(struct sandbox_ctx *ctx, const char *id, struct sp_err 
  * so is one whose check could not run (unreachable when it was added), at
  * most every NET_RECHECK_MS. */
 #define NET_RECHECK_MS 60000
-static int check_if_new(struct sandbox_ctx *ctx, const char *id, struct server *s,
-			struct sp_err *e)
+static int check_if_new(struct sandbox_ctx *ctx, const char *id, struct server *s, struct sp_err *e)
 {
 	if (s->allow_unfiltered)
 		return 0;
@@ -337,19 +336,19 @@ int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
 		 * certificate or host key was refused) says nothing of its
 		 * network: that server is unavailable, and retryable */
 		if (!server_usable(&s) && strcmp(s.net_check, "error") == 0)
-			return sp_err_set(e, SP_UNAVAILABLE, "Server %s cannot be used now: %s",
-					  requested,
-					  s.net_check_detail[0] ? s.net_check_detail
-								: "its network check could not run");
+			return sp_err_set(
+				e, SP_UNAVAILABLE, "Server %s cannot be used now: %s", requested,
+				s.net_check_detail[0] ? s.net_check_detail
+						      : "its network check could not run");
 		if (!server_usable(&s))
-			return sp_err_field(e, SP_CONFLICT, "serverId",
-					    "Server %s failed its network check (%s%s%s): its "
-					    "sandboxes could reach its host or the metadata address. "
-					    "An operator must add the deny rules and run `sandpit "
-					    "servers check %s`, or accept it with --allow-unfiltered",
-					    requested, s.net_check[0] ? s.net_check : "not checked",
-					    s.net_check_detail[0] ? ": " : "", s.net_check_detail,
-					    requested);
+			return sp_err_field(
+				e, SP_CONFLICT, "serverId",
+				"Server %s failed its network check (%s%s%s): its "
+				"sandboxes could reach its host or the metadata address. "
+				"An operator must add the deny rules and run `sandpit "
+				"servers check %s`, or accept it with --allow-unfiltered",
+				requested, s.net_check[0] ? s.net_check : "not checked",
+				s.net_check_detail[0] ? ": " : "", s.net_check_detail, requested);
 		str_copy(sb->server_id, sizeof(sb->server_id), requested);
 		return store_place(ctx->st, (const char *const[]){ requested }, 1, sb->id,
 				   sb->deadline_at, (int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb,
@@ -387,9 +386,8 @@ int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
 		return sp_err_set(e, SP_UNAVAILABLE,
 				  "No server of pool %s is open to your organization",
 				  ctx->cfg->placement_pool);
-	if (store_place(ctx->st, cand, n, sb->id, sb->deadline_at,
-			(int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb, sb->server_id,
-			sizeof(sb->server_id), e) < 0)
+	if (store_place(ctx->st, cand, n, sb->id, sb->deadline_at, (int64_t)(sb->cpu * 1000 + 0.5),
+			sb->memory_mb, sb->server_id, sizeof(sb->server_id), e) < 0)
 		return -1;
 	log_info("sandbox %s placed on %s (pool %s, %d candidates)", sb->id, sb->server_id,
 		 ctx->cfg->placement_pool, n);
@@ -417,8 +415,9 @@ int sandbox_server_add(struct store *st, const struct sandbox_server_spec *sp, s
 	int rc;
 
 	if (!sp->id || !valid_server_id(sp->id))
-		return sp_err_set(e, SP_BAD_REQUEST,
-				  "--id: lower-case letters, digits, '-' and '_', up to 64, not 'local'");
+		return sp_err_set(
+			e, SP_BAD_REQUEST,
+			"--id: lower-case letters, digits, '-' and '_', up to 64, not 'local'");
 	if (!sp->orgs || !*sp->orgs)
 		return sp_err_set(e, SP_BAD_REQUEST,
 				  "--orgs: name the organizations that may use it (or '*')");
@@ -442,7 +441,8 @@ int sandbox_server_add(struct store *st, const struct sandbox_server_spec *sp, s
 	s.pooled = sp->pooled;
 	s.allow_unfiltered = sp->allow_unfiltered;
 	o = server_to_json(&s);
-	rc = store_server_put(st, s.id, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), e);
+	rc = store_server_put(st, s.id, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+			      e);
 	json_object_put(o);
 	return rc;
 }
@@ -464,7 +464,8 @@ json_object *sandbox_server_list(struct store *st, struct sp_err *e)
 		o = server_to_json(&s);
 		if (store_server_load(st, s.id, &n, &c, &m, e) == 0) {
 			json_object_object_add(o, "sandboxes", json_object_new_int64(n));
-			json_object_object_add(o, "cpuReserved", json_object_new_double((double)c / 1000));
+			json_object_object_add(o, "cpuReserved",
+					       json_object_new_double((double)c / 1000));
 			json_object_object_add(o, "memoryMbReserved", json_object_new_int64(m));
 		}
 		json_object_array_add(arr, o);

@@ -50,7 +50,7 @@ struct store {
 	char prefix[64];
 	struct sentinel *sn; /* set for sentinel:// urls */
 	int wait_replicas;   /* WAIT for this many replicas after each write (0: never) */
-	int wait_ms;         /* ... for at most this long */
+	int wait_ms;	     /* ... for at most this long */
 };
 
 void store_rec_free(struct store_rec *r)
@@ -306,7 +306,8 @@ static redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int ar
 			return NULL;
 		r = send_cmd(st, kind, argc, argv, lens, &unconfirmed);
 		if (!r) {
-			log_warn("redis %s: %s", argv[0], st->rc ? st->rc->errstr : "connection lost");
+			log_warn("redis %s: %s", argv[0],
+				 st->rc ? st->rc->errstr : "connection lost");
 			store_drop(st);
 			if (kind == STORE_ONCE || resent++ > 0) {
 				/* it may or may not have run: never sent twice */
@@ -315,8 +316,8 @@ static redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int ar
 			}
 			continue;
 		}
-		if (r->type == REDIS_REPLY_ERROR && st->sn && not_master_error(r) &&
-		    moved++ < 3 && mono_ms() < failover) {
+		if (r->type == REDIS_REPLY_ERROR && st->sn && not_master_error(r) && moved++ < 3 &&
+		    mono_ms() < failover) {
 			log_warn("redis %s at %s: %.60s; asking Sentinel for the master", argv[0],
 				 st->sn->master, r->str);
 			freeReplyObject(r);
@@ -410,12 +411,11 @@ static int rec_from_reply(const redisReply *r, struct store_rec *out)
 }
 
 /* KEYS[1] record, KEYS[2] index; ARGV: ttl, score, id, k1, v1, ... */
-static const char lua_put[] =
-	"redis.call('DEL', KEYS[1]) "
-	"redis.call('HSET', KEYS[1], unpack(ARGV, 4)) "
-	"redis.call('EXPIRE', KEYS[1], ARGV[1]) "
-	"redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3]) "
-	"return 1";
+static const char lua_put[] = "redis.call('DEL', KEYS[1]) "
+			      "redis.call('HSET', KEYS[1], unpack(ARGV, 4)) "
+			      "redis.call('EXPIRE', KEYS[1], ARGV[1]) "
+			      "redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3]) "
+			      "return 1";
 
 int store_sandbox_put(struct store *st, const char *org, const char *id, const char *const *kv,
 		      int nkv, int64_t ttl_s, int64_t score, struct sp_err *e)
@@ -681,7 +681,8 @@ int store_rate_take(struct store *st, const char *key_id, int n, int per_min, in
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-	    r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER) {
+	    r->element[0]->type == REDIS_REPLY_INTEGER &&
+	    r->element[1]->type == REDIS_REPLY_INTEGER) {
 		rc = r->element[0]->integer == 1;
 		*retry_ms = r->element[1]->integer;
 	} else {
@@ -938,7 +939,8 @@ int store_quota_set(struct store *st, const char *org, int64_t sandboxes, int64_
 		if (vals[i] < 0)
 			continue;
 		snprintf(v, sizeof(v), "%lld", (long long)vals[i]);
-		if (simple_kind(st, STORE_IDEM, vals[i] ? 4 : 3, vals[i] ? hset : hdel, NULL, e) < 0)
+		if (simple_kind(st, STORE_IDEM, vals[i] ? 4 : 3, vals[i] ? hset : hdel, NULL, e) <
+		    0)
 			return -1;
 	}
 	return 0;
@@ -997,14 +999,15 @@ int store_reserve(struct store *st, const char *org, const char *id, int64_t dea
 		const char *what = r->element[1]->str;
 		long long used = r->element[2]->integer, lim = r->element[3]->integer;
 		if (strcmp(what, "sandboxes") == 0)
-			snprintf(msg, msglen, "Quota exceeded: %lld of %lld running sandboxes in use",
-				 used, lim);
+			snprintf(msg, msglen,
+				 "Quota exceeded: %lld of %lld running sandboxes in use", used,
+				 lim);
 		else if (strcmp(what, "cpuMilli") == 0)
 			snprintf(msg, msglen, "Quota exceeded: %.1f of %.1f CPUs in use",
 				 (double)used / 1000, (double)lim / 1000);
 		else
-			snprintf(msg, msglen, "Quota exceeded: %lld of %lld MiB of memory in use", used,
-				 lim);
+			snprintf(msg, msglen, "Quota exceeded: %lld of %lld MiB of memory in use",
+				 used, lim);
 		rc = 1;
 	}
 	freeReplyObject(r);

@@ -83,8 +83,10 @@ static void parse_sandbox_id(const char *q, size_t n, struct stream_upgrade *u)
 			for (size_t k = i + 10; k < seg; k++) {
 				int c = (unsigned char)q[k];
 				if (c == '%') {
-					int hi = k + 2 < seg ? hex_digit((unsigned char)q[k + 1]) : -1;
-					int lo = k + 2 < seg ? hex_digit((unsigned char)q[k + 2]) : -1;
+					int hi = k + 2 < seg ? hex_digit((unsigned char)q[k + 1])
+							     : -1;
+					int lo = k + 2 < seg ? hex_digit((unsigned char)q[k + 2])
+							     : -1;
 					if (hi < 0 || lo < 0) {
 						u->sid = SID_MALFORMED;
 						return;

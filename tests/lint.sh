@@ -3,8 +3,8 @@
 #   1. banned calls (sprintf, vsprintf, strcpy, strcat, strtok, atoi, gets)
 #      in *.c / *.h, comments and string literals ignored   — fails the lint
 #   2. cppcheck --enable=warning on the C folders             — fails the lint
-#   3. clang-format --dry-run against .clang-format           — reports only
-#      (SANDPIT_LINT_FORMAT=strict makes it fail too)
+#   3. clang-format --dry-run against .clang-format           — fails the lint
+#      (SANDPIT_LINT_FORMAT=report only reports, while reformatting)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -61,7 +61,7 @@ else
 	status=1
 fi
 
-# --- 3. clang-format (report) ----------------------------------------------------
+# --- 3. clang-format ----------------------------------------------------
 echo "== clang-format (against .clang-format)"
 if command -v clang-format >/dev/null; then
 	bad_files=0
@@ -79,12 +79,13 @@ if command -v clang-format >/dev/null; then
 	if [ $bad_files -gt 0 ]; then
 		printf '%s\n' "${worst[@]}" | sort -rn | head -n 10 | sed 's/^/  /'
 		echo "  (clang-format -i FILE applies the style)"
-		if [ "${SANDPIT_LINT_FORMAT:-report}" = strict ]; then
+		if [ "${SANDPIT_LINT_FORMAT:-strict}" != report ]; then
 			status=1
 		fi
 	fi
 else
-	echo "clang-format not installed: skipped"
+	echo "lint: clang-format not installed (apt-get install clang-format)"
+	status=1
 fi
 
 if [ $status -ne 0 ]; then

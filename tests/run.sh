@@ -249,6 +249,14 @@ else
 	record build 0 1
 fi
 
+# --- 4b. lint: banned calls, cppcheck, clang-format drift (tests/lint.sh) -------------
+header "lint"
+if bash tests/lint.sh; then
+	record lint 1 0
+else
+	record lint 0 1
+fi
+
 # --- 5a. unit tests (cmocka) ---------------------------------------------------------
 for bin in "${UNIT_BINS[@]}"; do
 	header "unit: $bin"

@@ -62,10 +62,12 @@ static void test_create_bounds(void **state)
 	char f[128];
 	(void)state;
 	assert_string_equal(check("/api/sandbox.create", "{\"template\":\"python\"}", 0, f), "");
-	assert_string_equal(check("/api/sandbox.create", "{\"cpu\":0.1,\"memoryMb\":64}", 0, f), "");
+	assert_string_equal(check("/api/sandbox.create", "{\"cpu\":0.1,\"memoryMb\":64}", 0, f),
+			    "");
 	assert_string_equal(check("/api/sandbox.create", "{\"cpu\":0.09}", 0, f), "cpu");
 	assert_string_equal(check("/api/sandbox.create", "{\"cpu\":\"1\"}", 0, f), "cpu");
-	assert_string_equal(check("/api/sandbox.create", "{\"memoryMb\":262145}", 0, f), "memoryMb");
+	assert_string_equal(check("/api/sandbox.create", "{\"memoryMb\":262145}", 0, f),
+			    "memoryMb");
 	assert_string_equal(check("/api/sandbox.create", "{\"memoryMb\":1.5}", 0, f), "memoryMb");
 	assert_string_equal(check("/api/sandbox.create", "{\"memoryMb\":512.0}", 0, f), "");
 	assert_string_equal(check("/api/sandbox.create", "{\"pidsLimit\":15}", 0, f), "pidsLimit");
@@ -85,26 +87,28 @@ static void test_exec_and_query(void **state)
 {
 	char f[128];
 	(void)state;
-	assert_string_equal(check("/api/sandbox.exec", "{\"sandboxId\":\"a\",\"cmd\":\"ls\"}", 0, f),
-			    "");
+	assert_string_equal(
+		check("/api/sandbox.exec", "{\"sandboxId\":\"a\",\"cmd\":\"ls\"}", 0, f), "");
 	assert_string_equal(check("/api/sandbox.exec", "{\"sandboxId\":\"a\",\"cmd\":\"\"}", 0, f),
 			    "cmd");
 	assert_string_equal(check("/api/sandbox.exec", "{\"cmd\":\"ls\"}", 0, f), "sandboxId");
-	assert_string_equal(
-		check("/api/sandbox.exec", "{\"sandboxId\":\"a\",\"cmd\":\"x\",\"env\":{\"1A\":\"v\"}}",
-		      0, f),
-		"env");
-	assert_string_equal(
-		check("/api/sandbox.exec", "{\"sandboxId\":\"a\",\"cmd\":\"x\",\"env\":{\"A\":1}}", 0, f),
-		"env");
-	assert_string_equal(
-		check("/api/sandbox.exec", "{\"sandboxId\":\"a\",\"cmd\":\"x\",\"timeoutMs\":999}", 0, f),
-		"timeoutMs");
+	assert_string_equal(check("/api/sandbox.exec",
+				  "{\"sandboxId\":\"a\",\"cmd\":\"x\",\"env\":{\"1A\":\"v\"}}", 0,
+				  f),
+			    "env");
+	assert_string_equal(check("/api/sandbox.exec",
+				  "{\"sandboxId\":\"a\",\"cmd\":\"x\",\"env\":{\"A\":1}}", 0, f),
+			    "env");
+	assert_string_equal(check("/api/sandbox.exec",
+				  "{\"sandboxId\":\"a\",\"cmd\":\"x\",\"timeoutMs\":999}", 0, f),
+			    "timeoutMs");
 	/* query strings: numbers come as text and are coerced */
 	assert_string_equal(check("/api/sandbox.one", "{\"sandboxId\":\"abc\"}", 1, f), "");
-	assert_string_equal(check("/api/sandbox.one", "{\"sandboxId\":\"a/b\"}", 1, f), "sandboxId");
+	assert_string_equal(check("/api/sandbox.one", "{\"sandboxId\":\"a/b\"}", 1, f),
+			    "sandboxId");
 	assert_string_equal(check("/api/sandbox.readFile",
-				  "{\"sandboxId\":\"a\",\"path\":\"/x\",\"encoding\":\"hex\"}", 1, f),
+				  "{\"sandboxId\":\"a\",\"path\":\"/x\",\"encoding\":\"hex\"}", 1,
+				  f),
 			    "encoding");
 }
 
@@ -155,8 +159,11 @@ static void test_error_text_stays_utf8(void **state)
 	json_object_put(in);
 
 	/* a raw byte, such as a request path's, and a message cut at the cap */
-	sp_err_field(&e, SP_NOT_FOUND, "p\xff", "No procedure at /a\xff" "b");
-	assert_string_equal(e.msg, "No procedure at /a\xef\xbf\xbd" "b");
+	sp_err_field(&e, SP_NOT_FOUND, "p\xff",
+		     "No procedure at /a\xff"
+		     "b");
+	assert_string_equal(e.msg, "No procedure at /a\xef\xbf\xbd"
+				   "b");
 	assert_string_equal(e.field, "p\xef\xbf\xbd");
 	sp_err_set(&e, SP_BAD_REQUEST, "%s%s%s", key, key, key);
 	assert_true(utf8_valid(e.msg, strlen(e.msg)));
@@ -171,11 +178,17 @@ static void test_utf8(void **state)
 	assert_false(utf8_valid("\xC3", 1));
 	assert_false(utf8_valid("\xED\xA0\x80", 3)); /* a surrogate */
 	assert_false(utf8_valid("\xC0\xAF", 2));     /* overlong */
-	assert_true(utf8_valid("a\0b", 3));          /* NUL is valid UTF-8 */
+	assert_true(utf8_valid("a\0b", 3));	     /* NUL is valid UTF-8 */
 	buf_init(&b, 1024);
-	assert_int_equal(utf8_sanitize("a\xFF" "b\0c\xE2\x82", 7, &b), 0);
+	assert_int_equal(utf8_sanitize("a\xFF"
+				       "b\0c\xE2\x82",
+				       7, &b),
+			 0);
 	assert_int_equal(b.len, 1 + 3 + 1 + 1 + 1 + 3 + 3);
-	assert_memory_equal(b.data, "a\xEF\xBF\xBD" "b\0c\xEF\xBF\xBD\xEF\xBF\xBD", b.len);
+	assert_memory_equal(b.data,
+			    "a\xEF\xBF\xBD"
+			    "b\0c\xEF\xBF\xBD\xEF\xBF\xBD",
+			    b.len);
 	assert_true(utf8_valid(b.data, b.len));
 	buf_free(&b);
 }
@@ -194,7 +207,8 @@ static void check_json_escape(const char *in, size_t n)
 	buf_init(&want, 4096);
 	assert_int_equal(utf8_sanitize(in, n, &clean), 0);
 	s = json_object_new_string_len(clean.data, (int)clean.len);
-	j = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	j = json_object_to_json_string_ext(s,
+					   JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	buf_append(&want, j + 1, strlen(j) - 2); /* without the quotes */
 	for (size_t cut = 0; cut <= n; cut++) {
 		json_object *back;
@@ -205,9 +219,11 @@ static void check_json_escape(const char *in, size_t n)
 		assert_true(cut - used <= 3);
 		buf_append(&pend, in + used, cut - used);
 		buf_append(&pend, in + cut, n - cut);
-		assert_int_equal(utf8_json_escape(pend.data ? pend.data : "", pend.len, 1, &got, &used), 0);
+		assert_int_equal(
+			utf8_json_escape(pend.data ? pend.data : "", pend.len, 1, &got, &used), 0);
 		assert_int_equal(used, pend.len);
-		snprintf(quoted, sizeof(quoted), "\"%.*s\"", (int)got.len, got.data ? got.data : "");
+		snprintf(quoted, sizeof(quoted), "\"%.*s\"", (int)got.len,
+			 got.data ? got.data : "");
 		back = json_tokener_parse(quoted);
 		assert_non_null(back);
 		assert_int_equal(json_object_get_string_len(back), (int)clean.len);
@@ -230,11 +246,17 @@ static void check_json_escape(const char *in, size_t n)
 static void test_utf8_json_escape(void **state)
 {
 	static const char mixed[] = "a\"b\\c/\n\t\x01\x1f\x7f\xE2\x82\xAC\xF0\x9F\x98\x80\xFF"
-				    "\xE2\x82" "z\0end\xC3";
+				    "\xE2\x82"
+				    "z\0end\xC3";
 	/* long plain runs (the 8-bytes-at-a-time path) broken by each kind */
-	static const char runs[] = "abcdefghijklmnopqrstuvwxyz0123456789\"ABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%"
-				   "&'()*+,-./:;<=>?@[]^_`{|}~ \\abcdefghijklmnop\x1f" "abcdefghijklmnop"
-				   "\x80" "abcdefghijklmnop\xC3\xA9" "abcdefghijklmnop\x7f" "abcdefgh";
+	static const char runs[] =
+		"abcdefghijklmnopqrstuvwxyz0123456789\"ABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%"
+		"&'()*+,-./:;<=>?@[]^_`{|}~ \\abcdefghijklmnop\x1f"
+		"abcdefghijklmnop"
+		"\x80"
+		"abcdefghijklmnop\xC3\xA9"
+		"abcdefghijklmnop\x7f"
+		"abcdefgh";
 	(void)state;
 	check_json_escape(mixed, sizeof(mixed) - 1);
 	check_json_escape(runs, sizeof(runs) - 1);
@@ -255,8 +277,10 @@ static void test_config(void **state)
 	fclose(f);
 	chmod(key, 0600);
 	f = fopen(path, "w");
-	fprintf(f, "# comment\nlisten = /tmp/x.sock\ndata_key_file = %s\nworkers_max = 7 # trailing\n"
-		   "template.python = local/python:1\ntemplate.extra = local/extra\n", key);
+	fprintf(f,
+		"# comment\nlisten = /tmp/x.sock\ndata_key_file = %s\nworkers_max = 7 # trailing\n"
+		"template.python = local/python:1\ntemplate.extra = local/extra\n",
+		key);
 	fclose(f);
 	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.workers_max, 7);
@@ -277,7 +301,8 @@ static void test_config(void **state)
 		assert_string_equal(n, "sandpit-abc");
 		/* naming dokploy: Dokploy's names, whatever the prefixes say */
 		f = fopen(path, "w");
-		fprintf(f, "data_key_file = %s\nlabel_prefix = x\nnaming = dokploy\nnetwork_prefix = y\n",
+		fprintf(f,
+			"data_key_file = %s\nlabel_prefix = x\nnaming = dokploy\nnetwork_prefix = y\n",
 			key);
 		fclose(f);
 		assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
@@ -309,8 +334,12 @@ static void test_config(void **state)
 	fclose(f);
 	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
 	assert_string_equal(cfg.container_label, "sandpit-test.run=r1-x  a.b=c=d");
-	static const char *const bad_labels[] = { "novalue", "=v", "a b=c", "sandpit.sandbox=false",
-						  "k=\x01", "a=1 sandpit.x=2",
+	static const char *const bad_labels[] = { "novalue",
+						  "=v",
+						  "a b=c",
+						  "sandpit.sandbox=false",
+						  "k=\x01",
+						  "a=1 sandpit.x=2",
 						  "a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9" };
 	for (size_t i = 0; i < sizeof(bad_labels) / sizeof(bad_labels[0]); i++) {
 		f = fopen(path, "w");
@@ -327,17 +356,26 @@ static void test_config(void **state)
 	assert_string_equal(cfg.deny_cidrs, "169.254.0.0/16,100.100.100.200/32");
 	assert_int_equal(cfg.allow_unfiltered_local, 0);
 	f = fopen(path, "w");
-	fprintf(f, "data_key_file = %s\ndeny_cidrs = 10.0.0.0/8, 192.168.0.0/16,0.0.0.0/0\n"
-		   "probe_ports = 22, 65535\nallow_unfiltered_local = true\n", key);
+	fprintf(f,
+		"data_key_file = %s\ndeny_cidrs = 10.0.0.0/8, 192.168.0.0/16,0.0.0.0/0\n"
+		"probe_ports = 22, 65535\nallow_unfiltered_local = true\n",
+		key);
 	fclose(f);
 	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.allow_unfiltered_local, 1);
 	{
 		static const char *const bad[] = {
-			"deny_cidrs = 10.0.0.0", "deny_cidrs = 10.0.0.0/33", "deny_cidrs = 10.0.0/8",
-			"deny_cidrs = 256.0.0.0/8", "deny_cidrs = 010.0.0.0/8", "deny_cidrs = -j ACCEPT",
-			"deny_cidrs = fd00::/8", "probe_ports = 0", "probe_ports = 65536",
-			"probe_ports = 22;rm", "network_prefix = a-very-long-prefix-over-20",
+			"deny_cidrs = 10.0.0.0",
+			"deny_cidrs = 10.0.0.0/33",
+			"deny_cidrs = 10.0.0/8",
+			"deny_cidrs = 256.0.0.0/8",
+			"deny_cidrs = 010.0.0.0/8",
+			"deny_cidrs = -j ACCEPT",
+			"deny_cidrs = fd00::/8",
+			"probe_ports = 0",
+			"probe_ports = 65536",
+			"probe_ports = 22;rm",
+			"network_prefix = a-very-long-prefix-over-20",
 			"network_prefix = bad/name",
 		};
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -349,9 +387,11 @@ static void test_config(void **state)
 	}
 	/* the disk keys (README "Disk limits") */
 	f = fopen(path, "w");
-	fprintf(f, "data_key_file = %s\ndisk_limit = loop\ndisk_default_mb = 64\ndisk_max_mb = 128\n"
-		   "disk_reserve_mb = 10\ndisk_reserve_inodes = 20\ndisk_preallocate = yes\n"
-		   "disk_dir = /srv/disks\n", key);
+	fprintf(f,
+		"data_key_file = %s\ndisk_limit = loop\ndisk_default_mb = 64\ndisk_max_mb = 128\n"
+		"disk_reserve_mb = 10\ndisk_reserve_inodes = 20\ndisk_preallocate = yes\n"
+		"disk_dir = /srv/disks\n",
+		key);
 	fclose(f);
 	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
 	assert_string_equal(cfg.disk_limit, "loop");
@@ -411,7 +451,8 @@ static void test_crypto(void **state)
 	assert_int_equal(crypto_open(k, "sb1", sealed.data, sealed.len, &plain), 0);
 	assert_memory_equal(plain.data, "SECRET=x", 8);
 	buf_reset(&plain);
-	assert_int_equal(crypto_open(k, "sb2", sealed.data, sealed.len, &plain), -1); /* bound to id */
+	assert_int_equal(crypto_open(k, "sb2", sealed.data, sealed.len, &plain),
+			 -1); /* bound to id */
 	buf_free(&sealed);
 	buf_free(&plain);
 }
@@ -447,10 +488,14 @@ static void test_metrics_label(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_create_bounds), cmocka_unit_test(test_exec_and_query),
-		cmocka_unit_test(test_utf8), cmocka_unit_test(test_utf8_json_escape),
-		cmocka_unit_test(test_config), cmocka_unit_test(test_crypto),
-		cmocka_unit_test(test_error_text_stays_utf8), cmocka_unit_test(test_metrics_label),
+		cmocka_unit_test(test_create_bounds),
+		cmocka_unit_test(test_exec_and_query),
+		cmocka_unit_test(test_utf8),
+		cmocka_unit_test(test_utf8_json_escape),
+		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_crypto),
+		cmocka_unit_test(test_error_text_stays_utf8),
+		cmocka_unit_test(test_metrics_label),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

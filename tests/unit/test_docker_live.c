@@ -682,7 +682,8 @@ static void test_unreachable(void **state)
 	/* an exec stream with a long timeout still gives up on missing headers */
 	t0 = mono_ms();
 	int timed_out = 0;
-	assert_int_equal(docker_exec_start(c, "abc", 60000, collect, NULL, NULL, &timed_out, &e), -1);
+	assert_int_equal(docker_exec_start(c, "abc", 60000, collect, NULL, NULL, &timed_out, &e),
+			 -1);
 	assert_int_equal(e.code, SP_UNAVAILABLE);
 	assert_int_equal(timed_out, 0);
 	assert_true(mono_ms() - t0 < 3500);
