@@ -25,7 +25,29 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "../common/log.h"
+
+/* The ControlMaster socket's name: 40 hex digits of a hash over everything
+ * that decides what the ssh connection may do (destination, port, key,
+ * known_hosts), not only ssh's %C (user, host, port): two servers at one
+ * endpoint with different keys or host keys never share an authenticated
+ * connection, so a server with a wrong key or an unknown host key is
+ * refused even while another's master is up. */
+static void control_name(const struct docker_client *c, char out[41])
+{
+	unsigned char h[20];
+	crypto_generichash_state st;
+	const char *parts[] = { c->ssh_dest, c->ssh_port, c->ssh_key, c->ssh_known_hosts };
+
+	crypto_generichash_init(&st, NULL, 0, sizeof(h));
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		crypto_generichash_update(&st, (const unsigned char *)parts[i],
+					  strlen(parts[i]) + 1); /* the NUL separates them */
+	crypto_generichash_final(&st, h, sizeof(h));
+	sodium_bin2hex(out, 41, h, sizeof(h));
+}
 
 /* Fills argv with the ssh command line for c (dial-stdio on the far side). */
 static void ssh_argv(struct docker_client *c, char **argv, char *timeout, size_t tcap, char *khosts,
@@ -59,7 +81,9 @@ static void ssh_argv(struct docker_client *c, char **argv, char *timeout, size_t
 		argv[n++] = "StrictHostKeyChecking=yes";
 	}
 	if (c->pooled && c->ssh_control_dir[0]) {
-		snprintf(ctl_path, ccap, "ControlPath=%s/%%C", c->ssh_control_dir);
+		char name[41];
+		control_name(c, name);
+		snprintf(ctl_path, ccap, "ControlPath=%s/%s", c->ssh_control_dir, name);
 		argv[n++] = "-o";
 		argv[n++] = "ControlMaster=auto";
 		argv[n++] = "-o";
