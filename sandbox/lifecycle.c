@@ -1565,6 +1565,14 @@ static void sync_expiry(struct sandbox_ctx *ctx, struct sandbox *sb)
 		log_warn("sandbox %s: could not move its expiry: %s", sb->id, e.msg);
 }
 
+/* A sandbox being killed or removed needs no deferred expiry write: it
+ * would only meet a container that is gone ("No such container"). */
+static void drop_pending_expiry(struct sandbox_ctx *ctx, const char *id)
+{
+	if (strcmp(ctx->pending_id, id) == 0)
+		ctx->pending_id[0] = '\0';
+}
+
 void sandbox_flush_expiry(struct sandbox_ctx *ctx)
 {
 	struct sandbox sb;
@@ -1623,6 +1631,7 @@ int sandbox_kill(struct sandbox_ctx *ctx, const char *org, const char *id, struc
 	catch_up_time(ctx, out);
 	if (out->status == SB_CREATING)
 		return sp_err_set(e, SP_PRECONDITION, "Sandbox is creating");
+	drop_pending_expiry(ctx, id);
 	if (!ctx->dk) {
 		*e = ctx->server_err;
 		return -1;
@@ -1654,6 +1663,7 @@ int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, str
 
 	if (load(ctx, org, id, &sb, e) < 0)
 		return -1;
+	drop_pending_expiry(ctx, id);
 	if (!ctx->dk) {
 		*e = ctx->server_err;
 		return -1;
