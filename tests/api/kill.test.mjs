@@ -4,38 +4,13 @@
 // sandpit), and with one that can.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { sandboxStack } from './lib/suite.mjs';
-import { dockerExec } from './lib/docker.mjs';
+import { dockerExec, watchEvents } from './lib/docker.mjs';
 
 let s;
 const { create } = sandboxStack((stack) => { s = stack; }, { extraConf: `label_prefix = spkill${process.pid}` });
 
-// Collects Docker's kill and die events for cid from now on: [{ action, signal, ms }].
-function watchEvents(cid) {
-  const events = [];
-  const q = new URLSearchParams({ filters: JSON.stringify({ container: [cid], event: ['kill', 'die'] }) });
-  const req = http.request({ socketPath: process.env.DOCKER_SOCK || '/var/run/docker.sock', path: `/v1.41/events?${q}` }, (res) => {
-    let buf = '';
-    res.setEncoding('utf8');
-    res.on('data', (c) => {
-      buf += c;
-      for (let i; (i = buf.indexOf('\n')) >= 0;) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        if (!line.trim()) continue;
-        const ev = JSON.parse(line);
-        events.push({ action: ev.Action, signal: ev.Actor?.Attributes?.signal, ms: Math.round(ev.timeNano / 1e6) });
-      }
-    });
-  });
-  req.on('error', () => {});
-  req.end();
-  return { events, stop: () => req.destroy() };
-}
-const waitDie = async (w) => {
-  for (let i = 0; i < 300 && !w.events.some((e) => e.action === 'die'); i++) await new Promise((r) => setTimeout(r, 100));
-};
+const waitDie = (w) => w.until('die', 30000);
 
 test('kill: TERM, then SIGKILL 2 s later when the main process does not end', async () => {
   const sb = await create({ template: 'alpine' });
@@ -48,7 +23,7 @@ test('kill: TERM, then SIGKILL 2 s later when the main process does not end', as
   const stop = await dockerExec(sb.containerId, ['kill', '-STOP', m[1]], { user: m[2] });
   assert.equal(stop.exitCode, 0, stop.stderr);
   await new Promise((r) => setTimeout(r, 300)); // the events stream is open before the kill
-  const w = watchEvents(sb.containerId);
+  const w = watchEvents(sb.containerId, ['kill', 'die']);
   await new Promise((r) => setTimeout(r, 300));
   const k = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: sb.sandboxId }, timeoutMs: 60000 });
   assert.equal(k.status, 200, k.text);
@@ -64,7 +39,7 @@ test('kill: TERM, then SIGKILL 2 s later when the main process does not end', as
 
 test('kill: a main process that takes the TERM ends at once, no SIGKILL', async () => {
   const sb = await create({ template: 'alpine' });
-  const w = watchEvents(sb.containerId);
+  const w = watchEvents(sb.containerId, ['kill', 'die']);
   await new Promise((r) => setTimeout(r, 300));
   const k = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: sb.sandboxId }, timeoutMs: 60000 });
   assert.equal(k.status, 200, k.text);

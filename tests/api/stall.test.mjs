@@ -3,15 +3,16 @@
 // to be silent, and the routes that need no Docker answer (/_auth,
 // healthz, templates) or can answer from the record (list, one) keep
 // answering meanwhile; after SIGCONT it is used again. Runs against a
-// private dockerd (tests/api/lib/dockerd-pause.mjs), never the shared one.
+// private dockerd (tests/api/lib/dockerd.mjs), never the shared one.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, waitFor } from './lib/stack.mjs';
-import { startPrivateDockerd } from './lib/dockerd-pause.mjs';
+import { startDockerd } from './lib/dockerd.mjs';
 
 let d, s;
 before(async () => {
-  d = await startPrivateDockerd();
+  d = await startDockerd();
+  await d.load('sandpit-test/busybox:latest');
   // 16 workers at most (deploy/stack.sh), so at most 4 wait on one server;
   // a call blocked on the stopped daemon gives up after 20 s
   s = await startStack({ env: { SANDPIT_DOCKER_HOST: d.host }, extraConf: ['docker_timeout_s = 20'] });
@@ -19,7 +20,7 @@ before(async () => {
 after(async () => {
   d?.resume();
   await s?.stop().catch(() => {});
-  await d?.stop();
+  await d?.destroy();
 });
 
 const timed = async (fn) => { const t0 = Date.now(); const r = await fn(); return { ...r, ms: Date.now() - t0 }; };

@@ -47,42 +47,73 @@ export async function dockerExec(cid, cmd, { user, env } = {}) {
   return { stdout: out.toString(), stderr: err.toString(), exitCode: i.json.ExitCode };
 }
 
+// Docker's events of container cid with the given actions (['kill',
+// 'die']), read from a live event stream: { events, until, stop }.
+// events fills as they come: { action, signal (a kill's), ms (since the
+// epoch) }; until(action, limitMs) resolves to the first event of that
+// action (rejects when none came within limitMs); stop() closes the
+// stream. With sinceMs the stream starts there (a second earlier: Docker's
+// "since" is in seconds), else now (give it a moment to open before the
+// events it must see). A live stream, not a query after the fact: dockerd
+// replays only its last 256 events for a "since" query, which other
+// containers' events on a busy host push out within seconds.
+export function watchEvents(cid, actions, sinceMs) {
+  const events = [];
+  const waiters = new Set();
+  let failed = null, stopped = false;
+  const params = { filters: JSON.stringify({ container: [cid], event: actions }) };
+  if (sinceMs !== undefined) params.since = String(Math.floor(sinceMs / 1000) - 1);
+  const q = new URLSearchParams(params);
+  const wake = () => { for (const w of [...waiters]) w(); };
+  const req = http.request({ socketPath: SOCK, method: 'GET', path: `/v1.41/events?${q}` }, (res) => {
+    let buf = '';
+    res.setEncoding('utf8');
+    res.on('data', (c) => {
+      buf += c;
+      for (let i; (i = buf.indexOf('\n')) >= 0;) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (!line.trim()) continue;
+        const ev = JSON.parse(line);
+        if (ev.id !== cid && ev.Actor?.ID !== cid) continue;
+        events.push({ action: ev.Action, signal: ev.Actor?.Attributes?.signal, ms: Math.round(ev.timeNano / 1e6) });
+      }
+      wake();
+    });
+  });
+  req.on('error', (e) => { if (!stopped) { failed = e; wake(); } });
+  req.end();
+  return {
+    events,
+    until(action, limitMs) {
+      return new Promise((resolve, reject) => {
+        const done = (f, v) => { clearTimeout(timer); waiters.delete(w); f(v); };
+        const w = () => {
+          const ev = events.find((e) => e.action === action);
+          if (ev) done(resolve, ev);
+          else if (failed) done(reject, failed);
+        };
+        const timer = setTimeout(() => done(reject,
+          new Error(`container ${cid.slice(0, 12)}: no ${action} event within ${limitMs} ms`)), limitMs);
+        waiters.add(w);
+        w();
+      });
+    },
+    stop() { stopped = true; req.destroy(); },
+  };
+}
+
 // When the container's main process ended ("die" in Docker's event log), in
 // ms since the epoch; waits for it (limitMs at most). Measures the
 // container itself, not how soon Docker then removed it. Reads a live
-// event stream that starts at sinceMs: dockerd replays only its last 256
-// events for a "since" query, which other containers' events on a busy
-// host push out within seconds, so a query after the fact can miss it.
-export function diedAt(cid, sinceMs, limitMs) {
-  const q = new URLSearchParams({ since: String(Math.floor(sinceMs / 1000) - 1),
-    filters: JSON.stringify({ container: [cid], event: ['die'] }) });
-  return new Promise((resolve, reject) => {
-    let buf = '';
-    const req = http.request({ socketPath: SOCK, method: 'GET', path: `/v1.41/events?${q}` }, (res) => {
-      res.setEncoding('utf8');
-      res.on('data', (c) => {
-        buf += c;
-        for (let i; (i = buf.indexOf('\n')) >= 0;) {
-          const line = buf.slice(0, i);
-          buf = buf.slice(i + 1);
-          if (!line.trim()) continue;
-          const ev = JSON.parse(line);
-          if (ev.Action === 'die' && (ev.id === cid || ev.Actor?.ID === cid)) {
-            clearTimeout(timer);
-            req.destroy();
-            resolve(Math.round(ev.timeNano / 1e6));
-            return;
-          }
-        }
-      });
-    });
-    const timer = setTimeout(() => {
-      req.destroy();
-      reject(new Error(`container ${cid.slice(0, 12)}: no die event within ${limitMs} ms`));
-    }, limitMs);
-    req.on('error', (e) => { if (!req.destroyed) reject(e); });
-    req.end();
-  });
+// event stream that starts at sinceMs (see watchEvents).
+export async function diedAt(cid, sinceMs, limitMs) {
+  const w = watchEvents(cid, ['die'], sinceMs);
+  try {
+    return (await w.until('die', limitMs)).ms;
+  } finally {
+    w.stop();
+  }
 }
 
 // Every process in a container, seen through Docker (not sandpit) as the

@@ -1,5 +1,6 @@
 // A private dockerd for one test file, for faults that must not touch the
-// shared daemon (L1: dockerd stopped and started again). Its own
+// shared daemon (L1: dockerd stopped and started again, faults-dockerd;
+// L2: dockerd SIGSTOPped, stall). Its own
 // --data-root, --exec-root (and so its own containerd), --pidfile, socket
 // and config file (an empty one: not /etc/docker/daemon.json); no docker0
 // (--bridge=none) and no iptables rules (--iptables=false, --ip-masq=false):
@@ -10,6 +11,7 @@
 //   const d = await startDockerd();           // d.host: unix://.../docker.sock
 //   await d.load('sandpit-test/busybox:latest'); // docker save | docker load
 //   await d.stop();  await d.start();         // the same daemon, same data
+//   d.pause();  d.resume();                   // SIGSTOP / SIGCONT of dockerd itself
 //   await d.destroy();                        // networks removed, stopped, files gone
 //
 // It never signals any process but the dockerd it started itself.
@@ -50,7 +52,7 @@ export async function startDockerd() {
     '--pidfile', path.join(dir, 'dockerd.pid'), '-H', `unix://${sock}`, '--config-file', path.join(dir, 'daemon.json'),
     '--bridge=none', '--iptables=false', '--ip-masq=false', '--userland-proxy=false',
     '--default-address-pool', `base=10.253.${n}.0/22,size=24`, '--shutdown-timeout', '3', '--log-level', 'warn'];
-  let proc = null;
+  let proc = null, paused = false;
   // the containerd this dockerd started (its pid file under the exec root),
   // checked by its command line before it is signalled
   const killContainerd = () => {
@@ -80,6 +82,21 @@ export async function startDockerd() {
       }
     },
 
+    /** SIGSTOP of dockerd itself (not its containerd or containers): it
+     * takes connections and answers nothing until resume(). */
+    pause() {
+      if (!proc || !alive(proc.pid)) throw new Error('private dockerd is not running');
+      process.kill(proc.pid, 'SIGSTOP');
+      paused = true;
+    },
+
+    /** SIGCONT: it answers again. */
+    resume() {
+      if (!paused) return;
+      paused = false;
+      if (proc && alive(proc.pid)) process.kill(proc.pid, 'SIGCONT');
+    },
+
     /** Stops it with sig and waits until it is gone. SIGTERM: it ends its
      * containers first (no live-restore). SIGKILL: its containerd is
      * killed too (Docker 20.10's dockerd did not start again beside the
@@ -87,6 +104,7 @@ export async function startDockerd() {
     async stop(sig = 'SIGTERM') {
       if (!proc || !alive(proc.pid)) return;
       const p = proc;
+      d.resume(); // a stopped process takes no TERM
       try { process.kill(p.pid, sig); } catch { /* gone */ }
       const t0 = Date.now();
       while (alive(p.pid)) {
@@ -117,6 +135,7 @@ export async function startDockerd() {
     /** Removes its containers and networks (the bridges would outlive the
      * daemon), stops it and removes its files. */
     async destroy() {
+      d.resume();
       if (proc && alive(proc.pid)) {
         const ids = (await d.docker('ps', '-aq').catch(() => '')).split('\n').filter(Boolean);
         if (ids.length) await d.docker('rm', '-f', ...ids).catch(() => {});
