@@ -5,5 +5,5 @@
 printf '%s %s %s %s\n' "$1" "$2" "$3" "$4" >/.sandpit/activate &&
 printf '%s\n' "$4" >/.sandpit/timeout &&
 printf '%s\n' "$3" >/.sandpit/expires &&
-i=0; while [ ! -s /.sandpit/main.pid ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i+1)); done
+i=0; while [ ! -s /.sandpit/main.pid ] && [ "$i" -lt 200 ]; do sleep 0.01; i=$((i+1)); done
 kill -USR2 "$(cat /.sandpit/main.pid)"

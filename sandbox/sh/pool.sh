@@ -19,6 +19,6 @@ while [ -z "$go" ]; do
   "$S" $((e - n)) & w=$!
   wait $w; kill $w 2>/dev/null
 done
-if [ "$go" = 1 ]; then n=$("$D" +%s); d=$((n + $2)); r=$2; e=$((n + $3)); t=$3; printf '%s\n' $t >/.sandpit/timeout; printf '%s\n' $e >/.sandpit/expires; else read d r e t </.sandpit/activate; fi
+if [ "$go" = 1 ]; then n=$("$D" +%s); d=$((n + $2)); r=$2; e=$((n + $3)); t=$3; printf '%s\n' "$t" >/.sandpit/timeout; printf '%s\n' "$e" >/.sandpit/expires; else read -r d r e t </.sandpit/activate; fi
 . ./watcher.sh
 exec "$S" "$r"

@@ -19,9 +19,10 @@ x=; read -r x </.sandpit/expires 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) e=$x
 x=; read -r x </.sandpit/timeout 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) t=$x;; esac
 a=0
 for f in /proc/[0-9]*/status; do [ "$f" = /proc/1/status ] && continue; p=; u=
+# shellcheck disable=SC2034 # w takes the rest of the line: z is one field
 { while read -r y z w; do case $y in PPid:) p=$z;; Uid:) u=$z; break;; esac; done <"$f"; } 2>/dev/null
 [ "$p" = 0 ] && [ -n "$u" ] && [ "$u" != "$k" ] && a=1 && break
 done
-if [ $a = 1 ]; then x=$((n + t)); [ $x -le $d ] || x=$d; [ $x -le $e ] || { e=$x; printf '%s\n' $e >/.sandpit/expires; }; fi
+if [ $a = 1 ]; then x=$((n + t)); [ "$x" -le "$d" ] || x=$d; [ "$x" -le "$e" ] || { e=$x; printf '%s\n' "$e" >/.sandpit/expires; }; fi
 [ "$n" -ge "$e" ] && kill $$ && exit 0
 done) &
