@@ -18,6 +18,7 @@
 # (tests/run.sh reads it); exits non-zero if anything failed. About 90 s
 # (the watcher wakes every 5 s).
 #   SANDPIT_SH_SHELLS   the shells (default "busybox dash")
+#   SANDPIT_SH_TESTS    the groups (default "files exec keeper main pool probe")
 # shellcheck disable=SC2016,SC2181 # quoted texts are programs, expanded where they run; $? is read right after its command
 set -uo pipefail
 
@@ -456,17 +457,20 @@ test_pool() {
 }
 
 test_probe() {
-	local port closed out
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-	python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(8); time.sleep(30)' "$port" &
-	PIDS+=("$!")
-	closed=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-	wait_for 5 eval "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", $port))' 2>/dev/null"
+	local port closed out lp
+	# a listener on a free loopback port, and a free port nothing listens on
+	node -e 'const s = require("net").createServer(c => c.destroy()).listen(0, "127.0.0.1", () => console.log(s.address().port)); setTimeout(() => process.exit(0), 30000)' >"$T/port.$SH" &
+	lp=$!
+	PIDS+=("$lp")
+	wait_for 10 test -s "$T/port.$SH"
+	port=$(cat "$T/port.$SH")
+	closed=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })')
 	out=$(PATH=$T/bb:$HOST_PATH "${SHELL_CMD[@]}" -c "$(cat "$T/prog/probe.sh.run")" sandpit \
 		"127.0.0.1:$port" "127.0.0.1:$closed" "127.0.0.1:notaport" | sort)
 	check "probe: open, refused and filtered, one line each" \
 		"$([ "$out" = "$(printf 'filtered 127.0.0.1:notaport\nopen 127.0.0.1:%s\nrefused 127.0.0.1:%s' "$port" "$closed" | sort)" ] && echo 0 || echo 1)" \
 		"$(printf '%s' "$out" | tr '\n' '|')"
+	reap "$lp"
 }
 
 for SH in ${SANDPIT_SH_SHELLS:-busybox dash}; do
@@ -491,12 +495,9 @@ for SH in ${SANDPIT_SH_SHELLS:-busybox dash}; do
 		;;
 	esac
 	echo "== $SH"
-	test_files
-	test_exec
-	test_keeper
-	test_main
-	test_pool
-	test_probe
+	for group in ${SANDPIT_SH_TESTS:-files exec keeper main pool probe}; do
+		"test_$group"
+	done
 done
 
 [ "$SKIP" -gt 0 ] && echo "($SKIP skipped)"
