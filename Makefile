@@ -12,7 +12,7 @@ LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-ALL_CFLAGS  = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -I.
+ALL_CFLAGS  = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -I. -I$(B)/gen
 LIBS        = $(PKG_LIBS) -lfcgi
 
 B = build
@@ -25,7 +25,7 @@ FCGI_SRC    = $(filter-out fcgi/sandpitd.c,$(wildcard fcgi/*.c))
 HANDLER_SRC = $(wildcard handlers/*.c)
 STREAM_SRC  = $(wildcard stream/*.c)
 CORE_SRC    = $(COMMON_SRC) $(DOCKER_SRC) $(STORE_SRC) $(SANDBOX_SRC)
-CORE_OBJ    = $(CORE_SRC:%.c=$(B)/%.o)
+CORE_OBJ    = $(CORE_SRC:%.c=$(B)/%.o) $(B)/gen/sh_programs.o
 APP_OBJ     = $(CORE_OBJ) $(FCGI_SRC:%.c=$(B)/%.o) $(HANDLER_SRC:%.c=$(B)/%.o)
 STREAM_OBJ  = $(STREAM_SRC:%.c=$(B)/%.o)
 # sandpit-stream: WebSocket framing (wslay), SHA-1 for the handshake (libcrypto)
@@ -50,6 +50,20 @@ install: all
 
 $(B)/%.o: %.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# The shell programs run in containers (sandbox/sh/*.sh) as C strings:
+# build/gen/sh_programs.{c,h} (sh_NAME), and each program as it runs, its
+# comments out and its includes in, as build/sh/NAME.sh (sandbox/sh/embed.awk).
+SH_SRC = $(sort $(wildcard sandbox/sh/*.sh))
+$(B)/gen/sh_programs.h: $(SH_SRC) sandbox/sh/embed.awk
+	@mkdir -p $(B)/gen $(B)/sh
+	@echo "  GEN     $@"
+	@awk -v gen=$(B)/gen -v sh=$(B)/sh -f sandbox/sh/embed.awk $(SH_SRC)
+$(B)/gen/sh_programs.c: $(B)/gen/sh_programs.h
+$(SANDBOX_SRC:%.c=$(B)/%.o): $(B)/gen/sh_programs.h
+$(B)/gen/sh_programs.o: $(B)/gen/sh_programs.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -125,14 +139,20 @@ bench-ws: all
 # FUZZ_SECONDS=N` runs each target for N seconds on a copy of its corpus.
 FUZZ_CC      = clang
 FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_CFLAGS  = $(filter-out -Wno-format-truncation,$(WARN)) -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) -I.
+FUZZ_CFLAGS  = $(filter-out -Wno-format-truncation,$(WARN)) -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) -I. -I$(B)/gen
 FUZZ_LIB_SRC = $(CORE_SRC) $(FCGI_SRC) $(HANDLER_SRC) $(filter-out stream/main.c,$(STREAM_SRC))
-FUZZ_LIB_OBJ = $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o)
+FUZZ_LIB_OBJ = $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o) $(B)/fuzz/obj/gen/sh_programs.o
 FUZZ_SRC     = $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN     = $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(B)/fuzz/%)
 FUZZ_SECONDS ?= 60
 
 $(B)/fuzz/obj/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC-FUZZ $<"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(SANDBOX_SRC:%.c=$(B)/fuzz/obj/%.o): $(B)/gen/sh_programs.h
+$(B)/fuzz/obj/gen/sh_programs.o: $(B)/gen/sh_programs.c
 	@mkdir -p $(dir $@)
 	@echo "  CC-FUZZ $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@

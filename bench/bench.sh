@@ -12,6 +12,7 @@
 # Prints the table and writes it to bench/results/latest.md with the core
 # count, the date and the versions. Sample counts: BENCH_* (bench/bench.c),
 # BENCH_SANDBOXES (200), BENCH_WRK_S (8 s per round, 2 rounds per side).
+# shellcheck disable=SC1091 # $dir/env: written by deploy/stack.sh at run time
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
@@ -32,6 +33,7 @@ dir=$(mktemp -d /tmp/sandpit-bench.XXXXXX)
 out=$dir/rows
 cleanup() {
 	local rc=$?
+	# shellcheck disable=SC2015 # || true: neither failing is an error
 	[ -s "$dir/hello.pid" ] && kill "$(cat "$dir/hello.pid")" 2>/dev/null || true
 	if [ -s "$dir/ids" ]; then
 		set -a; . "$dir/env"; set +a

@@ -203,6 +203,7 @@ grep -q 'location /api/' "$ndir/sandpit-server.conf.tmp" ||
 grep -q 'upstream sandpit_app' "$ndir/sandpit-http.conf.tmp" ||
 	die "nginx/sandpit.conf.tmpl: no '# >>> install: http' section with the upstream"
 for f in "$REPO"/nginx/*.conf; do
+	# shellcheck disable=SC2094 # another file: $ndir is not nginx/
 	render <"$f" >"$ndir/$(basename "$f").tmp"
 done
 for f in "$ndir"/*.tmp; do

@@ -25,53 +25,14 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "sh_programs.h"
 
+/* The killer is sandbox/sh/kill.sh (sh_kill), the wrapper of every command
+ * sandbox/sh/wrapper.sh (sh_wrapper), the cwd check sandbox/sh/cwd.sh
+ * (sh_cwd). MARKER_VAR and CWD_PROC_CODE are written in those files too. */
 #define MARKER_VAR "SANDPIT_EXEC"
 #define MARKER_LEN 20
 #define CWD_PROC_CODE 125
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#define CWD_PROC_EXIT STR(CWD_PROC_CODE)
-
-/* Kills every process (other than itself) whose environment holds $1, or
- * that holds the marker file /.sandpit/x/$1 open (the wrapper below opens
- * it on fd 9, so a command that clears its environment, `env -i`, is still
- * found), repeating until a pass finds none, so children forked meanwhile
- * die too; then removes the file. environ is NUL-separated: busybox grep
- * stops a line at the first NUL, so the variables are split into lines
- * with tr first; open files are compared with test -ef (a builtin: no
- * fork, and no ls, whose statx runsc 20221219 fails). A pass that cannot fork ends the shell with a non-zero
- * status (the caller kills the container). */
-static const char killer_script[] =
-	"m=\"" MARKER_VAR "=$1\" x=\"/.sandpit/x/$1\"; n=0\n"
-	"while [ $n -lt 50 ]; do f=0\n"
-	"for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = \"$$\" ] && continue\n"
-	"k=0; tr '\\000' '\\n' 2>/dev/null <\"$d/environ\" | grep -q -x -F -e \"$m\" && k=1\n"
-	"[ $k = 0 ] && for g in \"$d\"/fd/*; do [ \"$g\" -ef \"$x\" ] && k=1 && break; done\n"
-	"[ $k = 1 ] && kill -9 \"$p\" 2>/dev/null && f=1\n"
-	"done\n"
-	"[ $f = 0 ] && { rm -f \"$x\"; exit 0; }; n=$((n+1))\n"
-	"done\n"
-	"exit 1\n";
-
-/*
- * Runs a command ($1, with $0 = sh and $2... as its arguments) with the
- * marker file open on fd 9 (see killer_script). /.sandpit/x is the one
- * folder of /.sandpit the sandbox user may write; the expiry beside it is
- * the keeper's. A working folder that resolves into /proc (a symlink
- * planted in the sandbox) ends it at once with CWD_PROC_EXIT, before
- * anything runs (see cwd_in_proc).
- */
-static const char activity_wrapper[] =
-	/* the working folder as the kernel resolved it (symlinks followed):
-	 * never /proc (RELIABILITY H5); cd -P is a builtin, no fork */
-	"cd -P . 2>/dev/null && case $PWD in /proc|/proc/*) exit " CWD_PROC_EXIT ";; esac\n"
-	"x=/.sandpit/x/$" MARKER_VAR "; : >\"$x\" 2>/dev/null && exec 9<\"$x\"\n"
-	"c=$1; shift\n"
-	"sh -c \"$c\" sh \"$@\"\n"
-	"r=$?\n"
-	"exec 9<&-; rm -f \"$x\"\n"
-	"exit $r\n";
 
 int sandbox_path_check(const char *field, const char *path, struct sp_err *e)
 {
@@ -182,17 +143,14 @@ static int run_check(struct sandbox_ctx *ctx, struct sandbox *sb, const char *sc
 /* Runs the killer for marker; returns -1 if it could not run. */
 static int kill_marked(struct sandbox_ctx *ctx, struct sandbox *sb, const char *marker)
 {
-	return run_check(ctx, sb, killer_script, "sandpit-kill", marker) == 0 ? 0 : -1;
+	return run_check(ctx, sb, sh_kill, "sandpit-kill", marker) == 0 ? 0 : -1;
 }
 
 /* Whether cwd, resolved inside the sandbox as its user, is /proc or under
  * it: 1 only when the check ran and said so. */
 static int cwd_in_proc(struct sandbox_ctx *ctx, struct sandbox *sb, const char *cwd)
 {
-	static const char check[] = "cd -P -- \"$1\" 2>/dev/null || exit 1\n"
-				    "case $PWD in /proc|/proc/*) exit 0;; esac\nexit 1\n";
-
-	return run_check(ctx, sb, check, "sandpit-cwd", cwd) == 0;
+	return run_check(ctx, sb, sh_cwd, "sandpit-cwd", cwd) == 0;
 }
 
 /* Waits up to ms for the exec to end; returns 1 if it still runs. */
@@ -293,7 +251,7 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		json_object_array_add(cmd, json_object_new_string_len(rq->cmd, (int)rq->cmd_len));
 		json_object_array_add(cmd, json_object_new_string("sh"));
 	} else {
-		json_object_array_add(cmd, json_object_new_string(activity_wrapper));
+		json_object_array_add(cmd, json_object_new_string(sh_wrapper));
 		json_object_array_add(cmd, json_object_new_string("sandpit"));
 		json_object_array_add(cmd, json_object_new_string_len(rq->cmd, (int)rq->cmd_len));
 	}

@@ -24,6 +24,7 @@
 #include "../common/utf8.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "sh_programs.h"
 
 #define FILE_OP_TIMEOUT_MS 30000
 #define TEMP_PREFIX ".sandpit-write-"
@@ -121,48 +122,8 @@ static int split_path(const char *path, char *dir, size_t cap, struct sp_err *e)
 	return 0;
 }
 
-/*
- * $1 target dir, $2 target, $3 temporary name, $4 size, $5 mode (octal);
- * stdin holds exactly $4 bytes. Runs as the sandbox user, in the target
- * dir, where the temporary file is made (beside the target: the rename is
- * atomic; a relative name: it never outgrows PATH_MAX where the target
- * does not). head -c stops at an early EOF without a word, so the size is
- * checked (stat; wc -c where stat fails, as coreutils' does under gVisor:
- * busybox wc reads the whole file). A symlink as the target is replaced,
- * never followed (mv would move into a directory it names). Exit 3 the dir
- * cannot be made, 4 the target is a directory, 5 the user may not write
- * (the reason on stderr), 6 fewer bytes came than announced, 7 the
- * folder was removed (by the sandbox) while the write ran: a failure in a
- * folder that is gone — the working folder is no longer the one $1 names
- * (test -ef, a builtin: same device and inode; under gVisor getcwd still
- * answers for an unlinked folder, and a new folder may reuse the inode),
- * as is a step after cd failing with ENOENT (the shells say "No such file
- * or directory", "nonexistent directory", "Directory nonexistent"): in a
- * folder we are in, only its removal makes a name vanish. Neither is a
- * permission or transfer fault. The temporary file goes on
- * any failure; noclobber creates it with O_EXCL.
- */
-static const char write_script[] =
-	"d=$1 t=$2 f=$3 n=$4 m=$5\n"
-	"gone() { [ . -ef \"$d\" ] || exit 7; }\n"
-	"fail() { gone; case $1 in *'No such file'*|*onexistent*) exit 7;; esac\n"
-	"printf '%s\\n' \"${1##*: }\" >&2; exit 5; }\n"
-	"mkdir -p -- \"$d\" 2>/dev/null || [ -d \"$d\" ] || exit 3\n"
-	"cd -- \"$d\" 2>/dev/null || { [ -d \"$d\" ] || exit 7; fail 'Permission denied'; }\n"
-	"[ -d \"$t\" ] && [ ! -L \"$t\" ] && exit 4\n"
-	"trap 'rm -f -- \"$f\" 2>/dev/null' EXIT\n"
-	"set -C; umask 077\n"
-	"e=$(head -c \"$n\" 2>&1 >\"$f\") || fail \"$e\"\n"
-	"s=$(stat -c %s -- \"$f\" 2>/dev/null || wc -c <\"$f\")\n"
-	"[ -n \"$s\" ] || exit 7\n" /* the file vanished: so did its folder */
-	"[ \"$s\" -eq \"$n\" ] 2>/dev/null || { gone; exit 6; }\n"
-	"e=$(chmod -- \"$m\" \"$f\" 2>&1) || fail \"$e\"\n"
-	"if [ -L \"$t\" ] && [ -d \"$t\" ]; then e=$(rm -f -- \"$t\" 2>&1) || fail \"$e\"; fi\n"
-	"e=$(mv -f -- \"$f\" \"$t\" 2>&1) || fail \"$e\"\n"
-	"trap - EXIT\n";
-
-/* $1 dir, $2 temporary name: what a killed write left behind. */
-static const char unlink_script[] = "cd -- \"$1\" 2>/dev/null && rm -f -- \"$2\"\n";
+/* The write: sandbox/sh/write.sh (sh_write), its exit codes below; what a
+ * killed one left behind goes with sandbox/sh/unlink.sh (sh_unlink). */
 
 int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
 		       const void *data, size_t len, unsigned mode, struct sandbox_file *out,
@@ -186,8 +147,8 @@ int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id,
 	collect_init(&c, 64 * 1024);
 	{
 		const char *args[] = { dir, path, tmp, size, octal, NULL };
-		if (run_script(ctx, &sb, write_script, args, 0, data ? data : "", len, &c, &code,
-			       e) < 0) {
+		if (run_script(ctx, &sb, sh_write, args, 0, data ? data : "", len, &c, &code, e) <
+		    0) {
 			if (e->code == SP_TIMEOUT && sb.status == SB_RUNNING) {
 				/* killed before its trap could run */
 				const char *uargs[] = { dir, tmp, NULL };
@@ -195,7 +156,7 @@ int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id,
 				struct sp_err ignore;
 				int ucode;
 				collect_init(&u, 1024);
-				run_script(ctx, &sb, unlink_script, uargs, 1, NULL, 0, &u, &ucode,
+				run_script(ctx, &sb, sh_unlink, uargs, 1, NULL, 0, &u, &ucode,
 					   &ignore);
 				collect_free(&u);
 			}
@@ -235,20 +196,8 @@ out:
 	return rc;
 }
 
-/* Sets p to $1 resolved one component at a time by readlink -f (where it
- * works; $1 as given otherwise): gVisor (runsc 20221219) resolves a path
- * through a symlink to "/" as "/" itself (root -> /: root/root is "/", not
- * /root), readlink -f resolves it as the kernel would. The "x" keeps a name
- * that ends in a newline. */
-#define RESOLVE_P \
-	"p=$1\n"  \
-	"r=$(readlink -f -- \"$p\" 2>/dev/null && echo x) && p=${r%?x}\n"
-
-/* $1 path. Exit 3 missing, 4 not a regular file, 5 unreadable. */
-static const char read_script[] = RESOLVE_P "[ -e \"$p\" ] || exit 3\n"
-					    "[ -f \"$p\" ] || exit 4\n"
-					    "[ -r \"$p\" ] || exit 5\n"
-					    "exec head -c 10485761 -- \"$p\"\n";
+/* The read: sandbox/sh/read.sh (sh_read). Exit 3 missing, 4 not a regular
+ * file, 5 unreadable. */
 
 int sandbox_read_file(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
 		      struct buf *content, struct sp_err *e)
@@ -263,7 +212,7 @@ int sandbox_read_file(struct sandbox_ctx *ctx, const char *org, const char *id, 
 	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
 		return -1;
 	collect_init(&c, SB_FILE_MAX);
-	if (run_script(ctx, &sb, read_script, args, 1, NULL, 0, &c, &code, e) < 0)
+	if (run_script(ctx, &sb, sh_read, args, 1, NULL, 0, &c, &code, e) < 0)
 		goto out;
 	if (c.too_big) {
 		sp_err_set(e, SP_TOO_LARGE, "File exceeds the %d byte limit", SB_FILE_MAX);
@@ -293,22 +242,9 @@ out:
 	return rc;
 }
 
-/* $1 dir. Exit 3 missing, 4 not a directory. GNU find gives metadata;
- * elsewhere (busybox) names and types only. Records end with NUL. */
-static const char list_script[] = RESOLVE_P
-	"[ -e \"$p\" ] || exit 3\n"
-	"[ -d \"$p\" ] || exit 4\n"
-	"if find \"$p\" -maxdepth 0 -printf '' >/dev/null 2>&1; then\n"
-	"  printf 'F\\000'; exec find \"$p\" -mindepth 1 -maxdepth 1 -printf '%y\\t%s\\t%T@\\t%m\\t%f\\000'\n"
-	"fi\n"
-	"cd -- \"$p\" || exit 5\n"
-	"printf 'N\\000'\n"
-	"for f in * .*; do\n"
-	"  [ \"$f\" = . ] || [ \"$f\" = .. ] && continue\n"
-	"  if [ -L \"$f\" ]; then y=l; elif [ -d \"$f\" ]; then y=d; elif [ -f \"$f\" ]; then y=f;\n"
-	"  elif [ -e \"$f\" ]; then y=o; else continue; fi\n"
-	"  printf '%s\\t%s\\000' \"$y\" \"$f\"\n"
-	"done\n";
+/* The listing: sandbox/sh/list.sh (sh_list). Exit 3 missing, 4 not a
+ * directory. GNU find gives metadata; elsewhere (busybox) names and types
+ * only. Records end with NUL. */
 
 static const char *type_name(char y)
 {
@@ -402,7 +338,7 @@ int sandbox_list_files(struct sandbox_ctx *ctx, const char *org, const char *id,
 	collect_init(&c, SB_LIST_MAX);
 	{
 		const char *args[] = { path, NULL };
-		if (run_script(ctx, &sb, list_script, args, 0, NULL, 0, &c, &code, e) < 0)
+		if (run_script(ctx, &sb, sh_list, args, 0, NULL, 0, &c, &code, e) < 0)
 			goto out;
 	}
 	if (code == 3) {

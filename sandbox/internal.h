@@ -32,36 +32,6 @@ void firewall_chain_names(const struct config *cfg, char *in, char *fwd, size_t 
  * when it cannot (not root, no iptables, iptables failed). */
 int firewall_apply(const struct config *cfg, const char *const bridges[], int n, struct sp_err *e);
 
-/*
- * The watcher, shared by the main process of a cold sandbox (lifecycle.c)
- * and of a warm one (pool.c). It runs as the keeper uid, like the main
- * process, out of the sandbox user's reach (another uid, every capability
- * dropped: it cannot be signalled, stopped or traced from inside). Expects
- * d (deadline, epoch s), e (expiry, epoch s), t (timeout, s), k (the keeper
- * uid), S and D (the paths of sleep and date). Every 5 s it re-reads
- * /.sandpit/expires and /.sandpit/timeout (written by sandpit as the
- * keeper; a value it cannot read keeps the last one), counts as activity a
- * process other than PID 1 with PPid 0 that is not the keeper's (only
- * docker exec makes those: a command sandpit started is running) and then
- * moves the expiry to now + timeout (never past the deadline), and stops
- * the main process ($$) once the expiry passes. Only builtins, sleep and
- * date: if it cannot fork it ends, and the deadline sleep and sandpit's
- * reaper still end the sandbox.
- */
-#define SB_WATCHER                                                                                                   \
-	"(while \"$S\" 5; do n=$(\"$D\" +%s) || exit 0\n"                                                            \
-	"x=; read -r x </.sandpit/expires 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) e=$x;; esac\n"                  \
-	"x=; read -r x </.sandpit/timeout 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) t=$x;; esac\n"                  \
-	"a=0\n"                                                                                                      \
-	"for f in /proc/[0-9]*/status; do [ \"$f\" = /proc/1/status ] && continue; p=; u=\n"                         \
-	"{ while read -r y z w; do case $y in PPid:) p=$z;; Uid:) u=$z; break;; esac; done <\"$f\"; } 2>/dev/null\n" \
-	"[ \"$p\" = 0 ] && [ -n \"$u\" ] && [ \"$u\" != \"$k\" ] && a=1 && break\n"                                  \
-	"done\n"                                                                                                     \
-	"if [ $a = 1 ]; then x=$((n + t)); [ $x -le $d ] || x=$d; "                                                  \
-	"[ $x -le $e ] || { e=$x; printf '%s\\n' $e >/.sandpit/expires; }; fi\n"                                     \
-	"[ \"$n\" -ge \"$e\" ] && kill $$ && exit 0\n"                                                               \
-	"done) &\n"
-
 /* This installation's id (ctx->install_id, read once per worker): every
  * container it makes carries it as the label <prefix>.install, and the
  * reaper only ever touches containers with its own, so installations that

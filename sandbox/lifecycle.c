@@ -1,6 +1,6 @@
 /*
  * Sandbox lifecycle: create, read with status catch-up, list, set timeout,
- * kill, remove. The container enforces its own lifetime (see main_script):
+ * kill, remove. The container enforces its own lifetime (see sandbox/sh/main.sh):
  * nothing here has to run for a sandbox to die on time. A record is written
  * "creating" before any container exists, so a crash mid-create leaves a
  * row that reads "error" later and a labeled container that can be found.
@@ -20,45 +20,12 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "sh_programs.h"
 
 #define STATE_DIR ".sandpit"
 #define TEMPLATE_UID 1000
 #define TEMPLATE_HOME "/home/user"
-#define DEADLINE_LEAD_MS "250" /* see main_script */
 #define STATE_TMPFS_BYTES 65536
-
-/*
- * The container's main process, run as the keeper uid (the container's
- * User; every sandbox-user action passes its user to ExecCreate). $1 and
- * $2 are deadlineAt: its epoch seconds and its milliseconds (3 digits); $3
- * is the first expiry (epoch seconds), $4 the timeout (s), $5 the keeper
- * uid. It writes the expiry and the timeout to /.sandpit, a tmpfs only the
- * keeper can write (mode 0755), and starts the watcher (SB_WATCHER). The
- * main process itself is `sleep` until the deadline: it needs no fork, and
- * the container stops then even with nothing of sandpit running. sleep and
- * date are looked up once, before any command of the sandbox runs.
- */
-static const char main_script[] =
-	"for c in sleep date; do command -v $c >/dev/null 2>&1 || "
-	"{ echo \"sandpit: image lacks $c\" >&2; exit 127; }; done\n"
-	"S=$(command -v sleep) D=$(command -v date)\n"
-	"d=$1 m=$2 e=$3 t=$4 k=$5\n"
-	"printf '%s\\n' \"$t\" >/" STATE_DIR "/timeout\n"
-	"printf '%s\\n' \"$e\" >/" STATE_DIR "/expires\n" SB_WATCHER
-	/* the time left in ms, counted when the container starts: f is the
-	 * current second's milliseconds where date knows %N (GNU); where it
-	 * does not (busybox) the second may be about to end, so f = 1000:
-	 * ending up to 1 s early, never late; DEADLINE_LEAD_MS earlier still, for
-	 * the start of sleep and the runtime's teardown (under gVisor about
-	 * 100-200 ms), so that Docker sees the container end by deadlineAt */
-	"n=$(\"$D\" +%s.%N)\n"
-	"case $n in\n"
-	"*[!0-9.]*|*.) f=1000;;\n"
-	"*) f=${n#*.}; f=$((1${f%??????} - 1000));;\n"
-	"esac\n"
-	"l=$(( (d - ${n%%.*}) * 1000 + 1$m - 1000 - f - " DEADLINE_LEAD_MS " ))\n"
-	"[ \"$l\" -gt 0 ] || exit 0\n"
-	"exec \"$S\" \"$((l / 1000)).$(printf %03d $((l % 1000)))\"\n";
 
 int sandbox_install_id(struct sandbox_ctx *ctx, struct sp_err *e)
 {
@@ -770,7 +737,7 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string("sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(main_script));
+	json_object_array_add(cmd, json_object_new_string(sh_main));
 	json_object_array_add(cmd, json_object_new_string("sandpit"));
 	json_object_array_add(cmd, json_object_new_string(deadline));
 	json_object_array_add(cmd, json_object_new_string(remaining));
@@ -1476,9 +1443,6 @@ out:
 static int keeper_write(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t expires_ms,
 			int64_t timeout_ms, struct sp_err *e)
 {
-	static const char script[] =
-		"[ -z \"$2\" ] || printf '%s\\n' \"$2\" >/" STATE_DIR "/timeout || exit 1\n"
-		"printf '%s\\n' \"$1\" >/" STATE_DIR "/expires\n";
 	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
 	char exp[32], tsec[32], keeper[48], eid[65], at[32];
 	const char *kv[] = { "containerExpiresAt", at };
@@ -1491,7 +1455,7 @@ static int keeper_write(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t exp
 	sandbox_keeper_user(ctx->cfg, keeper, sizeof(keeper));
 	json_object_array_add(cmd, json_object_new_string("sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(script));
+	json_object_array_add(cmd, json_object_new_string(sh_expiry));
 	json_object_array_add(cmd, json_object_new_string("sandpit-keeper"));
 	json_object_array_add(cmd, json_object_new_string(exp));
 	json_object_array_add(cmd, json_object_new_string(tsec));

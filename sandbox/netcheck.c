@@ -19,15 +19,9 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "sh_programs.h"
 
 #define METADATA "169.254.169.254:80"
-
-/* $@ are host:port targets; one line per target: open|refused|filtered T */
-static const char probe_script[] =
-	"for t in \"$@\"; do (h=${t%:*}; p=${t##*:}; "
-	"o=$(nc -w 1 \"$h\" \"$p\" </dev/null 2>&1); r=$?; "
-	"case $r:$o in 0:*) echo \"open $t\";; *refused*) echo \"refused $t\";; "
-	"*) echo \"filtered $t\";; esac) & done; wait\n";
 
 static int collect(void *arg, int stream, const char *data, size_t len)
 {
@@ -132,7 +126,7 @@ static int probe_network(struct sandbox_ctx *ctx, const char *mode, const char *
 	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string("sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(probe_script));
+	json_object_array_add(cmd, json_object_new_string(sh_probe));
 	json_object_array_add(cmd, json_object_new_string("probe"));
 	{
 		char list[sizeof(cfg->probe_ports) + 16], t[96];

@@ -3,10 +3,10 @@
  * that fits one costs a claim instead of a container create and start.
  * A pooled container is made exactly like a cold one (container_body: the
  * whole security model) with its sandbox id given in advance; only its main
- * process differs: it waits, with a pool expiry of its own, for a USR1
- * that arms it. Arming writes the deadline and the first expiry into files
+ * process differs (sandbox/sh/pool.sh): it waits, with a pool expiry of
+ * its own, for a USR1 that arms it. Arming writes the deadline and the first expiry into files
  * of the keeper's and signals the main process from a detached exec (as the
- * keeper),
+ * keeper, sandbox/sh/arm.sh),
  * which then sleeps until the deadline like any sandbox: the container ends
  * on time with nothing of sandpit running. Claims are atomic in Redis
  * (ZPOPMAX), so a container is never handed out twice, across workers and
@@ -25,6 +25,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "sh_programs.h"
 
 #define POOL_MARGIN_MS 60000 /* never hand out a container this close to its pool expiry */
 
@@ -39,40 +40,6 @@ static int64_t pool_margin_ms(const struct pool_conf *p)
 }
 #define POOL_CHECK_MS 1000 /* how often a worker looks at the pools */
 
-/* Runs as the keeper, like a cold sandbox's main process. $1: the pool
- * expiry (epoch s); $2, $3: the default lifetime and inactivity timeout
- * (s); $4: the keeper uid. USR1 arms it with those defaults, computed here
- * (a claim then costs one signal); USR2 with "deadline seconds-left expiry
- * timeout" read from /.sandpit/activate (written by arm_script, as the
- * keeper). Then it becomes the usual main process: the watcher
- * (SB_WATCHER) plus sleep until the deadline. */
-static const char pool_script[] =
-	"trap 'go=1' USR1\n"
-	"trap 'go=2' USR2\n"
-	"for c in sleep date; do command -v $c >/dev/null 2>&1 || exit 127; done\n"
-	"S=$(command -v sleep) D=$(command -v date) k=$4\n"
-	"echo $$ >/.sandpit/main.pid\n"
-	"go=; e=$1\n"
-	"while [ -z \"$go\" ]; do\n"
-	"  n=$(\"$D\" +%s) || exit 0\n"
-	"  [ \"$n\" -lt \"$e\" ] || exit 0\n"
-	"  \"$S\" $((e - n)) & w=$!\n"
-	"  wait $w; kill $w 2>/dev/null\n"
-	"done\n"
-	"if [ \"$go\" = 1 ]; then n=$(\"$D\" +%s); d=$((n + $2)); r=$2; e=$((n + $3)); t=$3; "
-	"printf '%s\\n' $t >/.sandpit/timeout; printf '%s\\n' $e >/.sandpit/expires; "
-	"else read d r e t </.sandpit/activate; fi\n" SB_WATCHER "exec \"$S\" \"$r\"\n";
-
-/* Run detached as the keeper: writes the deadline, the first expiry and
- * the timeout, then wakes the main process (waiting briefly for it to be
- * ready). */
-static const char arm_script[] =
-	"printf '%s %s %s %s\\n' \"$1\" \"$2\" \"$3\" \"$4\" >/.sandpit/activate &&\n"
-	"printf '%s\\n' \"$4\" >/.sandpit/timeout &&\n"
-	"printf '%s\\n' \"$3\" >/.sandpit/expires &&\n"
-	"i=0; while [ ! -s /.sandpit/main.pid ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i+1)); done\n"
-	"kill -USR2 \"$(cat /.sandpit/main.pid)\"\n";
-
 /* The pool's name in the store: server, template, network mode, and a
  * digest of the pool script, so a container made by another version of
  * sandpit (with another script) is never handed out. */
@@ -83,8 +50,8 @@ static void pool_name(const struct pool_conf *p, const char *disk_limit, int dis
 
 	if (!version[0]) {
 		unsigned char h[8];
-		crypto_generichash(h, sizeof(h), (const unsigned char *)pool_script,
-				   sizeof(pool_script) - 1, NULL, 0);
+		crypto_generichash(h, sizeof(h), (const unsigned char *)sh_pool, strlen(sh_pool),
+				   NULL, 0);
 		sodium_bin2hex(version, sizeof(version), h, sizeof(h));
 	}
 	/* and the disk its containers got, so a pooled sandbox's limit is the one the record says */
@@ -165,7 +132,7 @@ int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string("sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(arm_script));
+	json_object_array_add(cmd, json_object_new_string(sh_arm));
 	json_object_array_add(cmd, json_object_new_string("sandpit-arm"));
 	json_object_array_add(cmd, json_object_new_string(dl));
 	json_object_array_add(cmd, json_object_new_string(left));
@@ -218,7 +185,7 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string("sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(pool_script));
+	json_object_array_add(cmd, json_object_new_string(sh_pool));
 	json_object_array_add(cmd, json_object_new_string("sandpit-pool"));
 	json_object_array_add(cmd, json_object_new_string(expiry));
 	snprintf(lname, sizeof(lname), "%d", SB_MAX_LIFETIME_MS / 1000);

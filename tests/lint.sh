@@ -5,6 +5,9 @@
 #   2. cppcheck --enable=warning on the C folders             — fails the lint
 #   3. clang-format --dry-run against .clang-format           — fails the lint
 #      (SANDPIT_LINT_FORMAT=report only reports, while reformatting)
+#   4. shellcheck: the programs run in containers, sandbox/sh/*.sh, as POSIX
+#      sh (-s sh; includes followed, -x); the repo's own bash scripts
+#      (tests, deploy, images, bench) as bash                 — fails the lint
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -85,6 +88,30 @@ if command -v clang-format >/dev/null; then
 	fi
 else
 	echo "lint: clang-format not installed (apt-get install clang-format)"
+	status=1
+fi
+
+# --- 4. shellcheck ------------------------------------------------------
+echo "== shellcheck"
+if command -v shellcheck >/dev/null; then
+	mapfile -t SH_PROGRAMS < <(find sandbox/sh -name '*.sh' | sort)
+	mapfile -t BASH_SCRIPTS < <(find tests deploy images bench -name '*.sh' -not -path '*/node_modules/*' | sort)
+	ok=1
+	if ! shellcheck -s sh -x -P SCRIPTDIR "${SH_PROGRAMS[@]}"; then
+		echo "lint: shellcheck -s sh found problems in sandbox/sh (a deliberate one: # shellcheck disable=SCxxxx # why)"
+		ok=0
+	fi
+	if ! shellcheck -s bash "${BASH_SCRIPTS[@]}"; then
+		echo "lint: shellcheck -s bash found problems in the repo's scripts"
+		ok=0
+	fi
+	if [ $ok = 1 ]; then
+		echo "ok (${#SH_PROGRAMS[@]} container programs, ${#BASH_SCRIPTS[@]} scripts)"
+	else
+		status=1
+	fi
+else
+	echo "lint: shellcheck not installed (apt-get install shellcheck)"
 	status=1
 fi
 

@@ -6,7 +6,8 @@
 #      images (images/build.sh; minutes the first time, seconds after)
 #   4. make -j2 all + the unit test binaries
 #   5. suites: unit (build/tests/test_*, cmocka), process manager
-#      (tests/pm/test_pm.sh), fuzz (make fuzz-run: each libFuzzer target of
+#      (tests/pm/test_pm.sh), the container shell programs (tests/sh/run.sh,
+#      busybox sh and dash), fuzz (make fuzz-run: each libFuzzer target of
 #      tests/fuzz/ for a few seconds), API (node --test tests/api/*.test.mjs, each
 #      test file starts its own stack with deploy/stack.sh), then the gVisor
 #      pass: the files where the runtime matters again with every sandbox
@@ -308,6 +309,21 @@ if [ -f tests/pm/test_pm.sh ]; then
 		[ "$rc" -eq 0 ] && [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && p=1
 	fi
 	record "pm test_pm.sh" "$p" "$f"
+fi
+
+# --- 5b'. the shell programs run in containers, under busybox sh and dash ------------
+if [ -f tests/sh/run.sh ]; then
+	header "container shell programs: tests/sh/run.sh"
+	log=$RUN_TMP/sh.log
+	rc=0
+	run_logged "$log" timeout 600 bash tests/sh/run.sh || rc=$?
+	if ! summary_counts "$log" "$rc"; then
+		p=$(grep -c '^ok ' "$log" || true)
+		f=$(grep -c '^FAIL' "$log" || true)
+		[ "$rc" -ne 0 ] && f=$((f + 1))
+	fi
+	s=$(sed -n 's/^(\([0-9]*\) skipped)$/\1/p' "$log" | tail -n 1)
+	record "sh tests/sh/run.sh" "$p" "$f" "${s:-0}"
 fi
 
 # --- 5c. fuzz targets (libFuzzer, ASan + UBSan), briefly -------------------------------

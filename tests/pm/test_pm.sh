@@ -58,8 +58,10 @@ mkdir -p "$T/obj"
 build_failed=0
 # The same warnings as the Makefile, as errors.
 for src in fcgi/pm.c tests/pm/hello.c common/log.c common/util.c common/config.c common/metrics.c common/buf.c; do
+	# shellcheck disable=SC2086 # WARN and FLAGS are lists of flags
 	$CC $WARN -Werror $FLAGS -c "$ROOT/$src" -o "$T/obj/$(basename "$src" .c).o" || build_failed=1
 done
+# shellcheck disable=SC2086 # LDFLAGS is a list of flags
 $CC $LDFLAGS -o "$T/hello" "$T"/obj/*.o -lfcgi -lsodium || build_failed=1
 check "build hello${SANITIZE:+ (-fsanitize=$SANITIZE)}" $build_failed
 if [ $build_failed != 0 ]; then
@@ -187,6 +189,7 @@ for i in 1 2 3 4 5; do
 	req "sleep=3" >"$T/grow.$i" &
 	clients="$clients $!"
 done
+# shellcheck disable=SC2086 # clients is a list of pids
 wait $clients # never a bare wait: the master is a child of this shell too
 t1=$(date +%s%N)
 ms=$(( (t1 - t0) / 1000000 ))
@@ -250,6 +253,7 @@ replaced() {
 wait_until 5 replaced
 r=$?
 [ $r = 0 ] && answers && log_has "configuration reloaded"
+# shellcheck disable=SC2086,SC2116 # echo joins the lines of before
 check "5b SIGHUP with a valid config (workers_min 2->3) replaces every worker" $? \
 	"before: $(echo $before), after: $(workers | tr '\n' ' ')"
 stop_hello
@@ -263,6 +267,7 @@ client=$!
 wait_until 5 log_has "serving sleep=3"
 t0=$(date +%s%N)
 kill -TERM "$MASTER"
+# shellcheck disable=SC2016 # eval expands it, each try
 wait_until 1 eval '[ ! -e "$SOCK" ]'
 unlinked=$?
 wait $client

@@ -18,6 +18,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cmd=${1:-}
 dir=${2:-}
+# shellcheck disable=SC2015 # the usage when either is empty
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 
 free_port() {
@@ -27,6 +28,7 @@ free_port() {
 stop() {
 	local f
 	for f in "$dir/socat.pid" "$dir/sshd.pid" "$dir/tls-front.pid" "$dir/ssh-front.pid"; do
+		# shellcheck disable=SC2015 # || true: neither failing is an error
 		[ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
 		rm -f "$f"
 	done
@@ -140,6 +142,7 @@ for _ in $(seq 1 50); do
 	sleep 0.1
 done
 
+# shellcheck disable=SC2238 # the file is named env
 cat >env <<ENV
 TLS_PORT=$tls_port
 TLS_CERT=$dir/client.pem

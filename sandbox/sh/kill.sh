@@ -1,0 +1,22 @@
+# Kills every process (other than itself) whose environment holds
+# SANDPIT_EXEC=$1, or that holds the marker file /.sandpit/x/$1 open (the
+# wrapper, wrapper.sh, opens it on fd 9, so a command that clears its
+# environment, `env -i`, is still found), repeating until a pass finds none,
+# so children forked meanwhile die too; then removes the file (exec.c,
+# kill_marked). environ is NUL-separated: busybox grep stops a line at the
+# first NUL, so the variables are split into lines with tr first. Open
+# files are compared with test -ef: a builtin (no fork, and no ls, whose
+# statx runsc 20221219 fails). Exit 0 when a pass found none; non-zero
+# after 50 passes, or when a pass cannot fork (the caller then kills the
+# container). SANDPIT_EXEC is exec.c's MARKER_VAR.
+m="SANDPIT_EXEC=$1" x="/.sandpit/x/$1"; n=0
+while [ $n -lt 50 ]; do f=0
+for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = "$$" ] && continue
+k=0; tr '\000' '\n' 2>/dev/null <"$d/environ" | grep -q -x -F -e "$m" && k=1
+# shellcheck disable=SC3013 # -ef: busybox sh, dash and bash all have it, a builtin (tests/sh)
+[ $k = 0 ] && for g in "$d"/fd/*; do [ "$g" -ef "$x" ] && k=1 && break; done
+[ $k = 1 ] && kill -9 "$p" 2>/dev/null && f=1
+done
+[ $f = 0 ] && { rm -f "$x"; exit 0; }; n=$((n+1))
+done
+exit 1
