@@ -352,10 +352,10 @@ int route_parse_input(const struct route *rt, struct req *r, json_object **in, s
 			(void)val;
 			/* a body naming a path, query or header field: unknown */
 			if (!field_by_key(rt, key, 0) && named_field(rt, key)) {
-				json_object_put(o);
-				return sp_err_field(e, SP_BAD_REQUEST, key,
-						    "Unrecognized key: '%.*s'",
-						    (int)utf8_prefix(key, 100), key);
+				sp_err_field(e, SP_BAD_REQUEST, key, "Unrecognized key: '%.*s'",
+					     (int)utf8_prefix(key, 100), key);
+				json_object_put(o); /* key is o's */
+				return -1;
 			}
 		}
 		/* the query of a body route is read only when the route
