@@ -20,8 +20,7 @@
 #include "fcgi/face.h"
 #include "fcgi/request.h"
 #include "fcgi/route.h"
-
-extern const struct route handler_routes[];
+#include "handlers/handlers.h"
 
 /* --- the matcher ----------------------------------------------------------- */
 
@@ -555,6 +554,86 @@ static void test_face_table(void **state)
 	assert_ptr_equal(face_of_path("/nope"), &face_dokploy);
 }
 
+/* The RF_* behaviours, in dispatch's one place (through handlers_call, as
+ * the REST dispatch calls it). */
+static enum sp_code call(const struct route *rt, struct req *r, json_object **in)
+{
+	struct handler_ctx h = { r, NULL, NULL, 1 };
+	json_object *out = NULL, *issues = NULL;
+	struct sp_err e;
+	int rc;
+
+	r->org = "org_test";
+	r->perms = "ports:read,ports:write";
+	sp_err_clear(&e);
+	assert_int_equal(route_parse_input(rt, r, in, &e), 0);
+	rc = handlers_call(&h, rt, *in, 1, &out, &issues, &e);
+	json_object_put(out);
+	json_object_put(issues);
+	return rc < 0 ? e.code : SP_OK;
+}
+
+static void test_behaviours(void **state)
+{
+	const struct route *del = rt_of("DELETE", "/v1/sandboxes/x/ports/1");
+	const struct route *post = rt_of("POST", "/v1/sandboxes/x/ports");
+	struct fake f;
+	json_object *in;
+	struct req *r;
+
+	(void)state;
+	/* RF_IF_MATCH: missing is 428, a weak or unquoted ETag 400 */
+	r = fake(&f, "DELETE", "/v1/sandboxes/sb1/ports/80", NULL, NULL, NULL);
+	assert_int_equal(call(del, r, &in), SP_PRECONDITION_REQUIRED);
+	assert_int_equal(face_status(&face_dokploy, SP_PRECONDITION_REQUIRED), 428);
+	json_object_put(in);
+	req_cleanup(r);
+	r = fake(&f, "DELETE", "/v1/sandboxes/sb1/ports/80", NULL, NULL, "HTTP_IF_MATCH=W/\"e1\"");
+	assert_int_equal(call(del, r, &in), SP_BAD_REQUEST);
+	json_object_put(in);
+	req_cleanup(r);
+	r = fake(&f, "DELETE", "/v1/sandboxes/sb1/ports/80", NULL, NULL, "HTTP_IF_MATCH=\"e1\"");
+	assert_int_equal(call(del, r, &in), SP_OK);
+	assert_string_equal(json_object_get_string(json_object_object_get(in, ROUTE_IN_IF_MATCH)),
+			    "\"e1\"");
+	json_object_put(in);
+	req_cleanup(r);
+	/* RF_IDEMPOTENCY: optional, validated, delivered */
+	r = fake(&f, "POST", "/v1/sandboxes/sb1/ports", NULL, "{\"number\":1}", NULL);
+	assert_int_equal(call(post, r, &in), SP_OK);
+	assert_null(json_object_object_get(in, ROUTE_IN_IDEMPOTENCY_KEY));
+	json_object_put(in);
+	req_cleanup(r);
+	r = fake(&f, "POST", "/v1/sandboxes/sb1/ports", NULL, "{\"number\":1}",
+		 "HTTP_IDEMPOTENCY_KEY=k-1");
+	assert_int_equal(call(post, r, &in), SP_OK);
+	assert_string_equal(
+		json_object_get_string(json_object_object_get(in, ROUTE_IN_IDEMPOTENCY_KEY)),
+		"k-1");
+	json_object_put(in);
+	req_cleanup(r);
+	r = fake(&f, "POST", "/v1/sandboxes/sb1/ports", NULL, "{\"number\":1}",
+		 "HTTP_IDEMPOTENCY_KEY=");
+	assert_int_equal(call(post, r, &in), SP_BAD_REQUEST);
+	json_object_put(in);
+	req_cleanup(r);
+	/* the permission is the route's, per method */
+	r = fake(&f, "DELETE", "/v1/sandboxes/sb1/ports/80", NULL, NULL, "HTTP_IF_MATCH=\"e1\"");
+	r->org = "org_test";
+	{
+		struct handler_ctx h = { r, NULL, NULL, 1 };
+		json_object *out = NULL, *issues = NULL;
+		struct sp_err e;
+		sp_err_clear(&e);
+		r->perms = "ports:read";
+		assert_int_equal(route_parse_input(del, r, &in, &e), 0);
+		assert_int_equal(handlers_call(&h, del, in, 1, &out, &issues, &e), -1);
+		assert_int_equal(e.code, SP_FORBIDDEN);
+	}
+	json_object_put(in);
+	req_cleanup(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -567,6 +646,7 @@ int main(void)
 		cmocka_unit_test(test_status_and_flags),
 		cmocka_unit_test(test_table_check),
 		cmocka_unit_test(test_face_table),
+		cmocka_unit_test(test_behaviours),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
