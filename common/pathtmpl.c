@@ -218,3 +218,23 @@ const struct pathtmpl_cap *pathtmpl_cap_get(const struct pathtmpl_cap *caps, int
 			return &caps[i];
 	return NULL;
 }
+
+void pathtmpl_label(const char *tmpl, char *out, size_t cap)
+{
+	size_t o = 0;
+	int in_cap = 0, in_type = 0;
+
+	if (cap == 0)
+		return;
+	for (const char *t = tmpl; *t && o + 1 < cap; t++) {
+		if (*t == '{')
+			in_cap = 1;
+		else if (*t == ':' && in_cap)
+			in_type = 1;
+		else if (*t == '}')
+			in_cap = in_type = 0;
+		if (!in_type)
+			out[o++] = *t;
+	}
+	out[o] = '\0';
+}

@@ -49,6 +49,9 @@ int pathtmpl_valid(const char *tmpl);
 /* The capture named name (a NUL-terminated string) of a match, or NULL. */
 const struct pathtmpl_cap *pathtmpl_cap_get(const struct pathtmpl_cap *caps, int ncaps,
 					    const char *name);
+/* The template without capture types ("/images/{name}/json" for
+ * "/images/{name:ref}/json"), for metrics labels; cut to cap. */
+void pathtmpl_label(const char *tmpl, char *out, size_t cap);
 /* True when n bytes are a PT_ID segment (Docker's container and exec ids). */
 int pathtmpl_id_ok(const char *s, size_t n);
 

@@ -442,7 +442,7 @@ int docker_req_url(struct docker_client *c, const struct docker_req *r, struct b
 
 int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struct sp_err *e)
 {
-	char errbuf[CURL_ERROR_SIZE], series[96];
+	char errbuf[CURL_ERROR_SIZE], series[96], label[80];
 	const char *tmpl;
 	int64_t t0;
 	struct curl_slist *hdrs = NULL, *tmp;
@@ -520,7 +520,8 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 	rc = curl_easy_perform(h);
 	docker_guard_leave(r);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-	snprintf(series, sizeof(series), "%s %s", r->method, tmpl);
+	pathtmpl_label(tmpl, label, sizeof(label));
+	snprintf(series, sizeof(series), "%s %s", r->method, label);
 	metrics_observe(METRICS_DOCKER, series, (int)r->status, mono_us() - t0);
 	if (rc == CURLE_OK ||
 	    ((rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK) && r->aborted)) {

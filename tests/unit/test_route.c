@@ -115,6 +115,13 @@ static void test_match_bad(void **state)
 	assert_false(m("/s/{id:hex}", "/s/x"));
 	assert_false(m("/s/x{id}", "/s/xa"));
 	assert_int_equal(pathtmpl_valid("/v1/sandboxes/{sandbox}/ports/{port:int}"), 0);
+	{
+		char label[80];
+		pathtmpl_label("/images/{name:ref}/json", label, sizeof(label));
+		assert_string_equal(label, "/images/{name}/json");
+		pathtmpl_label("/v1/x:y/{a:int}/{b}/z:w", label, sizeof(label));
+		assert_string_equal(label, "/v1/x:y/{a}/{b}/z:w");
+	}
 	assert_int_equal(pathtmpl_valid("/s/{id"), -1);
 	assert_int_equal(pathtmpl_valid("/s/{1d}"), -1);
 	assert_int_equal(pathtmpl_valid("/s/{id:hex}"), -1);
