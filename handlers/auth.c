@@ -134,7 +134,7 @@ void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 	const struct route *rt;
 	struct auth_entry id;
 	struct sp_err e;
-	size_t len;
+	size_t len, plen;
 
 	sp_err_clear(&e);
 	key = api_key(r, &len);
@@ -165,9 +165,12 @@ void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 	switch (route_authorize(handler_routes, req_param(r, "SANDPIT_AUTH_METHOD"), uri, id.perms,
 				&rt)) {
 	case ROUTE_DENY_UNKNOWN:
+		/* the path only, never a line break; nginx shows it only when it
+		 * is plain text ($sp_error_safe) */
+		plen = strcspn(uri, "?\r\n");
 		snprintf(hdr, sizeof(hdr),
 			 "X-Sandpit-Deny: 404\r\nX-Sandpit-Error: No procedure at %.*s\r\n",
-			 (int)strcspn(uri, "?\r\n") > 200 ? 200 : (int)strcspn(uri, "?\r\n"), uri);
+			 (int)(plen > 200 ? 200 : plen), uri);
 		answer(r, 403, hdr);
 		return;
 	case ROUTE_DENY_METHOD:

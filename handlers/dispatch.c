@@ -177,6 +177,11 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 	}
 	if (rt->fields && route_parse_input(rt, r, &in, &e) < 0)
 		goto fail;
+	/* a route that reads the request itself still gets its raw body read
+	 * under its own limit */
+	if (!rt->fields && route_body_kind(rt) == RB_RAW &&
+	    req_read_body(r, route_body_max(rt), &e) < 0)
+		goto fail;
 	if (handlers_call(&h, rt, in, 1, &out, &issues, &e) < 0)
 		goto fail;
 	/* A route without fields may have answered itself (MCP's 202). */
