@@ -1,4 +1,4 @@
-/* Error values and their HTTP mapping. See err.h. */
+/* Error values. See err.h; their HTTP mapping is each face's (fcgi/face.c). */
 #include "err.h"
 
 #include <stdarg.h>
@@ -8,25 +8,24 @@
 #include "buf.h"
 #include "utf8.h"
 
-static const struct {
-	int http;
-	const char *name;
-} codes[] = {
-	[SP_OK] = { 200, "OK" },
-	[SP_BAD_REQUEST] = { 400, "BAD_REQUEST" },
-	[SP_UNAUTHORIZED] = { 401, "UNAUTHORIZED" },
-	[SP_FORBIDDEN] = { 403, "FORBIDDEN" },
-	[SP_NOT_FOUND] = { 404, "NOT_FOUND" },
-	[SP_METHOD_NOT_ALLOWED] = { 405, "METHOD_NOT_SUPPORTED" },
-	[SP_TIMEOUT] = { 408, "TIMEOUT" },
-	[SP_CONFLICT] = { 409, "CONFLICT" },
-	[SP_PRECONDITION] = { 412, "PRECONDITION_FAILED" },
-	[SP_TOO_LARGE] = { 413, "PAYLOAD_TOO_LARGE" },
-	[SP_UNPROCESSABLE] = { 422, "UNPROCESSABLE_CONTENT" },
-	[SP_TOO_MANY] = { 429, "TOO_MANY_REQUESTS" },
-	[SP_QUOTA] = { 429, "QUOTA_EXCEEDED" },
-	[SP_INTERNAL] = { 500, "INTERNAL_SERVER_ERROR" },
-	[SP_UNAVAILABLE] = { 503, "SERVICE_UNAVAILABLE" },
+static const char *const names[SP_CODE_COUNT] = {
+	[SP_OK] = "ok",
+	[SP_BAD_REQUEST] = "bad_request",
+	[SP_UNAUTHORIZED] = "unauthorized",
+	[SP_FORBIDDEN] = "forbidden",
+	[SP_NOT_FOUND] = "not_found",
+	[SP_METHOD_NOT_ALLOWED] = "method_not_allowed",
+	[SP_TIMEOUT] = "timeout",
+	[SP_CONFLICT] = "conflict",
+	[SP_PRECONDITION] = "precondition",
+	[SP_TOO_LARGE] = "too_large",
+	[SP_UNPROCESSABLE] = "unprocessable",
+	[SP_TOO_MANY] = "too_many",
+	[SP_QUOTA] = "quota",
+	[SP_INTERNAL] = "internal",
+	[SP_UNAVAILABLE] = "unavailable",
+	[SP_PRECONDITION_REQUIRED] = "precondition_required",
+	[SP_UNSUPPORTED_MEDIA] = "unsupported_media",
 };
 
 /* Copies src into dst[cap] as valid UTF-8: invalid bytes (a raw request
@@ -87,16 +86,9 @@ void sp_err_clear(struct sp_err *e)
 	e->msg[0] = '\0';
 }
 
-int sp_code_http(enum sp_code code)
-{
-	if ((unsigned)code >= sizeof(codes) / sizeof(codes[0]))
-		return 500;
-	return codes[code].http;
-}
-
 const char *sp_code_name(enum sp_code code)
 {
-	if ((unsigned)code >= sizeof(codes) / sizeof(codes[0]))
-		return "INTERNAL_SERVER_ERROR";
-	return codes[code].name;
+	if ((unsigned)code >= SP_CODE_COUNT || !names[code])
+		return "internal";
+	return names[code];
 }

@@ -17,10 +17,12 @@
 
 #include "../common/log.h"
 #include "../common/metrics.h"
+#include "../common/pathtmpl.h"
 #include "../common/util.h"
 
-/* The only requests this client may send. {id}: a docker_valid_id segment;
- * {name}: one percent-escaped segment (an image reference). */
+/* The only requests this client may send, as common/pathtmpl.h templates.
+ * {id}: a docker_valid_id segment; {name:ref}: one percent-escaped segment
+ * (an image reference). */
 static const struct {
 	const char *method;
 	const char *tmpl;
@@ -42,7 +44,7 @@ static const struct {
 	{ "POST", "/exec/{id}/start" },
 	{ "GET", "/exec/{id}/json" },
 	{ "POST", "/images/create" },
-	{ "GET", "/images/{name}/json" },
+	{ "GET", "/images/{name:ref}/json" },
 	{ "GET", "/networks" },
 	{ "POST", "/networks/create" },
 	{ "GET", "/networks/{id}" },
@@ -57,17 +59,6 @@ static int is_alnum(int ch)
 static int is_unreserved(int ch)
 {
 	return is_alnum(ch) || ch == '.' || ch == '_' || ch == '~' || ch == '-';
-}
-
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 int docker_escape(const char *s, char *out, size_t cap)
@@ -95,95 +86,9 @@ int docker_escape(const char *s, char *out, size_t cap)
 	return 0;
 }
 
-/* Checks n bytes as an id/name: [A-Za-z0-9][A-Za-z0-9_.-]{0,127}. */
-static int valid_id_n(const char *s, size_t n)
-{
-	if (n == 0 || n > 128 || !is_alnum((unsigned char)s[0]))
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		int ch = (unsigned char)s[i];
-		if (!is_alnum(ch) && ch != '_' && ch != '.' && ch != '-')
-			return 0;
-	}
-	return 1;
-}
-
 int docker_valid_id(const char *s)
 {
-	return s && valid_id_n(s, strnlen(s, 130));
-}
-
-/* Checks one escaped path segment holding an image reference: only
- * unreserved bytes and %XX; decoded, every '/'-part is non-empty, not "."
- * or "..", and printable ASCII. */
-static int valid_name_seg(const char *s, size_t n)
-{
-	char dec[256];
-	size_t d = 0, start = 0;
-
-	if (n == 0)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		int ch = (unsigned char)s[i];
-		if (ch == '%') {
-			if (i + 2 >= n)
-				return 0;
-			int hi = hexval((unsigned char)s[i + 1]),
-			    lo = hexval((unsigned char)s[i + 2]);
-			if (hi < 0 || lo < 0)
-				return 0;
-			ch = hi * 16 + lo;
-			i += 2;
-		} else if (!is_unreserved(ch)) {
-			return 0;
-		}
-		if (ch <= 0x20 || ch >= 0x7f || d + 1 >= sizeof(dec))
-			return 0;
-		dec[d++] = (char)ch;
-	}
-	dec[d] = '\0';
-	for (size_t i = 0; i <= d; i++) {
-		if (i < d && dec[i] != '/')
-			continue;
-		size_t len = i - start;
-		if (len == 0 || (len == 1 && dec[start] == '.') ||
-		    (len == 2 && dec[start] == '.' && dec[start + 1] == '.'))
-			return 0;
-		start = i + 1;
-	}
-	return 1;
-}
-
-static int seg_match(const char *t, size_t tn, const char *p, size_t pn)
-{
-	if (tn == 4 && memcmp(t, "{id}", 4) == 0)
-		return valid_id_n(p, pn);
-	if (tn == 6 && memcmp(t, "{name}", 6) == 0)
-		return valid_name_seg(p, pn);
-	return tn == pn && memcmp(t, p, tn) == 0;
-}
-
-/* Matches path[0..n) against a template, segment by segment. */
-static int tmpl_match(const char *tmpl, const char *path, size_t n)
-{
-	const char *t = tmpl, *tend = tmpl + strlen(tmpl);
-	const char *p = path, *pend = path + n;
-
-	while (t < tend && p < pend) {
-		if (*t != '/' || *p != '/')
-			return 0;
-		t++;
-		p++;
-		const char *ts = memchr(t, '/', (size_t)(tend - t));
-		const char *ps = memchr(p, '/', (size_t)(pend - p));
-		size_t tn = ts ? (size_t)(ts - t) : (size_t)(tend - t);
-		size_t pn = ps ? (size_t)(ps - p) : (size_t)(pend - p);
-		if (!seg_match(t, tn, p, pn))
-			return 0;
-		t += tn;
-		p += pn;
-	}
-	return t == tend && p == pend;
+	return s && pathtmpl_id_ok(s, strnlen(s, 130));
 }
 
 /* The allow-list template that method + path matches, or NULL. */
@@ -208,7 +113,8 @@ static const char *path_template(const char *method, const char *path)
 		n -= i;
 	}
 	for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) {
-		if (strcmp(method, allowed[k].method) == 0 && tmpl_match(allowed[k].tmpl, path, n))
+		if (strcmp(method, allowed[k].method) == 0 &&
+		    pathtmpl_match(allowed[k].tmpl, path, n, NULL, NULL))
 			return allowed[k].tmpl;
 	}
 	return NULL;
@@ -536,7 +442,7 @@ int docker_req_url(struct docker_client *c, const struct docker_req *r, struct b
 
 int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struct sp_err *e)
 {
-	char errbuf[CURL_ERROR_SIZE], series[96];
+	char errbuf[CURL_ERROR_SIZE], series[96], label[80];
 	const char *tmpl;
 	int64_t t0;
 	struct curl_slist *hdrs = NULL, *tmp;
@@ -614,7 +520,8 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 	rc = curl_easy_perform(h);
 	docker_guard_leave(r);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-	snprintf(series, sizeof(series), "%s %s", r->method, tmpl);
+	pathtmpl_label(tmpl, label, sizeof(label));
+	snprintf(series, sizeof(series), "%s %s", r->method, label);
 	metrics_observe(METRICS_DOCKER, series, (int)r->status, mono_us() - t0);
 	if (rc == CURLE_OK ||
 	    ((rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK) && r->aborted)) {

@@ -21,6 +21,7 @@
 
 #include "../common/log.h"
 #include "../common/metrics.h"
+#include "../common/pathtmpl.h"
 #include "../common/util.h"
 
 #define HIJACK_HEAD_MAX ((size_t)16 << 10) /* request line + headers, answer headers */
@@ -266,7 +267,7 @@ static void pump(struct hijack *x, const char *in, size_t in_len)
 int docker_hijack(struct docker_client *c, struct docker_req *r, const void *in, size_t in_len,
 		  struct sp_err *e)
 {
-	char errbuf[CURL_ERROR_SIZE], series[96], head[HIJACK_HEAD_MAX];
+	char errbuf[CURL_ERROR_SIZE], series[96], label[80], head[HIJACK_HEAD_MAX];
 	const char *tmpl = NULL, *host = strstr(c->base, "://");
 	int64_t t0 = mono_us(), now = mono_ms(), timeout_ms, head_until;
 	struct hijack x = { 0 };
@@ -365,7 +366,8 @@ done:
 	if (ret < 0 && e && e->code == SP_UNAVAILABLE)
 		log_warn("docker: %s %s: %s", r->method, r->path, e->msg);
 	if (x.h && tmpl) {
-		snprintf(series, sizeof(series), "%s %s", r->method, tmpl);
+		pathtmpl_label(tmpl, label, sizeof(label));
+		snprintf(series, sizeof(series), "%s %s", r->method, label);
 		metrics_observe(METRICS_DOCKER, series, (int)r->status, mono_us() - t0);
 	}
 	if (x.h)

@@ -11,6 +11,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "face.h"
 
 const char *req_param(const struct req *r, const char *name)
 {
@@ -189,29 +190,7 @@ void req_stream_abort(struct req *r)
 
 void req_send_error(struct req *r, const struct sp_err *e, json_object *issues)
 {
-	json_object *o = json_object_new_object();
-	int status = sp_code_http(e->code);
-
-	json_object_object_add(o, "message", json_object_new_string(e->msg[0] ? e->msg : "Error"));
-	json_object_object_add(o, "code", json_object_new_string(sp_code_name(e->code)));
-	if (issues)
-		json_object_object_add(o, "issues", json_object_get(issues));
-	else if (e->field[0]) {
-		json_object *arr = json_object_new_array(), *it = json_object_new_object(),
-			    *p = json_object_new_array();
-		json_object_array_add(p, json_object_new_string(e->field));
-		json_object_object_add(it, "path", p);
-		json_object_object_add(it, "message", json_object_new_string(e->msg));
-		json_object_array_add(arr, it);
-		json_object_object_add(o, "issues", arr);
-	}
-	if (status >= 500)
-		log_warn("answer %d: %s", status, e->msg);
-	/* a busy or briefly unavailable service: tell the client when to retry
-	 * (not for a full quota: a second later it is as full) */
-	req_send_json(r, status,
-		      status == 503 || e->code == SP_TOO_MANY ? "Retry-After: 1\r\n" : NULL, o);
-	json_object_put(o);
+	face_send_error(r, &face_dokploy, e, issues);
 }
 
 int req_client_gone(const struct req *r)

@@ -41,8 +41,9 @@ int req_read_body(struct req *r, size_t max, struct sp_err *e);
 /* Writes a status line, extra headers ("Name: value\r\n" lines or NULL) and
  * a JSON body. Does not consume obj. */
 void req_send_json(struct req *r, int status, const char *headers, json_object *obj);
-/* Writes the error shape {"message","code","issues"} for e; issues may be
- * NULL (not consumed). */
+/* Writes e in the default (Dokploy) face's shape, {"message","code",
+ * "issues"} (face_send_error with &face_dokploy); issues may be NULL (not
+ * consumed). */
 void req_send_error(struct req *r, const struct sp_err *e, json_object *issues);
 /* An answer sent while it is being made: begin writes the status and JSON
  * headers without a Content-Length (nginx sends it chunked), write appends

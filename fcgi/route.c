@@ -12,28 +12,108 @@
 #include <string.h>
 
 #include "../common/perms.h"
+#include "face.h"
 #include "../common/utf8.h"
 #include "../common/util.h"
 
-#define BODY_MAX (15u * 1024 * 1024)
+enum route_body route_body_kind(const struct route *rt)
+{
+	if (rt->body != RB_AUTO)
+		return rt->body;
+	if (strcmp(rt->method, "GET") == 0 || strcmp(rt->method, "HEAD") == 0 ||
+	    strcmp(rt->method, "DELETE") == 0)
+		return RB_NONE;
+	return RB_JSON;
+}
 
-const struct route *route_find(const struct route *table, const char *method, const char *path,
-			       int *method_ok)
+size_t route_body_max(const struct route *rt)
+{
+	return rt->body_max ? rt->body_max : ROUTE_BODY_MAX;
+}
+
+int route_status(const struct route *rt)
+{
+	return rt->status ? rt->status : 200;
+}
+
+const struct face *route_face(const struct route *rt)
+{
+	return rt->face ? rt->face : face_of_path(rt->path);
+}
+
+/* The input (FS_INPUT) is the query string unless the body is JSON. */
+static int input_is_query(const struct route *rt)
+{
+	return route_body_kind(rt) != RB_JSON;
+}
+
+/* True when f's value arrives as text (coerced to its type). */
+static int from_text(const struct route *rt, const struct field_spec *f)
+{
+	return f->source == FS_PATH || f->source == FS_QUERY || f->source == FS_HEADER ||
+	       (f->source == FS_INPUT && input_is_query(rt));
+}
+
+static const char *field_from(const struct field_spec *f)
+{
+	return f->from ? f->from : f->name;
+}
+
+const struct route *route_match(const struct route *table, const char *method, const char *path,
+				int *method_ok, struct pathtmpl_cap *caps, int *ncaps)
 {
 	const struct route *found = NULL;
+	struct pathtmpl_cap one[PATHTMPL_MAX_CAPS];
+	size_t n = strcspn(path, "?");
+	int k;
 
 	*method_ok = 0;
+	if (ncaps)
+		*ncaps = 0;
 	for (const struct route *rt = table; rt->path; rt++) {
-		if (strcmp(rt->path, path) != 0)
+		if (!pathtmpl_match(rt->path, path, n, one, &k))
 			continue;
-		found = rt;
+		if (!found) {
+			found = rt;
+			if (caps)
+				memcpy(caps, one, sizeof(one[0]) * (size_t)k);
+			if (ncaps)
+				*ncaps = k;
+		}
 		if (strcmp(rt->method, method) == 0 ||
 		    (strcmp(method, "HEAD") == 0 && strcmp(rt->method, "GET") == 0)) {
 			*method_ok = 1;
+			if (caps)
+				memcpy(caps, one, sizeof(one[0]) * (size_t)k);
+			if (ncaps)
+				*ncaps = k;
 			return rt;
 		}
 	}
 	return found;
+}
+
+const struct route *route_find(const struct route *table, const char *method, const char *path,
+			       int *method_ok)
+{
+	return route_match(table, method, path, method_ok, NULL, NULL);
+}
+
+enum route_auth route_authorize(const struct route *table, const char *method, const char *uri,
+				const char *perms, const struct route **rtp)
+{
+	const struct route *rt;
+	int ok;
+
+	rt = route_find(table, method, uri, &ok);
+	*rtp = rt;
+	if (!rt)
+		return ROUTE_DENY_UNKNOWN;
+	if (!ok)
+		return ROUTE_DENY_METHOD;
+	if (rt->perm && !perms_has(perms, rt->perm))
+		return ROUTE_DENY_PERM;
+	return ROUTE_ALLOW;
 }
 
 /* Percent-decodes s[0..n) ('+' is a space) into out (cap >= n + 1). */
@@ -111,15 +191,12 @@ fail:
 	return -1;
 }
 
-int route_parse_input(const struct route *rt, struct req *r, json_object **in, struct sp_err *e)
+/* Parses the JSON body in r->body into *in (an object). */
+static int parse_json_body(struct req *r, json_object **in, struct sp_err *e)
 {
 	struct json_tokener *tok;
 	json_object *o;
 
-	if (strcmp(rt->method, "GET") == 0)
-		return parse_query(r->query, in, e);
-	if (req_read_body(r, BODY_MAX, e) < 0)
-		return -1;
 	if (r->body.len == 0) {
 		*in = json_object_new_object();
 		return 0;
@@ -152,6 +229,161 @@ int route_parse_input(const struct route *rt, struct req *r, json_object **in, s
 	}
 	*in = o;
 	return 0;
+}
+
+/* The field of rt that a key of the given origin names, or NULL: the input
+ * (query string or body) names FS_INPUT fields, plus FS_QUERY fields when it
+ * is the query, FS_BODY ones when it is the body. */
+static const struct field_spec *field_by_key(const struct route *rt, const char *key, int query)
+{
+	for (const struct field_spec *f = rt->fields; f && f->name; f++) {
+		if (f->source == FS_INPUT && strcmp(f->name, key) == 0)
+			return f;
+		if (query && f->source == FS_QUERY && strcmp(field_from(f), key) == 0)
+			return f;
+		if (!query && f->source == FS_BODY && strcmp(f->name, key) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+static int has_source(const struct route *rt, enum field_source src)
+{
+	for (const struct field_spec *f = rt->fields; f && f->name; f++)
+		if (f->source == src)
+			return 1;
+	return 0;
+}
+
+static int named_field(const struct route *rt, const char *key)
+{
+	for (const struct field_spec *f = rt->fields; f && f->name; f++)
+		if (strcmp(f->name, key) == 0)
+			return 1;
+	return 0;
+}
+
+/* Moves the query's keys into in under their fields' names. When the
+ * query is the route's input (is_input), a key naming no field is left for
+ * route_validate to report; otherwise only FS_QUERY keys are taken. A key
+ * naming a field of another source is refused here. */
+static int merge_query(const struct route *rt, json_object *q, json_object *in, int is_input,
+		       struct sp_err *e)
+{
+	json_object_object_foreach(q, key, val)
+	{
+		const struct field_spec *f = field_by_key(rt, key, 1);
+		if (f && (is_input || f->source == FS_QUERY)) {
+			if (json_object_object_get_ex(in, f->name, NULL))
+				return sp_err_field(e, SP_BAD_REQUEST, f->name,
+						    "%s: given more than once", f->name);
+			json_object_object_add(in, f->name, json_object_get(val));
+			continue;
+		}
+		if (!is_input || named_field(rt, key))
+			return sp_err_field(e, SP_BAD_REQUEST, key, "Unrecognized key: '%.*s'",
+					    (int)utf8_prefix(key, 100), key);
+		json_object_object_add(in, key, json_object_get(val));
+	}
+	return 0;
+}
+
+/* The CGI param of a header: HTTP_ + upper case, '-' as '_'. */
+static void header_param(const char *header, char *out, size_t cap)
+{
+	size_t o = (size_t)snprintf(out, cap, "HTTP_");
+
+	for (const char *h = header; *h && o + 1 < cap; h++)
+		out[o++] = *h == '-' ? '_' : (char)toupper((unsigned char)*h);
+	out[o] = '\0';
+}
+
+/* Adds the path captures and headers rt's fields name. */
+static int merge_path_headers(const struct route *rt, struct req *r, json_object *in,
+			      struct sp_err *e)
+{
+	struct pathtmpl_cap caps[PATHTMPL_MAX_CAPS];
+	int ncaps = 0;
+
+	if (has_source(rt, FS_PATH) &&
+	    !pathtmpl_match(rt->path, r->path, strlen(r->path), caps, &ncaps))
+		ncaps = 0; /* the required path fields are then missing */
+	for (const struct field_spec *f = rt->fields; f && f->name; f++) {
+		if (f->source == FS_PATH) {
+			const struct pathtmpl_cap *c = pathtmpl_cap_get(caps, ncaps, field_from(f));
+			if (c)
+				json_object_object_add(
+					in, f->name,
+					json_object_new_string_len(c->val, (int)c->len));
+		} else if (f->source == FS_HEADER) {
+			char param[128];
+			const char *v;
+			header_param(field_from(f), param, sizeof(param));
+			v = FCGX_GetParam(param, r->fx->envp);
+			if (!v)
+				continue;
+			if (!utf8_valid(v, strlen(v)))
+				return sp_err_field(e, SP_BAD_REQUEST, f->name,
+						    "%s: not valid UTF-8", field_from(f));
+			json_object_object_add(in, f->name, json_object_new_string(v));
+		}
+	}
+	return 0;
+}
+
+int route_parse_input(const struct route *rt, struct req *r, json_object **in, struct sp_err *e)
+{
+	enum route_body kind = route_body_kind(rt);
+	json_object *o = NULL, *q = NULL;
+
+	*in = NULL;
+	if (kind == RB_MULTIPART)
+		return sp_err_set(e, SP_UNSUPPORTED_MEDIA,
+				  "%s %s does not take multipart bodies yet", rt->method, rt->path);
+	if (kind == RB_JSON || kind == RB_RAW) {
+		if (req_read_body(r, route_body_max(rt), e) < 0)
+			return -1;
+	}
+	if (kind == RB_JSON) {
+		if (parse_json_body(r, &o, e) < 0)
+			return -1;
+		json_object_object_foreach(o, key, val)
+		{
+			(void)val;
+			/* a body naming a path, query or header field: unknown */
+			if (!field_by_key(rt, key, 0) && named_field(rt, key)) {
+				sp_err_field(e, SP_BAD_REQUEST, key, "Unrecognized key: '%.*s'",
+					     (int)utf8_prefix(key, 100), key);
+				json_object_put(o); /* key is o's */
+				return -1;
+			}
+		}
+		/* the query of a body route is read only when the route
+		 * declares query fields (the procedures ignore it) */
+		if (has_source(rt, FS_QUERY)) {
+			if (parse_query(r->query, &q, e) < 0 || merge_query(rt, q, o, 0, e) < 0)
+				goto fail;
+		}
+	} else {
+		json_object *raw = NULL;
+		if (parse_query(r->query, &raw, e) < 0)
+			return -1;
+		o = json_object_new_object();
+		if (merge_query(rt, raw, o, 1, e) < 0) {
+			json_object_put(raw);
+			goto fail;
+		}
+		json_object_put(raw);
+	}
+	if (merge_path_headers(rt, r, o, e) < 0)
+		goto fail;
+	json_object_put(q);
+	*in = o;
+	return 0;
+fail:
+	json_object_put(q);
+	json_object_put(o);
+	return -1;
 }
 
 static void add_issue(json_object *issues, const char *field, const char *code, const char *msg)
@@ -367,7 +599,7 @@ static const char *check_field(const struct field_spec *f, json_object *v, char 
 	return NULL;
 }
 
-int route_validate(const struct route *rt, json_object *in, int from_query, struct sp_err *e,
+int route_validate(const struct route *rt, json_object *in, int from_http, struct sp_err *e,
 		   json_object **issues)
 {
 	json_object *iss = json_object_new_array();
@@ -414,7 +646,7 @@ int route_validate(const struct route *rt, json_object *in, int from_query, stru
 			}
 			continue;
 		}
-		if (from_query && f->type != FT_STRING && f->type != FT_ID &&
+		if (from_http && from_text(rt, f) && f->type != FT_STRING && f->type != FT_ID &&
 		    f->type != FT_ABSPATH && f->type != FT_ENUM) {
 			json_object *c = coerce(f, v);
 			if (!c) {
@@ -448,4 +680,55 @@ record:
 int route_has_perm(const char *perms, const char *perm)
 {
 	return perms_has(perms, perm);
+}
+
+int route_table_check(const struct route *table, struct sp_err *e)
+{
+	for (const struct route *rt = table; rt->path; rt++) {
+		enum route_body kind = route_body_kind(rt);
+		int st = route_status(rt);
+		if (pathtmpl_valid(rt->path) < 0)
+			return sp_err_set(e, SP_INTERNAL, "route %s: bad path template", rt->path);
+		if (route_body_max(rt) > ROUTE_BODY_MAX)
+			return sp_err_set(e, SP_INTERNAL,
+					  "route %s: body limit over nginx's %u bytes", rt->path,
+					  ROUTE_BODY_MAX);
+		if (st < 200 || st > 299)
+			return sp_err_set(e, SP_INTERNAL, "route %s: success status %d", rt->path,
+					  st);
+		for (const struct field_spec *f = rt->fields; f && f->name; f++) {
+			if (f->source == FS_PATH) {
+				/* the template holds "{from}" or "{from:" */
+				char a[80], b[80];
+				snprintf(a, sizeof(a), "{%s}", field_from(f));
+				snprintf(b, sizeof(b), "{%s:", field_from(f));
+				if (!strstr(rt->path, a) && !strstr(rt->path, b))
+					return sp_err_set(e, SP_INTERNAL,
+							  "route %s: no capture for field %s",
+							  rt->path, f->name);
+			}
+			if (f->source == FS_BODY && kind != RB_JSON)
+				return sp_err_set(e, SP_INTERNAL,
+						  "route %s: body field %s without a JSON body",
+						  rt->path, f->name);
+		}
+		/* every capture is some field's (a capture nobody reads would
+		 * pass unvalidated into nothing; a route reading the request
+		 * itself, fields NULL, is exempt) */
+		if (rt->fields) {
+			for (const char *c = strchr(rt->path, '{'); c; c = strchr(c + 1, '{')) {
+				size_t n = strcspn(c + 1, ":}");
+				int found = 0;
+				for (const struct field_spec *f = rt->fields; f->name; f++)
+					if (f->source == FS_PATH && strlen(field_from(f)) == n &&
+					    strncmp(field_from(f), c + 1, n) == 0)
+						found = 1;
+				if (!found)
+					return sp_err_set(e, SP_INTERNAL,
+							  "route %s: capture without a field",
+							  rt->path);
+			}
+		}
+	}
+	return 0;
 }

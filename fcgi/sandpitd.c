@@ -142,6 +142,14 @@ int main(int argc, char **argv)
 	static const struct daemon_spec d = { "sandpitd", "configuration file", load_config,
 					      worker_main, check_docker };
 
+	struct sp_err e;
+
+	/* a route table that contradicts itself is a build mistake: refuse to
+	 * serve it (route_table_check, fcgi/route.h) */
+	if (route_table_check(handler_routes, &e) < 0) {
+		fprintf(stderr, "sandpitd: %s\n", e.msg);
+		return 1;
+	}
 	/* before any fork: every worker shares the Docker servers' guards */
 	if (docker_shared_init() < 0)
 		log_warn("mmap docker guards: each worker guards its Docker calls alone");

@@ -3,7 +3,8 @@
  * Maps the API key (x-api-key or "Authorization: Bearer") to its
  * organization, role and permissions, and checks the permission of the
  * route being called: 200 with X-Sandpit-* identity headers, 401 for a
- * missing or unknown key, 403 for a missing permission, 503 when the store
+ * missing or unknown key, 403 for a missing permission or for a path no
+ * route has (X-Sandpit-Deny: 404 or 405 then), 503 when the store
  * cannot answer (nginx then denies). Answers are cached in the worker for
  * AUTH_CACHE_MS by the key's keyed hash, never by the key, so a burst costs
  * one Redis lookup per worker; nginx keeps 200s for 1 s more (see
@@ -128,13 +129,12 @@ static int lookup(struct sandbox_ctx *sb, const char *hash, struct auth_entry *o
 
 void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 {
-	char hash[65], hdr[1024], path[4096];
+	char hash[65], hdr[1024];
 	const char *key, *uri = req_param(r, "SANDPIT_AUTH_URI");
 	const struct route *rt;
 	struct auth_entry id;
 	struct sp_err e;
 	size_t len, plen;
-	int ok;
 
 	sp_err_clear(&e);
 	key = api_key(r, &len);
@@ -155,18 +155,38 @@ void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 			answer(r, 503, "");
 		return;
 	}
-	plen = strcspn(uri, "?");
-	if (plen >= sizeof(path))
-		plen = sizeof(path) - 1;
-	memcpy(path, uri, plen);
-	path[plen] = '\0';
-	rt = route_find(handler_routes, req_param(r, "SANDPIT_AUTH_METHOD"), path, &ok);
-	if (rt && rt->perm && !perms_has(id.perms, rt->perm)) {
+	/* Every route is checked, templated or not, on the raw path nginx got
+	 * ($request_uri): a typed capture never holds an escape, a dot segment
+	 * or an empty one, so a raw path that matches is its own decoded form
+	 * and sandpitd routes it ($uri) to this same route. What matches no
+	 * route (or not with this method) is denied here: 403 to nginx, with
+	 * X-Sandpit-Deny naming the status the caller gets (404, 405) from the
+	 * face's error page. */
+	switch (route_authorize(handler_routes, req_param(r, "SANDPIT_AUTH_METHOD"), uri, id.perms,
+				&rt)) {
+	case ROUTE_DENY_UNKNOWN:
+		/* the path only, never a line break; nginx shows it only when it
+		 * is plain text ($sp_error_safe) */
+		plen = strcspn(uri, "?\r\n");
+		snprintf(hdr, sizeof(hdr),
+			 "X-Sandpit-Deny: 404\r\nX-Sandpit-Error: No procedure at %.*s\r\n",
+			 (int)(plen > 200 ? 200 : plen), uri);
+		answer(r, 403, hdr);
+		return;
+	case ROUTE_DENY_METHOD:
+		snprintf(hdr, sizeof(hdr),
+			 "X-Sandpit-Deny: 405\r\nX-Sandpit-Error: %s needs %s\r\n", rt->path,
+			 rt->method);
+		answer(r, 403, hdr);
+		return;
+	case ROUTE_DENY_PERM:
 		snprintf(hdr, sizeof(hdr),
 			 "X-Sandpit-Error: Your role (%s) lacks the %s permission\r\n", id.role,
 			 rt->perm);
 		answer(r, 403, hdr);
 		return;
+	case ROUTE_ALLOW:
+		break;
 	}
 	snprintf(hdr, sizeof(hdr),
 		 "X-Sandpit-Org: %s\r\nX-Sandpit-Key-Id: %s\r\nX-Sandpit-Role: %s\r\n"

@@ -45,7 +45,10 @@ double hin_dbl(json_object *in, const char *name, double def)
 	return json_object_get_double(v);
 }
 
-int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in, int from_query,
+static int behaviours_before(struct handler_ctx *h, const struct route *rt, json_object *in,
+			     struct sp_err *e);
+
+int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in, int from_http,
 		  json_object **out, json_object **issues, struct sp_err *e)
 {
 	struct req *r = h->r;
@@ -59,16 +62,96 @@ int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in
 			return sp_err_set(e, SP_FORBIDDEN, "Your role lacks the %s permission",
 					  rt->perm);
 	}
-	if (rt->fields && route_validate(rt, in, from_query, e, issues) < 0)
+	if (rt->fields && route_validate(rt, in, from_http, e, issues) < 0)
+		return -1;
+	/* the behaviours read the caller's HTTP headers: only when the
+	 * request is the call itself (REST), never for an MCP tool call */
+	if (in && h->stream_ok && behaviours_before(h, rt, in, e) < 0)
 		return -1;
 	return rt->fn(h, in, out, e);
+}
+
+/* The header value of a CGI param, or NULL when absent. */
+static const char *header(const struct req *r, const char *param)
+{
+	return FCGX_GetParam(param, r->fx->envp);
+}
+
+/* An If-Match value: a quoted strong ETag, ^"[^"\x00-\x20\x7f]*"$. */
+static int etag_ok(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n < 2 || v[0] != '"' || v[n - 1] != '"')
+		return 0;
+	for (size_t i = 1; i + 1 < n; i++) {
+		unsigned char ch = (unsigned char)v[i];
+		if (ch == '"' || ch <= 0x20 || ch == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+/* The one place where the RF_* behaviours a route switches on run, before
+ * its handler (after route_validate). The Dokploy procedures set none. */
+static int behaviours_before(struct handler_ctx *h, const struct route *rt, json_object *in,
+			     struct sp_err *e)
+{
+	if (rt->flags & (RF_IDEMPOTENCY | RF_IDEMPOTENCY_REQUIRED)) {
+		const char *k = header(h->r, "HTTP_IDEMPOTENCY_KEY");
+		size_t n = k ? strlen(k) : 0;
+		if (!k && (rt->flags & RF_IDEMPOTENCY_REQUIRED))
+			return sp_err_field(e, SP_BAD_REQUEST, "Idempotency-Key",
+					    "Idempotency-Key: Required");
+		if (k) {
+			int ok = n >= 1 && n <= 255;
+			for (size_t i = 0; ok && i < n; i++)
+				ok = k[i] >= 0x20 && k[i] < 0x7f;
+			if (!ok)
+				return sp_err_field(e, SP_BAD_REQUEST, "Idempotency-Key",
+						    "Idempotency-Key: 1 to 255 printable ASCII "
+						    "characters");
+			/* the replay ledger (/v1) looks (org, op, key) up here:
+			 * the same payload answers the first result, another
+			 * one is a 409 */
+			json_object_object_add(in, ROUTE_IN_IDEMPOTENCY_KEY,
+					       json_object_new_string(k));
+		}
+	}
+	if (rt->flags & RF_IF_MATCH) {
+		const char *v = header(h->r, "HTTP_IF_MATCH");
+		if (!v || !*v)
+			return sp_err_field(e, SP_PRECONDITION_REQUIRED, "If-Match",
+					    "etag_required: send the resource's current ETag in "
+					    "If-Match");
+		if (!etag_ok(v))
+			return sp_err_field(e, SP_BAD_REQUEST, "If-Match",
+					    "If-Match: expected a quoted strong ETag");
+		json_object_object_add(in, ROUTE_IN_IF_MATCH, json_object_new_string(v));
+	}
+	return 0;
+}
+
+/* The same place, after a handler succeeded: answer headers. */
+static void behaviours_after(struct handler_ctx *h, const struct route *rt, json_object *out)
+{
+	json_object *v;
+
+	if ((rt->flags & RF_ETAG) && out && json_object_object_get_ex(out, "etag", &v) &&
+	    json_object_is_type(v, json_type_string) && etag_ok(json_object_get_string(v))) {
+		size_t used = strlen(h->r->headers);
+		snprintf(h->r->headers + used, sizeof(h->r->headers) - used, "ETag: %s\r\n",
+			 json_object_get_string(v));
+	}
+	/* the replay ledger (/v1) stores the answer of an Idempotency-Key here */
 }
 
 void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 {
 	struct handler_ctx h = { r, sb, sb->cfg, 1 };
 	json_object *in = NULL, *out = NULL, *issues = NULL;
-	const struct route *rt;
+	const struct route *rt = NULL;
+	const struct face *face = face_of_path(r->path);
 	struct sp_err e;
 	int method_ok;
 	const char *op = "unrouted";
@@ -87,25 +170,32 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 		goto fail;
 	}
 	op = rt->op_id;
+	face = route_face(rt);
 	if (!method_ok) {
 		sp_err_set(&e, SP_METHOD_NOT_ALLOWED, "%s needs %s", rt->path, rt->method);
 		goto fail;
 	}
 	if (rt->fields && route_parse_input(rt, r, &in, &e) < 0)
 		goto fail;
-	if (handlers_call(&h, rt, in, strcmp(rt->method, "GET") == 0, &out, &issues, &e) < 0)
+	/* a route that reads the request itself still gets its raw body read
+	 * under its own limit */
+	if (!rt->fields && route_body_kind(rt) == RB_RAW &&
+	    req_read_body(r, route_body_max(rt), &e) < 0)
+		goto fail;
+	if (handlers_call(&h, rt, in, 1, &out, &issues, &e) < 0)
 		goto fail;
 	/* A route without fields may have answered itself (MCP's 202). */
 	if (r->status)
 		goto done;
-	req_send_json(r, 200, r->headers[0] ? r->headers : NULL, out);
+	behaviours_after(&h, rt, out);
+	face_send_result(r, face, route_status(rt), r->headers[0] ? r->headers : NULL, out);
 	goto done;
 fail:
 	if (r->status) /* a streamed answer that was cut off (handlers/exec.c) */
 		goto done;
 	if (e.code == SP_OK)
 		sp_err_set(&e, SP_INTERNAL, "Internal error");
-	req_send_error(r, &e, issues);
+	face_send_error(r, face, &e, issues);
 done:
 	t0 = mono_us() - t0;
 	metrics_observe(METRICS_REQUEST, op, r->status, t0);

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "../fcgi/face.h"
 #include "../fcgi/request.h"
 #include "../fcgi/route.h"
 #include "../sandbox/sandbox.h"
@@ -34,12 +35,12 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r);
 void handlers_auth(struct sandbox_ctx *sb, struct req *r);
 
 /* Runs one procedure for the caller in h->r: the identity and permission
- * check, route_validate on in (query-string text is coerced when
- * from_query), then the handler. Both the REST dispatch and MCP's
- * tools/call go through here. in may be changed (nulls dropped, values
- * coerced); *out is new on success; on a validation failure *issues is new
- * (caller puts). */
-int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in, int from_query,
+ * check, route_validate on in (values that came as text are coerced when
+ * from_http), the route's RF_* behaviours (REST only: h->stream_ok), then
+ * the handler. Both the REST dispatch and MCP's tools/call go through here.
+ * in may be changed (nulls dropped, values coerced); *out is new on
+ * success; on a validation failure *issues is new (caller puts). */
+int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in, int from_http,
 		  json_object **out, json_object **issues, struct sp_err *e);
 
 /* Validated-input accessors: NULL / def when the field is absent. */

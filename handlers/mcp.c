@@ -399,7 +399,8 @@ int h_mcp(struct handler_ctx *h, json_object *in, json_object **out, struct sp_e
 		return send_rpc_error(r, 400, RPC_INVALID_REQUEST,
 				      "Unsupported MCP-Protocol-Version");
 	if (req_read_body(r, MCP_BODY_MAX, e) < 0)
-		return send_rpc_error(r, sp_code_http(e->code), RPC_INVALID_REQUEST, e->msg);
+		return send_rpc_error(r, face_status(&face_dokploy, e->code), RPC_INVALID_REQUEST,
+				      e->msg);
 	tok = json_tokener_new_ex(MCP_JSON_DEPTH);
 	if (!tok)
 		return sp_err_set(e, SP_INTERNAL, "out of memory");
