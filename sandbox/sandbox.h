@@ -209,16 +209,38 @@ void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);
 #define SB_DEFAULT_EXEC_TIMEOUT_MS 60000
 #define SB_MAX_EXEC_TIMEOUT_MS 600000
 
+/* One variable of a command's environment (value: value_len bytes). */
+struct sandbox_env_var {
+	const char *key;
+	const char *value;
+	size_t value_len;
+};
+
+/* The rules every face's exec shares (exec.c): at most SB_ENV_MAX_VARS
+ * variables, each KEY=value at most SB_ENV_VAR_MAX bytes (the kernel's
+ * MAX_ARG_STRLEN less its NUL: a longer one cannot reach the program), all
+ * of them at most SB_ENV_TOTAL_MAX; a 400 naming env otherwise. A cwd the
+ * runtime cannot enter is a 400 naming cwd (the runtime's own text never
+ * reaches the caller as output). SB_EXEC_OUTPUT_MAX is the cap of an
+ * answer that carries the output whole (sandbox.exec). */
+#define SB_ENV_MAX_VARS 256
+#define SB_ENV_VAR_MAX 131071
+#define SB_ENV_TOTAL_MAX 1048576
+#define SB_EXEC_OUTPUT_MAX (1024 * 1024)
+
 struct sandbox_exec_req {
 	const char *cmd;
 	size_t cmd_len;
-	const char *cwd;	 /* NULL = the sandbox workdir */
-	json_object *env;	 /* object of strings, validated; may be NULL */
+	const char *cwd;		   /* NULL = the sandbox workdir */
+	const struct sandbox_env_var *env; /* nenv variables (checked here) */
+	size_t nenv;
 	int64_t timeout_ms;	 /* 0 = the default */
 	const char *const *args; /* positional parameters $1.. (NULL-terminated) or NULL */
 	int no_activity;	 /* do not count this as activity (readFile) */
 	const void *input;	 /* not NULL: input_len bytes for the command's stdin */
 	size_t input_len;	 /* (read in place; the command must read exactly these) */
+	size_t output_max;	 /* > 0: each stream's bytes past this are read and
+				  * dropped (res->truncated) */
 };
 
 /* Where output goes while a command runs. on_output(arg, 1|2, bytes, len)
@@ -233,7 +255,8 @@ struct sandbox_exec_io {
 struct sandbox_exec_result {
 	int exit_code; /* 124 on timeout */
 	int timed_out;
-	int stopped; /* ended because should_stop said so */
+	int stopped;   /* ended because should_stop said so */
+	int truncated; /* output past output_max was dropped */
 };
 
 /* Runs one command in a running sandbox (sb from sandbox_get_running). */
