@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "../common/config.h"
 #include "../common/crypto.h"
 #include "../common/perms.h"
@@ -394,6 +396,45 @@ static int server_check(const struct config *cfg, const char *id)
 	return rc < 0 ? fail(e.msg) : 0;
 }
 
+/* A server row as `servers list` prints it: the record's fields (those
+ * set), then its load. */
+static json_object *server_json(const struct sandbox_server_row *row)
+{
+	const struct sandbox_server *s = &row->s;
+	json_object *o = json_object_new_object();
+
+#define PUT(k, f)                                                                   \
+	do {                                                                        \
+		if (s->f[0])                                                        \
+			json_object_object_add(o, k, json_object_new_string(s->f)); \
+	} while (0)
+	PUT("id", id);
+	PUT("name", name);
+	PUT("endpoint", endpoint);
+	PUT("tlsCert", tls_cert);
+	PUT("tlsKey", tls_key);
+	PUT("tlsCa", tls_ca);
+	PUT("sshKey", ssh_key);
+	PUT("sshKnownHosts", ssh_known_hosts);
+	PUT("pool", pool);
+	PUT("orgs", orgs);
+	PUT("netCheck", net_check);
+	PUT("netCheckDetail", net_check_detail);
+#undef PUT
+	json_object_object_add(o, "pooled", json_object_new_boolean(s->pooled));
+	json_object_object_add(o, "allowUnfiltered", json_object_new_boolean(s->allow_unfiltered));
+	if (s->net_check_at)
+		json_object_object_add(o, "netCheckAt", json_object_new_int64(s->net_check_at));
+	if (row->has_load) {
+		json_object_object_add(o, "sandboxes", json_object_new_int64(row->sandboxes));
+		json_object_object_add(o, "cpuReserved",
+				       json_object_new_double((double)row->cpu_milli / 1000));
+		json_object_object_add(o, "memoryMbReserved",
+				       json_object_new_int64(row->memory_mb));
+	}
+	return o;
+}
+
 static int servers_cmd(const struct config *cfg, struct store *st, const char *action,
 		       const struct opts *o, int argc, char **argv)
 {
@@ -407,9 +448,15 @@ static int servers_cmd(const struct config *cfg, struct store *st, const char *a
 	if (strcmp(action, "check") == 0 && argc == 1)
 		return server_check(cfg, argv[0]);
 	if (strcmp(action, "list") == 0 && argc == 0) {
-		json_object *arr = sandbox_server_list(st, &e);
-		if (!arr)
+		json_object *arr;
+		struct sandbox_server_row *rows;
+		size_t n;
+		if (sandbox_server_list(st, &rows, &n, &e) < 0)
 			return fail(e.msg);
+		arr = json_object_new_array();
+		for (size_t i = 0; i < n; i++)
+			json_object_array_add(arr, server_json(&rows[i]));
+		free(rows);
 		printf("%s\n",
 		       json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY |
 								   JSON_C_TO_STRING_NOSLASHESCAPE));

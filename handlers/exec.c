@@ -1,16 +1,17 @@
 /*
  * sandbox.exec: runs one command and answers {stdout, stderr, exitCode,
- * timedOut, truncated}. Each stream is capped at 1 MiB; past the cap the
- * output is read and dropped, so the command never blocks on a full pipe.
- * Bytes that are not UTF-8 become U+FFFD; nothing is cut at a NUL. A
- * client that goes away ends the command (checked about once a second).
+ * timedOut, truncated}. The rules are the core's (sandbox_exec_run): each
+ * stream capped at SB_EXEC_OUTPUT_MAX (1 MiB), the env and cwd checks.
+ * This face renders: bytes that are not UTF-8 become U+FFFD; nothing is
+ * cut at a NUL. A client that goes away ends the command (checked about
+ * once a second).
  *
  * Over HTTP the answer goes out while the command runs: at its second
  * piece of stdout the status (200) and `{"stdout":"` are sent, and stdout
  * follows as it comes, escaped in pieces; stderr (kept, capped) and the
- * rest close the object at the end. (Not at the first: a command Docker
- * could not start in cwd leaves one line of the runtime's on stdout, and
- * that is answered as a 400 naming cwd.) So a command printing a lot costs
+ * rest close the object at the end. (Not at the first: kept from when the
+ * cwd check was made here; the core now holds back a runtime's refusal of
+ * cwd itself.) So a command printing a lot costs
  * about what reading it from Docker costs. Should Docker fail after that
  * first byte, the answer is cut off (the client sees an incomplete
  * answer, never a wrong one). Through MCP the answer is built whole.
@@ -18,6 +19,7 @@
 #include "handlers.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/buf.h"
@@ -25,12 +27,8 @@
 #include "../common/utf8.h"
 #include "../common/util.h"
 
-#define EXEC_STREAM_MAX (1024 * 1024)
-
 struct exec_out {
 	struct buf out, err;
-	size_t out_n; /* stdout bytes taken (the cap counts these) */
-	int truncated;
 	struct req *r;
 	int stream_ok;	/* may answer while the command runs */
 	int streaming;	/* the status and `{"stdout":"` are out */
@@ -58,27 +56,12 @@ static int on_output(void *arg, int stream, const char *data, size_t len)
 {
 	struct exec_out *o = arg;
 
-	if (stream == 2) {
-		size_t room = o->err.max - o->err.len;
-		if (len > room) {
-			o->truncated = 1;
-			len = room;
-		}
-		if (len)
-			buf_append(&o->err, data, len);
-		return 0;
-	}
-	if (len > EXEC_STREAM_MAX - o->out_n) {
-		o->truncated = 1;
-		len = EXEC_STREAM_MAX - o->out_n;
-	}
-	if (!len)
-		return 0;
-	o->out_n += len;
-	buf_append(&o->out, data, len);
+	/* the core caps each stream at SB_EXEC_OUTPUT_MAX, the buffers' size */
+	if (stream == 2)
+		return buf_append(&o->err, data, len) < 0 ? -1 : 0;
+	if (buf_append(&o->out, data, len) < 0)
+		return -1;
 	o->pieces++;
-	/* from the second piece: a command that failed to start (Docker's one
-	 * error line, see cwd_error) is still answered as an error */
 	if (!o->stream_ok || o->gone || o->pieces < 2)
 		return 0;
 	if (!o->streaming) {
@@ -125,7 +108,7 @@ static void stream_end(struct exec_out *o, const struct sandbox_exec_result *res
 	o->esc.len = 0;
 	n = snprintf(tail, sizeof(tail), "\",\"exitCode\":%d,\"timedOut\":%s,\"truncated\":%s}\n",
 		     res->exit_code, res->timed_out ? "true" : "false",
-		     o->truncated ? "true" : "false");
+		     res->truncated ? "true" : "false");
 	if (req_stream_write(o->r, "\",\"stderr\":\"", 12) < 0 ||
 	    utf8_json_escape(o->err.data ? o->err.data : "", o->err.len, 1, &o->esc, &used) < 0 ||
 	    req_stream_write(o->r, o->esc.data, o->esc.len) < 0 ||
@@ -133,25 +116,28 @@ static void stream_end(struct exec_out *o, const struct sandbox_exec_result *res
 		o->gone = 1;
 }
 
-/* Docker could not enter cwd: the process never started, exit 126, and
- * the runtime's message is all of stdout. A 400 naming cwd, not a 200. */
-static int cwd_error(const struct exec_out *o, const struct sandbox_exec_result *res,
-		     const char *cwd, struct sp_err *e)
+/* The request's env object as the core's list (validated by the route
+ * table; the core checks the sizes). *v is allocated. */
+static int env_list(json_object *env, struct sandbox_env_var **v, size_t *n, struct sp_err *e)
 {
-	static const char oci[] = "OCI runtime exec failed: ";
-	const char *s = o->out.data, *why = "does not exist in the sandbox";
+	size_t i = 0;
 
-	if (!cwd || res->exit_code != 126 || o->err.len || !s ||
-	    strncmp(s, oci, sizeof(oci) - 1) != 0 ||
-	    (!strstr(s, "chdir to cwd") &&			      /* runc */
-	     !strstr(s, "failed to find initial working directory"))) /* runsc */
+	*v = NULL;
+	*n = 0;
+	if (!env || !json_object_is_type(env, json_type_object))
 		return 0;
-	if (strstr(s, "not a directory"))
-		why = "is not a directory";
-	else if (strstr(s, "permission denied"))
-		why = "may not be entered by the sandbox user";
-	sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: %.200s %s", cwd, why);
-	return 1;
+	*v = calloc((size_t)json_object_object_length(env) + 1, sizeof(**v));
+	if (!*v)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	json_object_object_foreach(env, k, val)
+	{
+		(*v)[i].key = k;
+		(*v)[i].value = json_object_get_string(val);
+		(*v)[i].value_len = (size_t)json_object_get_string_len(val);
+		i++;
+	}
+	*n = i;
+	return 0;
 }
 
 int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
@@ -162,18 +148,21 @@ int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, st
 	struct sandbox_exec_result res;
 	struct sandbox sb;
 	json_object *env = NULL;
+	struct sandbox_env_var *vars = NULL;
 	int rc = -1;
 
 	rq.cmd = hin_str(in, "cmd", &rq.cmd_len);
 	rq.cwd = hin_str(in, "cwd", NULL);
 	rq.timeout_ms = hin_i64(in, "timeoutMs", SB_DEFAULT_EXEC_TIMEOUT_MS);
-	if (json_object_object_get_ex(in, "env", &env))
-		rq.env = env;
+	rq.output_max = SB_EXEC_OUTPUT_MAX;
 	if (sandbox_get_running(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), &sb, e) < 0)
 		return -1;
-	buf_init(&o.out, EXEC_STREAM_MAX);
-	buf_init(&o.err, EXEC_STREAM_MAX);
-	buf_init(&o.esc, 6 * EXEC_STREAM_MAX + 16);
+	if (json_object_object_get_ex(in, "env", &env) && env_list(env, &vars, &rq.nenv, e) < 0)
+		return -1;
+	rq.env = vars;
+	buf_init(&o.out, SB_EXEC_OUTPUT_MAX);
+	buf_init(&o.err, SB_EXEC_OUTPUT_MAX);
+	buf_init(&o.esc, 6 * SB_EXEC_OUTPUT_MAX + 16);
 	if (sandbox_exec_run(h->sb, &sb, &rq, &io, &res, e) < 0) {
 		if (o.streaming) {
 			log_warn("exec: %s after the answer began; cutting it off", e->msg);
@@ -187,16 +176,15 @@ int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, st
 		rc = 0;
 		goto out;
 	}
-	if (cwd_error(&o, &res, rq.cwd, e))
-		goto out;
 	*out = json_object_new_object();
 	json_object_object_add(*out, "stdout", utf8_string(&o.out));
 	json_object_object_add(*out, "stderr", utf8_string(&o.err));
 	json_object_object_add(*out, "exitCode", json_object_new_int(res.exit_code));
 	json_object_object_add(*out, "timedOut", json_object_new_boolean(res.timed_out));
-	json_object_object_add(*out, "truncated", json_object_new_boolean(o.truncated));
+	json_object_object_add(*out, "truncated", json_object_new_boolean(res.truncated));
 	rc = 0;
 out:
+	free(vars);
 	buf_free(&o.out);
 	buf_free(&o.err);
 	buf_free(&o.esc);

@@ -1,7 +1,8 @@
 /*
  * sandbox.writeFile, readFile, listFiles. Content is utf8 or base64 in the
- * JSON; the 10 MiB cap is decided from the encoded length before anything
- * is decoded, and content is decoded once, straight into the file buffer.
+ * JSON; the core sizes it (the 10 MiB cap decided from the encoded length
+ * before anything is decoded) and decodes it once (sandbox_file_content).
+ * This face encodes what is read and renders the listing (dokploy.c).
  */
 #include "handlers.h"
 
@@ -13,27 +14,6 @@
 #include "../common/buf.h"
 #include "../common/utf8.h"
 
-static int decoded_size(const char *s, size_t n, int base64, size_t *out)
-{
-	size_t pad = 0, chars = 0;
-
-	if (!base64) {
-		*out = n;
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (s[i] != '\n' && s[i] != '\r' && s[i] != ' ')
-			chars++;
-	for (size_t i = n; i > 0 && pad < 2; i--) {
-		if (s[i - 1] == '=')
-			pad++;
-		else if (s[i - 1] != '\n' && s[i - 1] != '\r' && s[i - 1] != ' ')
-			break;
-	}
-	*out = chars / 4 * 3 + (chars % 4 ? chars % 4 - 1 : 0) - (chars % 4 ? 0 : pad);
-	return 0;
-}
-
 int h_sandbox_write_file(struct handler_ctx *h, json_object *in, json_object **out,
 			 struct sp_err *e)
 {
@@ -44,27 +24,14 @@ int h_sandbox_write_file(struct handler_ctx *h, json_object *in, json_object **o
 	struct sandbox_file f;
 	size_t len, size;
 	unsigned char *bin = NULL;
+	const void *data;
 	int rc;
 
 	content = hin_str(in, "content", &len);
-	decoded_size(content, len, base64, &size);
-	if (size > SB_FILE_MAX)
-		return sp_err_set(e, SP_TOO_LARGE, "File exceeds the %d byte limit", SB_FILE_MAX);
-	if (base64) {
-		size_t got;
-		bin = malloc(size + 3);
-		if (!bin)
-			return sp_err_set(e, SP_INTERNAL, "out of memory");
-		if (sodium_base642bin(bin, size + 3, content, len, " \r\n", &got, NULL,
-				      sodium_base64_VARIANT_ORIGINAL) != 0) {
-			free(bin);
-			return sp_err_field(e, SP_BAD_REQUEST, "content",
-					    "content: not valid base64");
-		}
-		size = got;
-	}
-	rc = sandbox_write_file(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), path,
-				bin ? (const void *)bin : content, size, mode, &f, e);
+	if (sandbox_file_content(content, len, base64, &bin, &data, &size, e) < 0)
+		return -1;
+	rc = sandbox_write_file(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), path, data, size,
+				mode, &f, e);
 	free(bin);
 	if (rc < 0)
 		return -1;
@@ -176,6 +143,12 @@ int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **ou
 int h_sandbox_list_files(struct handler_ctx *h, json_object *in, json_object **out,
 			 struct sp_err *e)
 {
-	return sandbox_list_files(h->sb, h->r->org, hin_str(in, "sandboxId", NULL),
-				  hin_str(in, "path", NULL), out, e);
+	struct sandbox_file_list l;
+
+	if (sandbox_list_files(h->sb, h->r->org, hin_str(in, "sandboxId", NULL),
+			       hin_str(in, "path", NULL), &l, e) < 0)
+		return -1;
+	*out = dk_file_list_json(&l);
+	sandbox_file_list_free(&l);
+	return 0;
 }

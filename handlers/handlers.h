@@ -26,6 +26,11 @@ struct handler_ctx {
 
 extern const struct route handler_routes[];
 
+/* The Dokploy face's renderings (dokploy.c). New JSON values. */
+json_object *dk_sandbox_json(const struct sandbox *sb); /* the record; never envVars */
+json_object *dk_templates_json(const struct sandbox_template *t, size_t n);
+json_object *dk_file_list_json(const struct sandbox_file_list *l);
+
 /* Serves one accepted request: auth subrequests, routing, validation,
  * permission check, the handler, and the answer. */
 void handlers_serve(struct sandbox_ctx *sb, struct req *r);

@@ -2,7 +2,7 @@
  * GET /openapi.json: the OpenAPI 3.1 document, generated from the route
  * table at run time so it cannot drift from what the server checks. Input
  * schemas come from each route's field specs; answer schemas are the
- * components below, one per shape the handlers build (sandbox_to_json,
+ * components below, one per shape the handlers build (dk_sandbox_json,
  * exec, files, templates, remove) and the one error shape. mcp.c takes its
  * tool schemas from here too. When a handler's answer changes, change its
  * component here: tests/api/openapi.test.mjs validates real answers against

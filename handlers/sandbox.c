@@ -6,7 +6,10 @@
 #include "handlers.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "../common/util.h"
 
 int h_sandbox_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
@@ -40,7 +43,7 @@ int h_sandbox_create(struct handler_ctx *h, json_object *in, json_object **out, 
 			     : "image",
 		 tm.image_us / 1000.0, tm.create_us / 1000.0, tm.start_us / 1000.0,
 		 tm.ready_us / 1000.0, tm.place_us / 1000.0, tm.disk_us / 1000.0);
-	*out = sandbox_to_json(&sb);
+	*out = dk_sandbox_json(&sb);
 	return 0;
 }
 
@@ -50,21 +53,45 @@ int h_sandbox_one(struct handler_ctx *h, json_object *in, json_object **out, str
 
 	if (sandbox_get(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), &sb, e) < 0)
 		return -1;
-	*out = sandbox_to_json(&sb);
+	*out = dk_sandbox_json(&sb);
 	return 0;
 }
 
+/* Dokploy's list has no pages: every record of the org, read from the
+ * core a page at a time. */
 int h_sandbox_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
+	struct sandbox_page_req pg = { SB_LIST_PAGE_MAX, NULL };
+	struct sandbox_page page;
+	char cursor[sizeof(page.next_cursor)] = "";
+	json_object *arr = json_object_new_array();
+
 	(void)in;
-	return sandbox_list(h->sb, h->r->org, out, e);
+	do {
+		pg.cursor = cursor;
+		if (sandbox_list(h->sb, h->r->org, &pg, &page, e) < 0) {
+			json_object_put(arr);
+			return -1;
+		}
+		for (size_t i = 0; i < page.n; i++)
+			json_object_array_add(arr, dk_sandbox_json(&page.items[i]));
+		str_copy(cursor, sizeof(cursor), page.next_cursor);
+		sandbox_page_free(&page);
+	} while (cursor[0]);
+	*out = arr;
+	return 0;
 }
 
 int h_sandbox_templates(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
+	struct sandbox_template *t = NULL;
+	size_t n = 0;
+
 	(void)in;
-	(void)e;
-	*out = sandbox_templates_json(h->sb);
+	if (sandbox_templates(h->sb, &t, &n, e) < 0)
+		return -1;
+	*out = dk_templates_json(t, n);
+	free(t);
 	return 0;
 }
 
@@ -76,7 +103,7 @@ int h_sandbox_set_timeout(struct handler_ctx *h, json_object *in, json_object **
 	if (sandbox_set_timeout(h->sb, h->r->org, hin_str(in, "sandboxId", NULL),
 				hin_i64(in, "timeoutMs", 0), &sb, e) < 0)
 		return -1;
-	*out = sandbox_to_json(&sb);
+	*out = dk_sandbox_json(&sb);
 	return 0;
 }
 
@@ -86,7 +113,7 @@ int h_sandbox_kill(struct handler_ctx *h, json_object *in, json_object **out, st
 
 	if (sandbox_kill(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), &sb, e) < 0)
 		return -1;
-	*out = sandbox_to_json(&sb);
+	*out = dk_sandbox_json(&sb);
 	return 0;
 }
 

@@ -33,6 +33,8 @@
 #define MARKER_VAR "SANDPIT_EXEC"
 #define MARKER_LEN 20
 #define CWD_PROC_CODE 125
+/* how the runtime's refusal to start an exec begins (its whole stdout) */
+#define OCI_FAILED "OCI runtime exec failed: "
 
 int sandbox_path_check(const char *field, const char *path, struct sp_err *e)
 {
@@ -170,11 +172,20 @@ static int still_running(struct sandbox_ctx *ctx, const char *eid, int64_t ms)
 	}
 }
 
-/* Wraps the caller's should_stop to remember that it fired. */
+/* Wraps the caller's io: remembers that should_stop fired, caps each
+ * stream at rq->output_max (past it the output is read and dropped, so the
+ * command never blocks on a full pipe), and holds back a first stdout
+ * piece that may be the runtime's refusal of cwd (see cwd_refused) until
+ * more output or the exit tells. */
 struct stop_watch {
 	const struct sandbox_exec_io *io;
+	const struct sandbox_exec_req *rq;
 	int fired;
-	int output; /* any output came */
+	int output;	 /* any output came */
+	int truncated;	 /* a stream passed output_max */
+	size_t n[3];	 /* bytes passed on per stream */
+	int holding;	 /* held has the first piece of stdout */
+	struct buf held; /* (nothing passed on before it) */
 };
 
 static int watch_stop(void *arg)
@@ -186,15 +197,119 @@ static int watch_stop(void *arg)
 	return w->fired;
 }
 
-static int pass_output(void *arg, int stream, const char *data, size_t len)
+static int deliver(struct stop_watch *w, int stream, const char *data, size_t len)
 {
-	struct stop_watch *w = arg;
+	size_t max = w->rq->output_max;
 
-	w->output = 1;
+	stream = stream == 2 ? 2 : 1;
+	if (max && len > max - w->n[stream]) {
+		w->truncated = 1;
+		len = max - w->n[stream];
+	}
+	if (!len)
+		return 0;
+	w->n[stream] += len;
 	if (w->io->on_output(w->io->arg, stream, data, len) < 0) {
 		w->fired = 1;
 		return -1;
 	}
+	return 0;
+}
+
+/* Passes a held piece on (it was output after all). */
+static int release_held(struct stop_watch *w)
+{
+	int rc;
+
+	if (!w->holding)
+		return 0;
+	w->holding = 0;
+	rc = deliver(w, 1, w->held.data ? w->held.data : "", w->held.len);
+	buf_free(&w->held);
+	return rc;
+}
+
+static int pass_output(void *arg, int stream, const char *data, size_t len)
+{
+	struct stop_watch *w = arg;
+	size_t n = len < sizeof(OCI_FAILED) - 1 ? len : sizeof(OCI_FAILED) - 1;
+
+	if (!w->output && stream == 1 && w->rq->cwd && len && memcmp(data, OCI_FAILED, n) == 0) {
+		w->output = 1;
+		buf_init(&w->held, len);
+		if (buf_append(&w->held, data, len) == 0) {
+			w->holding = 1;
+			return 0;
+		}
+		buf_free(&w->held);
+	}
+	w->output = 1;
+	if (release_held(w) < 0)
+		return -1;
+	return deliver(w, stream, data, len);
+}
+
+/* Docker could not enter cwd: the process never started, exit 126, and
+ * the runtime's one message is all the output. A 400 naming cwd, the
+ * same over every face (REST and the WebSocket). A command that printed
+ * such a line itself and exited 126 is told apart by entering cwd once
+ * more (only then). */
+static int cwd_refused(struct sandbox_ctx *ctx, struct sandbox *sb, const struct stop_watch *w,
+		       int code, struct sp_err *e)
+{
+	static const char enter[] = "cd -- \"$1\" 2>/dev/null\n";
+	const char *s = w->held.data, *why = "does not exist in the sandbox";
+
+	if (!w->holding || code != 126 || !s ||
+	    (!strstr(s, "chdir to cwd") &&				/* runc */
+	     !strstr(s, "failed to find initial working directory")) || /* runsc */
+	    run_check(ctx, sb, enter, "sandpit-cwd", w->rq->cwd) == 0)
+		return 0;
+	if (strstr(s, "not a directory"))
+		why = "is not a directory";
+	else if (strstr(s, "permission denied"))
+		why = "may not be entered by the sandbox user";
+	sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: %.200s %s", w->rq->cwd, why);
+	return 1;
+}
+
+/* The caller's variables, checked: a name as a shell reads it, no NUL in a
+ * value, each KEY=value within what the kernel passes to a program
+ * (MAX_ARG_STRLEN), and all of them within SB_ENV_TOTAL_MAX. Texts as the
+ * route table's for the same faults. */
+static int env_check(const struct sandbox_env_var *v, size_t n, struct sp_err *e)
+{
+	size_t total = 0;
+
+	if (n > SB_ENV_MAX_VARS)
+		return sp_err_field(e, SP_BAD_REQUEST, "env", "env: at most %d variables",
+				    SB_ENV_MAX_VARS);
+	for (size_t i = 0; i < n; i++) {
+		size_t klen = strlen(v[i].key), len = klen + 1 + v[i].value_len;
+		int ok = klen > 0 &&
+			 (v[i].key[0] == '_' || (v[i].key[0] >= 'A' && v[i].key[0] <= 'Z') ||
+			  (v[i].key[0] >= 'a' && v[i].key[0] <= 'z'));
+		for (size_t k = 1; ok && k < klen; k++) {
+			char c = v[i].key[k];
+			ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			     (c >= '0' && c <= '9');
+		}
+		if (!ok)
+			return sp_err_field(e, SP_BAD_REQUEST, "env",
+					    "env: key '%.64s' must match ^[A-Za-z_][A-Za-z0-9_]*$",
+					    v[i].key);
+		if (memchr(v[i].value, '\0', v[i].value_len))
+			return sp_err_field(e, SP_BAD_REQUEST, "env",
+					    "env.%.64s: must not contain NUL bytes", v[i].key);
+		if (len > SB_ENV_VAR_MAX)
+			return sp_err_field(e, SP_BAD_REQUEST, "env",
+					    "env.%.64s: KEY=value must be at most %d bytes",
+					    v[i].key, SB_ENV_VAR_MAX);
+		total += len;
+	}
+	if (total > SB_ENV_TOTAL_MAX)
+		return sp_err_field(e, SP_BAD_REQUEST, "env",
+				    "env: at most %d bytes in all (KEY=value)", SB_ENV_TOTAL_MAX);
 	return 0;
 }
 
@@ -233,13 +348,15 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	char marker[MARKER_LEN + 1], mvar[64], eid[65];
 	int64_t timeout = rq->timeout_ms > 0 ? rq->timeout_ms : SB_DEFAULT_EXEC_TIMEOUT_MS;
 	int timed_out = 0, code = -1, running = 0, rc = -1, started;
-	struct stop_watch watch = { io, 0, 0 };
+	struct stop_watch watch = { .io = io, .rq = rq };
 
 	memset(res, 0, sizeof(*res));
 	if (rq->cwd && (sandbox_path_check("cwd", rq->cwd, e) < 0))
 		return -1;
 	if (rq->cwd && under_proc(rq->cwd))
 		return sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: may not be under /proc");
+	if (env_check(rq->env, rq->nenv, e) < 0)
+		return -1;
 	crypto_random_id(marker, MARKER_LEN);
 	snprintf(mvar, sizeof(mvar), MARKER_VAR "=%s", marker);
 
@@ -261,20 +378,20 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	env = json_object_new_array();
 	if (sb->pooled && pooled_env(ctx, sb, env, e) < 0)
 		goto out;
-	if (rq->env) {
-		json_object_object_foreach(rq->env, k, v)
-		{
-			struct buf kv;
-			if (strcmp(k, MARKER_VAR) == 0)
-				continue;
-			buf_init(&kv, 1 << 20);
-			buf_printf(&kv, "%s=", k);
-			buf_append(&kv, json_object_get_string(v),
-				   (size_t)json_object_get_string_len(v));
-			json_object_array_add(env,
-					      json_object_new_string_len(kv.data, (int)kv.len));
-			buf_wipe(&kv);
+	for (size_t i = 0; i < rq->nenv; i++) {
+		const struct sandbox_env_var *v = &rq->env[i];
+		struct buf kv;
+		if (strcmp(v->key, MARKER_VAR) == 0)
+			continue;
+		buf_init(&kv, SB_ENV_VAR_MAX);
+		if (buf_printf(&kv, "%s=", v->key) < 0 ||
+		    buf_append(&kv, v->value, v->value_len) < 0) {
+			buf_wipe(&kv); /* env_check keeps this from happening */
+			sp_err_field(e, SP_BAD_REQUEST, "env", "env.%.64s: too long", v->key);
+			goto out;
 		}
+		json_object_array_add(env, json_object_new_string_len(kv.data, (int)kv.len));
+		buf_wipe(&kv);
 	}
 	json_object_array_add(env, json_object_new_string(mvar));
 	json_object_object_add(body, "Env", env);
@@ -338,6 +455,8 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		res->stopped = watch.fired;
 	} else {
 		res->exit_code = code < 0 ? 1 : code;
+		if (cwd_refused(ctx, sb, &watch, code, e))
+			goto out;
 		/* the wrapper refused a cwd that resolves into /proc; a command of
 		 * the caller's own that exits so, silently, is told apart by
 		 * resolving cwd once more (only then) */
@@ -353,6 +472,10 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	}
 	rc = 0;
 out:
+	if (rc == 0 && release_held(&watch) < 0)
+		res->stopped = 1; /* the caller refused the held piece */
+	res->truncated = watch.truncated;
+	buf_free(&watch.held);
 	json_object_put(body);
 	return rc;
 }

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "../common/buf.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
@@ -124,6 +126,50 @@ static int split_path(const char *path, char *dir, size_t cap, struct sp_err *e)
 
 /* The write: sandbox/sh/write.sh (sh_write), its exit codes below; what a
  * killed one left behind goes with sandbox/sh/unlink.sh (sh_unlink). */
+
+/* The decoded size of n bytes of base64 (whitespace \n, \r and ' ' not
+ * counted, '=' padding taken off), from the length alone. */
+static size_t base64_size(const char *s, size_t n)
+{
+	size_t pad = 0, chars = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != '\n' && s[i] != '\r' && s[i] != ' ')
+			chars++;
+	for (size_t i = n; i > 0 && pad < 2; i--) {
+		if (s[i - 1] == '=')
+			pad++;
+		else if (s[i - 1] != '\n' && s[i - 1] != '\r' && s[i - 1] != ' ')
+			break;
+	}
+	return chars / 4 * 3 + (chars % 4 ? chars % 4 - 1 : 0) - (chars % 4 ? 0 : pad);
+}
+
+int sandbox_file_content(const char *s, size_t n, int base64, unsigned char **bin,
+			 const void **data, size_t *size, struct sp_err *e)
+{
+	size_t got, want = base64 ? base64_size(s, n) : n;
+
+	*bin = NULL;
+	*data = s;
+	*size = n;
+	if (want > SB_FILE_MAX)
+		return sp_err_set(e, SP_TOO_LARGE, "File exceeds the %d byte limit", SB_FILE_MAX);
+	if (!base64)
+		return 0;
+	*bin = malloc(want + 3);
+	if (!*bin)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	if (sodium_base642bin(*bin, want + 3, s, n, " \r\n", &got, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0) {
+		free(*bin);
+		*bin = NULL;
+		return sp_err_field(e, SP_BAD_REQUEST, "content", "content: not valid base64");
+	}
+	*data = *bin;
+	*size = got;
+	return 0;
+}
 
 int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
 		       const void *data, size_t len, unsigned mode, struct sandbox_file *out,
@@ -246,89 +292,89 @@ out:
  * directory. GNU find gives metadata; elsewhere (busybox) names and types
  * only. Records end with NUL. */
 
-static const char *type_name(char y)
+static enum sandbox_file_type type_of(char y)
 {
 	switch (y) {
 	case 'f':
-		return "file";
+		return SB_FILE_REGULAR;
 	case 'd':
-		return "directory";
+		return SB_FILE_DIRECTORY;
 	case 'l':
-		return "symlink";
+		return SB_FILE_SYMLINK;
 	default:
-		return "other";
+		return SB_FILE_OTHER;
 	}
 }
 
+/* Directories first, then by name (bytes). */
 static int entry_cmp(const void *a, const void *b)
 {
-	json_object *x = *(json_object *const *)a, *y = *(json_object *const *)b, *tx, *ty, *nx,
-		    *ny;
-	int dx, dy;
+	const struct sandbox_file_entry *x = a, *y = b;
+	int dx = x->type == SB_FILE_DIRECTORY, dy = y->type == SB_FILE_DIRECTORY;
 
-	json_object_object_get_ex(x, "type", &tx);
-	json_object_object_get_ex(y, "type", &ty);
-	json_object_object_get_ex(x, "name", &nx);
-	json_object_object_get_ex(y, "name", &ny);
-	dx = strcmp(json_object_get_string(tx), "directory") == 0;
-	dy = strcmp(json_object_get_string(ty), "directory") == 0;
 	if (dx != dy)
 		return dy - dx;
-	return strcmp(json_object_get_string(nx), json_object_get_string(ny));
+	return strcmp(x->name, y->name);
 }
 
-/* Appends one entry parsed from a NUL-terminated record. */
-static void add_entry(json_object *arr, char *rec, int full)
+/* Fills *o from one NUL-terminated record; 0, or -1 to leave it out (a
+ * malformed record) or on no memory. */
+static int parse_entry(struct sandbox_file_entry *o, char *rec, int full)
 {
-	json_object *o = json_object_new_object();
 	char *f[5] = { 0 };
 	int nf = full ? 5 : 2;
 	struct buf name;
 
+	memset(o, 0, sizeof(*o));
 	for (int i = 0; i < nf - 1; i++) {
 		char *tab = strchr(rec, '\t');
-		if (!tab) {
-			json_object_put(o);
-			return;
-		}
+		if (!tab)
+			return -1;
 		f[i] = rec;
 		*tab = '\0';
 		rec = tab + 1;
 	}
 	f[nf - 1] = rec;
 	buf_init(&name, 8192);
-	utf8_sanitize(f[nf - 1], strlen(f[nf - 1]), &name);
-	json_object_object_add(
-		o, "name", json_object_new_string_len(name.data ? name.data : "", (int)name.len));
-	buf_free(&name);
-	json_object_object_add(o, "type", json_object_new_string(type_name(f[0][0])));
+	if (utf8_sanitize(f[nf - 1], strlen(f[nf - 1]), &name) < 0) {
+		buf_free(&name);
+		return -1;
+	}
+	o->name = buf_take(&name, NULL);
+	if (!o->name)
+		return -1;
+	o->type = type_of(f[0][0]);
 	if (full) {
 		long long size = 0;
 		double mtime = 0;
-		char iso[40];
 		parse_ll(f[1], 0, 1LL << 62, &size);
 		parse_double(f[2], &mtime);
-		iso8601_ms((int64_t)(mtime * 1000), iso, sizeof(iso));
-		json_object_object_add(o, "size", json_object_new_int64(size));
-		json_object_object_add(o, "mode", json_object_new_string(f[3]));
-		json_object_object_add(o, "modifiedAt", json_object_new_string(iso));
-	} else {
-		json_object_object_add(o, "size", NULL);
-		json_object_object_add(o, "mode", NULL);
-		json_object_object_add(o, "modifiedAt", NULL);
+		o->has_stat = 1;
+		o->size = size;
+		str_copy(o->mode, sizeof(o->mode), f[3]);
+		o->modified_at = (int64_t)(mtime * 1000);
 	}
-	json_object_array_add(arr, o);
+	return 0;
+}
+
+void sandbox_file_list_free(struct sandbox_file_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->entries[i].name);
+	free(l->entries);
+	l->entries = NULL;
+	l->n = 0;
 }
 
 int sandbox_list_files(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
-		       json_object **out, struct sp_err *e)
+		       struct sandbox_file_list *out, struct sp_err *e)
 {
 	struct sandbox sb;
 	struct collect c;
-	json_object *arr;
 	int code = 0, rc = -1, full;
-	size_t i;
+	size_t i, count = 0;
 
+	memset(out, 0, sizeof(*out));
 	if (path && sandbox_path_check("path", path, e) < 0)
 		return -1;
 	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
@@ -357,19 +403,25 @@ int sandbox_list_files(struct sandbox_ctx *ctx, const char *org, const char *id,
 		goto out;
 	}
 	full = c.out.data[0] == 'F';
-	arr = json_object_new_array();
+	for (i = 2; i < c.out.len; i += strlen(c.out.data + i) + 1)
+		count++;
+	out->entries = calloc(count + 1, sizeof(*out->entries));
+	if (!out->entries) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto out;
+	}
 	for (i = 2; i < c.out.len;) {
 		size_t n = strlen(c.out.data + i);
-		if (n)
-			add_entry(arr, c.out.data + i, full);
+		if (n && parse_entry(&out->entries[out->n], c.out.data + i, full) == 0)
+			out->n++;
 		i += n + 1;
 	}
-	json_object_array_sort(arr, entry_cmp);
-	*out = json_object_new_object();
-	json_object_object_add(*out, "path", json_object_new_string(path));
-	json_object_object_add(*out, "entries", arr);
+	qsort(out->entries, out->n, sizeof(*out->entries), entry_cmp);
+	str_copy(out->path, sizeof(out->path), path);
 	rc = 0;
 out:
+	if (rc < 0)
+		sandbox_file_list_free(out);
 	collect_free(&c);
 	return rc;
 }

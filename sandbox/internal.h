@@ -2,6 +2,8 @@
 #ifndef SANDPIT_SANDBOX_INTERNAL_H
 #define SANDPIT_SANDBOX_INTERNAL_H
 
+#include <json-c/json.h>
+
 #include "../store/store.h"
 #include "sandbox.h"
 
@@ -42,30 +44,18 @@ int sandbox_install_id(struct sandbox_ctx *ctx, struct sp_err *e);
 /* The keeper's "uid:gid" for ExecCreate's and the container's User. */
 void sandbox_keeper_user(const struct config *cfg, char *out, size_t cap);
 
-/* A registered Docker server. */
-struct server {
-	char id[65], name[65], endpoint[512];
-	char tls_cert[1024], tls_key[1024], tls_ca[1024];
-	char ssh_key[1024], ssh_known_hosts[1024];
-	char pool[65];
-	char orgs[1024]; /* comma separated; "*" = every organization */
-	int pooled;
-	int allow_unfiltered; /* the operator accepts a failed network check */
-	char net_check[16];   /* "" (not checked), pass, fail, error */
-	char net_check_detail[512];
-	int64_t net_check_at; /* epoch ms */
-};
+/* (struct sandbox_server, a registered Docker server: sandbox.h) */
 /* Whether placement may use s: its network check passed, or the operator
  * overrode it. */
-int server_usable(const struct server *s);
+int server_usable(const struct sandbox_server *s);
 /* netcheck.c: runs the probe on the current server (ctx->dk); docker_port
  * ("" = none) is tried besides probe_ports. status: pass, fail or error;
  * detail: what was reached, or the error. -1 on error. */
 int sandbox_net_probe(struct sandbox_ctx *ctx, const char *docker_port, char *status, size_t scap,
 		      char *detail, size_t dcap);
-int server_from_json(const char *text, struct server *s, struct sp_err *e);
-json_object *server_to_json(const struct server *s);
-int server_allows(const struct server *s, const char *org);
+int server_from_json(const char *text, struct sandbox_server *s, struct sp_err *e);
+json_object *server_to_json(const struct sandbox_server *s);
+int server_allows(const struct sandbox_server *s, const char *org);
 /* Makes server id ("" or "local" = the local server) the current one:
  * ctx->dk and ctx->cur. -1 (ctx->dk NULL) when it is unknown. */
 int sandbox_select_server(struct sandbox_ctx *ctx, const char *id, struct sp_err *e);

@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -547,76 +548,130 @@ static int in_list(json_object *live, const char *id)
 	return 0;
 }
 
-/* Adds one record to arr, with status catch-up: one container listing per
- * server (srv, asked once per list), skipped while the server is suspect. */
+/* Reads one record into *out with status catch-up: one container listing
+ * per server (srv, asked once per page), skipped while the server is
+ * suspect. 0 when the record reads as a sandbox. */
 struct list_srv {
 	char id[65];
 	json_object *live; /* NULL: the server could not be asked */
 };
 
-static void list_add(struct sandbox_ctx *ctx, const struct store_rec *rec, struct list_srv *srv,
-		     int *nsrv, int max_srv, const char *label, json_object *arr)
+static int list_item(struct sandbox_ctx *ctx, const struct store_rec *rec, struct list_srv *srv,
+		     int *nsrv, int max_srv, const char *label, struct sandbox *out)
 {
-	struct sandbox sb;
+	struct sandbox *sb = out;
 	int k;
 
-	if (sandbox_from_rec(rec, &sb) < 0)
-		return;
-	if (!catch_up_time(ctx, &sb) && sb.status == SB_RUNNING) {
-		for (k = 0; k < *nsrv && strcmp(srv[k].id, sb.server_id) != 0; k++)
+	if (sandbox_from_rec(rec, sb) < 0)
+		return -1;
+	if (!catch_up_time(ctx, sb) && sb->status == SB_RUNNING) {
+		for (k = 0; k < *nsrv && strcmp(srv[k].id, sb->server_id) != 0; k++)
 			;
 		if (k == *nsrv && *nsrv < max_srv) {
 			struct sp_err de;
-			str_copy(srv[k].id, sizeof(srv[k].id), sb.server_id);
+			str_copy(srv[k].id, sizeof(srv[k].id), sb->server_id);
 			srv[k].live = NULL;
-			if (sandbox_select_server(ctx, sb.server_id, &de) == 0 &&
+			if (sandbox_select_server(ctx, sb->server_id, &de) == 0 &&
 			    !docker_client_suspect(ctx->dk) && ensure_docker(ctx, &de) == 0 &&
 			    (docker_client_next_timeout(ctx->dk, CATCH_UP_TIMEOUT_MS),
 			     docker_container_list(ctx->dk, label, 0, &srv[k].live, &de) < 0))
 				srv[k].live = NULL;
 			(*nsrv)++;
 		}
-		if (k < *nsrv && srv[k].live && !in_list(srv[k].live, sb.container_id))
-			sandbox_mark_gone(ctx, &sb);
+		if (k < *nsrv && srv[k].live && !in_list(srv[k].live, sb->container_id))
+			sandbox_mark_gone(ctx, sb);
 	}
-	json_object_array_add(arr, sandbox_to_json(&sb));
+	return 0;
 }
 
-int sandbox_list(struct sandbox_ctx *ctx, const char *org, json_object **out, struct sp_err *e)
+/* A cursor is "<index score>.<id>" of the last index entry of a page. */
+static int cursor_parse(const char *c, int64_t *score, char *id, size_t cap, struct sp_err *e)
 {
-	/* every record of the org, read from the index PAGE records at a time */
-	enum { PAGE = 256, MAX_SRV = 16 };
-	struct store_rec *recs = calloc(PAGE, sizeof(*recs));
-	struct list_srv srv[MAX_SRV];
-	char **ids = NULL, label[192];
-	int nids = 0, nsrv = 0, rc = -1;
-	json_object *arr = NULL;
+	const char *dot = strchr(c, '.');
+	long long n;
+	char num[24];
+	size_t len;
 
-	if (!recs)
-		return sp_err_set(e, SP_INTERNAL, "out of memory");
-	if (store_sandbox_ids(ctx->st, org, &ids, &nids, e) < 0)
+	if (!dot || dot == c || (size_t)(dot - c) >= sizeof(num))
+		goto bad;
+	memcpy(num, c, (size_t)(dot - c));
+	num[dot - c] = '\0';
+	len = strlen(dot + 1);
+	if (parse_ll(num, 0, LLONG_MAX, &n) < 0 || len == 0 || len >= cap)
+		goto bad;
+	for (size_t i = 0; i < len; i++) {
+		char ch = dot[1 + i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9')))
+			goto bad;
+	}
+	*score = n;
+	memcpy(id, dot + 1, len + 1);
+	return 0;
+bad:
+	return sp_err_field(e, SP_BAD_REQUEST, "cursor", "cursor: not a cursor from a list answer");
+}
+
+void sandbox_page_free(struct sandbox_page *p)
+{
+	free(p->items);
+	p->items = NULL;
+	p->n = 0;
+}
+
+int sandbox_list(struct sandbox_ctx *ctx, const char *org, const struct sandbox_page_req *pg,
+		 struct sandbox_page *out, struct sp_err *e)
+{
+	enum { MAX_SRV = 16 };
+	int limit =
+		pg && pg->limit > 0 && pg->limit < SB_LIST_PAGE_MAX ? pg->limit : SB_LIST_PAGE_MAX;
+	struct store_rec *recs = calloc((size_t)limit + 1, sizeof(*recs));
+	char **ids = calloc((size_t)limit + 1, sizeof(*ids));
+	int64_t *scores = calloc((size_t)limit + 1, sizeof(*scores)), after = 0;
+	struct list_srv srv[MAX_SRV];
+	char label[192], after_id[65];
+	int nids = 0, got = 0, nsrv = 0, rc = -1, n;
+
+	memset(out, 0, sizeof(*out));
+	out->items = calloc((size_t)limit, sizeof(*out->items));
+	if (!recs || !ids || !scores || !out->items) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
 		goto out;
+	}
+	if (pg && pg->cursor && *pg->cursor &&
+	    cursor_parse(pg->cursor, &after, after_id, sizeof(after_id), e) < 0)
+		goto out;
+	/* one more than the page: whether another page follows */
+	if (store_sandbox_ids_page(ctx->st, org, after,
+				   pg && pg->cursor && *pg->cursor ? after_id : NULL, limit + 1,
+				   ids, scores, &got, e) < 0)
+		goto out;
+	nids = got;
+	if (nids > limit) {
+		snprintf(out->next_cursor, sizeof(out->next_cursor), "%lld.%s",
+			 (long long)scores[limit - 1], ids[limit - 1]);
+		nids = limit;
+	}
 	/* by the sandbox label, not the org's: a container from a warm pool was
 	 * made before its org was known */
 	config_label(ctx->cfg, "sandbox=true", label, sizeof(label));
-	arr = json_object_new_array();
-	for (int at = 0; at < nids; at += PAGE) {
-		int n = store_sandbox_get_many(ctx->st, org, ids + at,
-					       nids - at < PAGE ? nids - at : PAGE, recs, e);
-		if (n < 0)
-			goto out;
-		for (int i = 0; i < n; i++) {
-			list_add(ctx, &recs[i], srv, &nsrv, MAX_SRV, label, arr);
-			store_rec_free(&recs[i]);
-		}
+	n = nids ? store_sandbox_get_many(ctx->st, org, ids, nids, recs, e) : 0;
+	if (n < 0)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		if (list_item(ctx, &recs[i], srv, &nsrv, MAX_SRV, label, &out->items[out->n]) == 0)
+			out->n++;
+		store_rec_free(&recs[i]);
 	}
-	*out = arr;
-	arr = NULL;
 	rc = 0;
 out:
-	json_object_put(arr);
+	if (rc < 0)
+		sandbox_page_free(out);
 	free(recs);
-	store_ids_free(ids, nids);
+	if (ids)
+		store_ids_free_items(ids, got);
+	free(ids);
+	free(scores);
 	for (int k = 0; k < nsrv; k++)
 		json_object_put(srv[k].live);
 	return rc;
@@ -1155,6 +1210,23 @@ static int prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_objec
 	return docker_image_inspect(ctx->dk, sb->image, img, e);
 }
 
+/* Catches every record of org up (list pages read and dropped). */
+static void catch_up_org(struct sandbox_ctx *ctx, const char *org)
+{
+	struct sandbox_page_req pg = { SB_LIST_PAGE_MAX, NULL };
+	struct sandbox_page page;
+	char cursor[sizeof(page.next_cursor)] = "";
+	struct sp_err e;
+
+	do {
+		pg.cursor = cursor;
+		if (sandbox_list(ctx, org, &pg, &page, &e) < 0)
+			return;
+		str_copy(cursor, sizeof(cursor), page.next_cursor);
+		sandbox_page_free(&page);
+	} while (cursor[0]);
+}
+
 /* Reserves the sandbox's share of its org's quota. When the quota looks
  * full, sandboxes that died unobserved are caught up first (their share is
  * released) and the reservation is tried once more. 429 QUOTA_EXCEEDED
@@ -1165,7 +1237,6 @@ static int reserve(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e
 	int rc;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
-		json_object *all = NULL;
 		rc = store_reserve(ctx->st, sb->org, sb->id, sb->deadline_at,
 				   (int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb, msg, sizeof(msg),
 				   e);
@@ -1177,8 +1248,8 @@ static int reserve(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e
 		}
 		if (rc == 0)
 			return 0;
-		if (attempt == 0 && sandbox_list(ctx, sb->org, &all, e) == 0)
-			json_object_put(all);
+		if (attempt == 0)
+			catch_up_org(ctx, sb->org);
 	}
 	return sp_err_set(e, SP_QUOTA, "%s", msg);
 }
@@ -1778,56 +1849,63 @@ static const struct template_info *template_info(struct sandbox_ctx *ctx, const 
 	return tinfo_slot(image);
 }
 
-json_object *sandbox_templates_json(struct sandbox_ctx *ctx)
+int sandbox_templates(struct sandbox_ctx *ctx, struct sandbox_template **out, size_t *nout,
+		      struct sp_err *e)
 {
 	const struct config *cfg = ctx->cfg;
-	json_object *arr = json_object_new_array();
 	int64_t now = mono_ms();
 	int down = 0;
 
+	*nout = 0;
+	*out = calloc((size_t)cfg->ntemplates + 1, sizeof(**out));
+	if (!*out)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
 	for (int i = 0; i < cfg->ntemplates; i++) {
 		const struct template_conf *t = &cfg->templates[i];
 		const struct template_info *ti = template_info(ctx, t->image, now, &down);
-		json_object *o = json_object_new_object(), *env = json_object_new_object();
+		struct sandbox_template *o = &(*out)[i];
+		struct buf env;
 		const char *p = t->env;
-		json_object_object_add(o, "name", json_object_new_string(t->name));
-		json_object_object_add(o, "image", json_object_new_string(t->image));
-		json_object_object_add(o, "user", json_object_new_string("1000:1000"));
-		json_object_object_add(o, "workdir", json_object_new_string(TEMPLATE_HOME));
-		json_object_object_add(
-			o, "description",
-			json_object_new_string(t->description[0] ? t->description : t->image));
-		json_object_object_add(o, "version",
-				       ti && ti->version[0] ? json_object_new_string(ti->version)
-							    : NULL);
-		json_object_object_add(o, "imagePresent",
-				       ti ? json_object_new_boolean(ti->present) : NULL);
+		str_copy(o->name, sizeof(o->name), t->name);
+		str_copy(o->image, sizeof(o->image), t->image);
+		str_copy(o->user, sizeof(o->user), "1000:1000");
+		str_copy(o->workdir, sizeof(o->workdir), TEMPLATE_HOME);
+		str_copy(o->description, sizeof(o->description),
+			 t->description[0] ? t->description : t->image);
+		str_copy(o->version, sizeof(o->version), ti ? ti->version : "");
+		o->image_present = ti ? ti->present : -1;
+		buf_init(&env, sizeof(o->env) - 1);
 		while (*p) {
 			size_t n = strcspn(p, "\n"), eq = strcspn(p, "=");
 			if (eq < n) {
-				char k[128], val[512];
+				char k[128], val[512], full[640];
 				const char *tilde;
 				snprintf(k, sizeof(k), "%.*s", (int)eq, p);
 				snprintf(val, sizeof(val), "%.*s", (int)(n - eq - 1), p + eq + 1);
 				tilde = strchr(val, '~');
-				if (tilde) {
-					char full[640];
+				if (tilde)
 					snprintf(full, sizeof(full), "%.*s%s%s", (int)(tilde - val),
 						 val, TEMPLATE_HOME, tilde + 1);
-					json_object_object_add(env, k,
-							       json_object_new_string(full));
-				} else {
-					json_object_object_add(env, k, json_object_new_string(val));
+				else
+					str_copy(full, sizeof(full), val);
+				if (buf_printf(&env, "%s=%s\n", k, full) < 0) {
+					buf_free(&env);
+					free(*out);
+					*out = NULL;
+					return sp_err_set(e, SP_INTERNAL,
+							  "template %s: env over %zu bytes",
+							  t->name, sizeof(o->env) - 1);
 				}
 			}
 			p += n;
 			if (*p)
 				p++;
 		}
-		json_object_object_add(o, "env", env);
-		json_object_array_add(arr, o);
+		str_copy(o->env, sizeof(o->env), env.data ? env.data : "");
+		buf_free(&env);
+		(*nout)++;
 	}
-	return arr;
+	return 0;
 }
 
 /* For the warm pools (pool.c): the same container as a cold create makes,

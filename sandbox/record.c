@@ -1,7 +1,7 @@
 /*
- * A sandbox as a Redis record and as the API's JSON. The two directions
- * live side by side so a field cannot be added to one and forgotten in the
- * other. The sealed envVars never leave this file's callers as JSON.
+ * A sandbox as a Redis record, both directions side by side so a field
+ * cannot be added to one and forgotten in the other. (The API's JSON of a
+ * record is the faces' business: handlers/dokploy.c.)
  */
 #include "internal.h"
 
@@ -120,51 +120,4 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 #undef KV
 #undef NUM
 	return n;
-}
-
-static json_object *str_or_null(const char *s)
-{
-	return s && *s ? json_object_new_string(s) : NULL;
-}
-
-static json_object *time_or_null(int64_t ms)
-{
-	char iso[40];
-
-	if (ms <= 0)
-		return NULL;
-	iso8601_ms(ms, iso, sizeof(iso));
-	return json_object_new_string(iso);
-}
-
-json_object *sandbox_to_json(const struct sandbox *sb)
-{
-	json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "sandboxId", json_object_new_string(sb->id));
-	json_object_object_add(o, "name", str_or_null(sb->name));
-	json_object_object_add(o, "organizationId", json_object_new_string(sb->org));
-	json_object_object_add(o, "serverId", str_or_null(sb->server_id));
-	json_object_object_add(o, "image", json_object_new_string(sb->image));
-	json_object_object_add(o, "template", str_or_null(sb->template_name));
-	json_object_object_add(o, "containerId", str_or_null(sb->container_id));
-	json_object_object_add(o, "status",
-			       json_object_new_string(sandbox_status_name(sb->status)));
-	json_object_object_add(o, "cpu", json_object_new_double(sb->cpu));
-	json_object_object_add(o, "memoryMb", json_object_new_int64(sb->memory_mb));
-	json_object_object_add(o, "pidsLimit", json_object_new_int64(sb->pids_limit));
-	json_object_object_add(o, "diskMb", json_object_new_int64(sb->disk_mb));
-	json_object_object_add(o, "timeoutMs", json_object_new_int64(sb->timeout_ms));
-	json_object_object_add(o, "maxLifetimeMs", json_object_new_int64(sb->max_lifetime_ms));
-	json_object_object_add(o, "networkMode", json_object_new_string(sb->network_mode));
-	json_object_object_add(o, "workdir", json_object_new_string(sb->workdir));
-	json_object_object_add(o, "user", str_or_null(sb->user));
-	json_object_object_add(o, "runtime", json_object_new_string(sb->runtime));
-	json_object_object_add(o, "createdAt", time_or_null(sb->created_at));
-	json_object_object_add(o, "expiresAt", time_or_null(sb->expires_at));
-	json_object_object_add(o, "deadlineAt", time_or_null(sb->deadline_at));
-	json_object_object_add(o, "lastActivityAt", time_or_null(sb->last_activity_at));
-	json_object_object_add(o, "killedAt", time_or_null(sb->killed_at));
-	json_object_object_add(o, "errorMessage", str_or_null(sb->error_message));
-	return o;
 }

@@ -9,9 +9,8 @@
 #ifndef SANDPIT_SANDBOX_H
 #define SANDPIT_SANDBOX_H
 
+#include <stddef.h>
 #include <stdint.h>
-
-#include <json-c/json.h>
 
 #include "../common/config.h"
 #include "../common/err.h"
@@ -155,9 +154,30 @@ int sandbox_get(struct sandbox_ctx *ctx, const char *org, const char *id, struct
  * sandbox is running; for operations that act on the container. */
 int sandbox_get_running(struct sandbox_ctx *ctx, const char *org, const char *id,
 			struct sandbox *out, struct sp_err *e);
-/* Lists the org's sandboxes, newest first, each caught up; *out is a new
- * JSON array of records. */
-int sandbox_list(struct sandbox_ctx *ctx, const char *org, json_object **out, struct sp_err *e);
+/* A page request: at most limit items (<= 0 or over SB_LIST_PAGE_MAX:
+ * SB_LIST_PAGE_MAX), after cursor (NULL or "": from the start), a
+ * next_cursor from an earlier page. */
+#define SB_LIST_PAGE_MAX 256
+struct sandbox_page_req {
+	int limit;
+	const char *cursor;
+};
+/* A page of records: items[0..n) (allocated; sandbox_page_free), and the
+ * cursor of the next page ("" = this was the last). A page may hold fewer
+ * than limit items and still have a next one (records that ended meanwhile
+ * are left out). */
+struct sandbox_page {
+	struct sandbox *items;
+	size_t n;
+	char next_cursor[96];
+};
+/* Lists the org's sandboxes, newest first (by createdAt), each caught up.
+ * A cursor stays valid when records are added or removed meanwhile:
+ * a page starts strictly after the last index entry of the one before.
+ * 400 naming cursor for a cursor that is not one. */
+int sandbox_list(struct sandbox_ctx *ctx, const char *org, const struct sandbox_page_req *pg,
+		 struct sandbox_page *out, struct sp_err *e);
+void sandbox_page_free(struct sandbox_page *p);
 int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id,
 			int64_t timeout_ms, struct sandbox *out, struct sp_err *e);
 int sandbox_kill(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
@@ -209,16 +229,38 @@ void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);
 #define SB_DEFAULT_EXEC_TIMEOUT_MS 60000
 #define SB_MAX_EXEC_TIMEOUT_MS 600000
 
+/* One variable of a command's environment (value: value_len bytes). */
+struct sandbox_env_var {
+	const char *key;
+	const char *value;
+	size_t value_len;
+};
+
+/* The rules every face's exec shares (exec.c): at most SB_ENV_MAX_VARS
+ * variables, each KEY=value at most SB_ENV_VAR_MAX bytes (the kernel's
+ * MAX_ARG_STRLEN less its NUL: a longer one cannot reach the program), all
+ * of them at most SB_ENV_TOTAL_MAX; a 400 naming env otherwise. A cwd the
+ * runtime cannot enter is a 400 naming cwd (the runtime's own text never
+ * reaches the caller as output). SB_EXEC_OUTPUT_MAX is the cap of an
+ * answer that carries the output whole (sandbox.exec). */
+#define SB_ENV_MAX_VARS 256
+#define SB_ENV_VAR_MAX 131071
+#define SB_ENV_TOTAL_MAX 1048576
+#define SB_EXEC_OUTPUT_MAX (1024 * 1024)
+
 struct sandbox_exec_req {
 	const char *cmd;
 	size_t cmd_len;
-	const char *cwd;	 /* NULL = the sandbox workdir */
-	json_object *env;	 /* object of strings, validated; may be NULL */
+	const char *cwd;		   /* NULL = the sandbox workdir */
+	const struct sandbox_env_var *env; /* nenv variables (checked here) */
+	size_t nenv;
 	int64_t timeout_ms;	 /* 0 = the default */
 	const char *const *args; /* positional parameters $1.. (NULL-terminated) or NULL */
 	int no_activity;	 /* do not count this as activity (readFile) */
 	const void *input;	 /* not NULL: input_len bytes for the command's stdin */
 	size_t input_len;	 /* (read in place; the command must read exactly these) */
+	size_t output_max;	 /* > 0: each stream's bytes past this are read and
+				  * dropped (res->truncated) */
 };
 
 /* Where output goes while a command runs. on_output(arg, 1|2, bytes, len)
@@ -233,7 +275,8 @@ struct sandbox_exec_io {
 struct sandbox_exec_result {
 	int exit_code; /* 124 on timeout */
 	int timed_out;
-	int stopped; /* ended because should_stop said so */
+	int stopped;   /* ended because should_stop said so */
+	int truncated; /* output past output_max was dropped */
 };
 
 /* Runs one command in a running sandbox (sb from sandbox_get_running). */
@@ -260,12 +303,33 @@ int sandbox_write_file(struct sandbox_ctx *ctx, const char *org, const char *id,
 		       struct sp_err *e);
 int sandbox_read_file(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
 		      struct buf *content, struct sp_err *e);
+enum sandbox_file_type { SB_FILE_REGULAR, SB_FILE_DIRECTORY, SB_FILE_SYMLINK, SB_FILE_OTHER };
+struct sandbox_file_entry {
+	char *name; /* UTF-8 (invalid bytes replaced by U+FFFD) */
+	enum sandbox_file_type type;
+	int has_stat; /* size, mode and modified_at are known (GNU find; not busybox) */
+	int64_t size;
+	char mode[12];	     /* permission bits in octal, as find prints them ("755") */
+	int64_t modified_at; /* ms */
+};
+struct sandbox_file_list {
+	char path[4097]; /* the folder listed */
+	struct sandbox_file_entry *entries;
+	size_t n;
+};
 int sandbox_list_files(struct sandbox_ctx *ctx, const char *org, const char *id, const char *path,
-		       json_object **out, struct sp_err *e);
+		       struct sandbox_file_list *out, struct sp_err *e);
+void sandbox_file_list_free(struct sandbox_file_list *l);
+/* Content as a request carries it, text (the bytes as they are) or base64:
+ * sized from its encoded length before anything is decoded (413 past
+ * SB_FILE_MAX), base64 decoded once into *bin (allocated, free it; NULL
+ * for text). *data, *size: the bytes to write. 400 naming content for
+ * base64 that is not. */
+int sandbox_file_content(const char *s, size_t n, int base64, unsigned char **bin,
+			 const void **data, size_t *size, struct sp_err *e);
 
 /* Docker servers (besides "local"). add: registers or replaces one after
- * checking its endpoint (no connection is made). list: a new JSON array of
- * the records with their current load. */
+ * checking its endpoint (no connection is made). */
 struct sandbox_server_spec {
 	const char *id, *name, *endpoint;
 	const char *tls_cert, *tls_key, *tls_ca;
@@ -273,6 +337,25 @@ struct sandbox_server_spec {
 	const char *pool, *orgs;
 	int pooled;
 	int allow_unfiltered; /* place sandboxes there even if its network check fails */
+};
+/* A registered Docker server as its record holds it. */
+struct sandbox_server {
+	char id[65], name[65], endpoint[512];
+	char tls_cert[1024], tls_key[1024], tls_ca[1024];
+	char ssh_key[1024], ssh_known_hosts[1024];
+	char pool[65];
+	char orgs[1024]; /* comma separated; "*" = every organization */
+	int pooled;
+	int allow_unfiltered; /* the operator accepts a failed network check */
+	char net_check[16];   /* "" (not checked), pass, fail, error */
+	char net_check_detail[512];
+	int64_t net_check_at; /* epoch ms */
+};
+/* A server with its current load (has_load 0: the load could not be read). */
+struct sandbox_server_row {
+	struct sandbox_server s;
+	int has_load;
+	int64_t sandboxes, cpu_milli, memory_mb;
 };
 /* Installs the local server's deny rules for the bridges of its sandbox
  * networks (see firewall.c). SP_UNAVAILABLE when it cannot. */
@@ -283,13 +366,26 @@ int sandbox_server_add(struct store *st, const struct sandbox_server_spec *sp, s
  * -1 only when the record cannot be read or written; a failed check is 0
  * (read netCheck). */
 int sandbox_server_check(struct sandbox_ctx *ctx, const char *id, struct sp_err *e);
-json_object *sandbox_server_list(struct store *st, struct sp_err *e);
+/* The registered servers (records that do not read as one are left out);
+ * *out is allocated (free it), *n rows. */
+int sandbox_server_list(struct store *st, struct sandbox_server_row **out, size_t *n,
+			struct sp_err *e);
 
-/* The record as the API returns it (never envVars). New object. */
-json_object *sandbox_to_json(const struct sandbox *sb);
-/* The template list as the API returns it, each with the version and the
- * presence of its image on the local Docker (an image inspect per template
- * at most every 30 s per worker). New array. */
-json_object *sandbox_templates_json(struct sandbox_ctx *ctx);
+/* A template as sandbox.templates lists it. */
+struct sandbox_template {
+	char name[32];
+	char image[256];
+	char user[16];
+	char workdir[32];
+	char description[96];
+	char env[4096];	   /* extra variables, "K=V\n" lines, "~" expanded to the workdir */
+	char version[128]; /* "" = unknown */
+	int image_present; /* 1, 0, or -1 when unknown (Docker not asked yet, or down) */
+};
+/* The configured templates, each with the version and the presence of its
+ * image on the local Docker (an image inspect per template at most every
+ * 30 s per worker). *out is allocated (free it), *n entries. */
+int sandbox_templates(struct sandbox_ctx *ctx, struct sandbox_template **out, size_t *n,
+		      struct sp_err *e);
 
 #endif

@@ -27,7 +27,7 @@ static void jstr(json_object *o, const char *k, char *out, size_t cap)
 		str_copy(out, cap, json_object_get_string(v));
 }
 
-int server_from_json(const char *text, struct server *s, struct sp_err *e)
+int server_from_json(const char *text, struct sandbox_server *s, struct sp_err *e)
 {
 	json_object *o = json_tokener_parse(text), *v;
 
@@ -57,7 +57,7 @@ int server_from_json(const char *text, struct server *s, struct sp_err *e)
 	return 0;
 }
 
-json_object *server_to_json(const struct server *s)
+json_object *server_to_json(const struct sandbox_server *s)
 {
 	json_object *o = json_object_new_object();
 
@@ -86,12 +86,12 @@ json_object *server_to_json(const struct server *s)
 	return o;
 }
 
-int server_usable(const struct server *s)
+int server_usable(const struct sandbox_server *s)
 {
 	return s->allow_unfiltered || strcmp(s->net_check, "pass") == 0;
 }
 
-int server_allows(const struct server *s, const char *org)
+int server_allows(const struct sandbox_server *s, const char *org)
 {
 	size_t n = strlen(org);
 
@@ -107,7 +107,7 @@ int server_allows(const struct server *s, const char *org)
 }
 
 /* A new client for a server record. */
-static struct docker_client *server_client(const struct config *cfg, const struct server *s,
+static struct docker_client *server_client(const struct config *cfg, const struct sandbox_server *s,
 					   struct sp_err *e)
 {
 	struct docker_endpoint ep = { 0 };
@@ -145,7 +145,7 @@ void sandbox_docker_guard(const struct config *cfg, struct docker_client *dk)
 static struct server_conn *conn_for(struct sandbox_ctx *ctx, const char *id, struct sp_err *e)
 {
 	struct server_conn *c = NULL;
-	struct server s;
+	struct sandbox_server s;
 	char *json = NULL;
 	int64_t now = mono_ms();
 
@@ -221,7 +221,7 @@ void sandbox_servers_cleanup(struct sandbox_ctx *ctx)
 	ctx->nconns = 1;
 }
 
-static int load_server(struct store *st, const char *id, struct server *s, struct sp_err *e)
+static int load_server(struct store *st, const char *id, struct sandbox_server *s, struct sp_err *e)
 {
 	char *json = NULL;
 	int rc;
@@ -262,7 +262,7 @@ static void endpoint_port(const char *url, char *out, size_t cap)
 
 int sandbox_server_check(struct sandbox_ctx *ctx, const char *id, struct sp_err *e)
 {
-	struct server s;
+	struct sandbox_server s;
 	char status[16], detail[512], port[8];
 	json_object *o;
 	int rc;
@@ -294,7 +294,8 @@ int sandbox_server_check(struct sandbox_ctx *ctx, const char *id, struct sp_err 
  * so is one whose check could not run (unreachable when it was added), at
  * most every NET_RECHECK_MS. */
 #define NET_RECHECK_MS 60000
-static int check_if_new(struct sandbox_ctx *ctx, const char *id, struct server *s, struct sp_err *e)
+static int check_if_new(struct sandbox_ctx *ctx, const char *id, struct sandbox_server *s,
+			struct sp_err *e)
 {
 	if (s->allow_unfiltered)
 		return 0;
@@ -316,7 +317,7 @@ int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
 
 	if (requested && *requested && strcmp(requested, "local") != 0) {
 		char *json = NULL;
-		struct server s;
+		struct sandbox_server s;
 		if (store_server_get(ctx->st, requested, &json, e) < 0) {
 			if (e->code == SP_NOT_FOUND)
 				sp_err_field(e, SP_NOT_FOUND, "serverId", "Server %s not found",
@@ -363,7 +364,7 @@ int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
 	if (store_server_list(ctx->st, &all, e) < 0)
 		return -1;
 	for (int i = 0; i < all.n && n < 64; i++) {
-		struct server s;
+		struct sandbox_server s;
 		struct sp_err ignore;
 		if (server_from_json(all.value[i], &s, &ignore) < 0 ||
 		    strcmp(s.pool, ctx->cfg->placement_pool) != 0 || !server_allows(&s, org))
@@ -410,7 +411,7 @@ static int valid_server_id(const char *s)
 int sandbox_server_add(struct store *st, const struct sandbox_server_spec *sp, struct sp_err *e)
 {
 	struct docker_endpoint ep = { 0 };
-	struct server s = { 0 };
+	struct sandbox_server s = { 0 };
 	json_object *o;
 	int rc;
 
@@ -447,29 +448,29 @@ int sandbox_server_add(struct store *st, const struct sandbox_server_spec *sp, s
 	return rc;
 }
 
-json_object *sandbox_server_list(struct store *st, struct sp_err *e)
+int sandbox_server_list(struct store *st, struct sandbox_server_row **out, size_t *nout,
+			struct sp_err *e)
 {
 	struct store_rec all = { 0 };
-	json_object *arr;
 
+	*out = NULL;
+	*nout = 0;
 	if (store_server_list(st, &all, e) < 0)
-		return NULL;
-	arr = json_object_new_array();
+		return -1;
+	*out = calloc((size_t)all.n + 1, sizeof(**out));
+	if (!*out) {
+		store_rec_free(&all);
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	}
 	for (int i = 0; i < all.n; i++) {
-		struct server s;
-		int64_t n, c, m;
-		json_object *o;
-		if (server_from_json(all.value[i], &s, e) < 0)
+		struct sandbox_server_row *row = &(*out)[*nout];
+		struct sp_err ignore;
+		if (server_from_json(all.value[i], &row->s, &ignore) < 0)
 			continue;
-		o = server_to_json(&s);
-		if (store_server_load(st, s.id, &n, &c, &m, e) == 0) {
-			json_object_object_add(o, "sandboxes", json_object_new_int64(n));
-			json_object_object_add(o, "cpuReserved",
-					       json_object_new_double((double)c / 1000));
-			json_object_object_add(o, "memoryMbReserved", json_object_new_int64(m));
-		}
-		json_object_array_add(arr, o);
+		row->has_load = store_server_load(st, row->s.id, &row->sandboxes, &row->cpu_milli,
+						  &row->memory_mb, &ignore) == 0;
+		(*nout)++;
 	}
 	store_rec_free(&all);
-	return arr;
+	return 0;
 }

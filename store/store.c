@@ -13,6 +13,7 @@
  */
 #include "store.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -594,6 +595,70 @@ int store_sandbox_ids(struct store *st, const char *org, char ***ids, int *n, st
 	}
 	freeReplyObject(r);
 	return 0;
+}
+
+/* KEYS[1] index; ARGV: after score, after id ("" = from the newest), max.
+ * Flat member, score pairs, newest first (ZREVRANGE's order: score, then
+ * member, both descending), strictly after the (score, id) member. */
+static const char lua_ids_page[] =
+	"local max = tonumber(ARGV[3]) "
+	"if ARGV[2] == '' then return redis.call('ZREVRANGE', KEYS[1], 0, max - 1, 'WITHSCORES') end "
+	"local s = tonumber(ARGV[1]) "
+	"local c = redis.call('ZCOUNT', KEYS[1], ARGV[1], ARGV[1]) "
+	"local r = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], '-inf', 'WITHSCORES', 'LIMIT', 0, c + max) "
+	"local out = {} "
+	"for i = 1, #r, 2 do "
+	"  if #out >= 2 * max then break end "
+	"  if tonumber(r[i + 1]) < s or r[i] < ARGV[2] then out[#out + 1] = r[i]; out[#out + 1] = r[i + 1] end "
+	"end "
+	"return out";
+
+int store_sandbox_ids_page(struct store *st, const char *org, int64_t after_score,
+			   const char *after_id, int max, char **ids, int64_t *scores, int *n,
+			   struct sp_err *e)
+{
+	char k2[256], sc[32], mx[16];
+	const char *argv[] = { "EVAL", lua_ids_page, "1", k2, sc, after_id ? after_id : "", mx };
+	redisReply *r;
+
+	key_idx(st, org, k2, sizeof(k2));
+	snprintf(sc, sizeof(sc), "%lld", (long long)after_score);
+	snprintf(mx, sizeof(mx), "%d", max);
+	*n = 0;
+	r = store_cmd_kind(st, STORE_READ, 7, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_ARRAY) {
+		for (size_t i = 0; i + 1 < r->elements && *n < max; i += 2) {
+			redisReply *m = r->element[i], *v = r->element[i + 1];
+			long long score = 0;
+			double d;
+			if (m->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+				continue;
+			if (parse_ll(v->str, LLONG_MIN, LLONG_MAX, &score) < 0 &&
+			    parse_double(v->str, &d) == 0)
+				score = (long long)d;
+			ids[*n] = strndup(m->str, m->len);
+			if (!ids[*n]) {
+				store_ids_free_items(ids, *n);
+				*n = 0;
+				freeReplyObject(r);
+				return sp_err_set(e, SP_INTERNAL, "out of memory");
+			}
+			scores[*n] = score;
+			(*n)++;
+		}
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+void store_ids_free_items(char **ids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(ids[i]);
+		ids[i] = NULL;
+	}
 }
 
 void store_ids_free(char **ids, int n)

@@ -75,6 +75,14 @@ int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs
 /* Every sandbox id in org's index, newest first: *ids is a new array of *n
  * new strings, freed with store_ids_free. */
 int store_sandbox_ids(struct store *st, const char *org, char ***ids, int *n, struct sp_err *e);
+/* One page of org's index, newest first: up to max ids strictly after the
+ * member (after_score, after_id) (after_id NULL: from the newest), into
+ * the caller's arrays of max (ids freed with store_ids_free_items). A
+ * member removed meanwhile still places the page by its score. */
+int store_sandbox_ids_page(struct store *st, const char *org, int64_t after_score,
+			   const char *after_id, int max, char **ids, int64_t *scores, int *n,
+			   struct sp_err *e);
+void store_ids_free_items(char **ids, int n);
 void store_ids_free(char **ids, int n);
 /* The records of ids[0..n) in that order, into recs (n records the caller
  * frees with store_rec_free), leaving out (and dropping from the index)

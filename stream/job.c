@@ -1,7 +1,8 @@
 /*
  * Job threads: the blocking half of sandpit-stream. A JOB_CHECK looks the
  * sandbox up for the connecting org (is it there, is it running); a
- * JOB_EXEC runs one command through sandbox_exec_run and turns its output
+ * JOB_EXEC runs one command through sandbox_exec_run (the core's rules,
+ * the env and cwd checks, as sandbox.exec has them) and turns its output
  * into stdout/stderr messages (invalid UTF-8 → U+FFFD, a sequence split
  * between two chunks is carried over, not mangled), then one exit or error
  * message. Messages go into the job's queue; the loop is woken through the
@@ -303,6 +304,7 @@ static int run_exec(struct stream_job *j, struct sandbox_ctx *ctx)
 	struct sandbox_exec_io io = { job_output, job_should_stop, j };
 	struct sandbox_exec_result res;
 	struct sandbox sb;
+	struct sandbox_env_var *vars = NULL;
 	struct sp_err e;
 	json_object *v;
 
@@ -313,8 +315,24 @@ static int run_exec(struct stream_job *j, struct sandbox_ctx *ctx)
 	}
 	if (json_object_object_get_ex(j->in, "cwd", &v) && json_object_is_type(v, json_type_string))
 		rq.cwd = json_object_get_string(v);
-	if (json_object_object_get_ex(j->in, "env", &v) && json_object_is_type(v, json_type_object))
-		rq.env = v;
+	if (json_object_object_get_ex(j->in, "env", &v) &&
+	    json_object_is_type(v, json_type_object)) {
+		size_t n = 0;
+		vars = calloc((size_t)json_object_object_length(v) + 1, sizeof(*vars));
+		if (!vars) {
+			push_error(j, "Service unavailable; try again");
+			return 0;
+		}
+		json_object_object_foreach(v, k, val)
+		{
+			vars[n].key = k;
+			vars[n].value = json_object_get_string(val);
+			vars[n].value_len = (size_t)json_object_get_string_len(val);
+			n++;
+		}
+		rq.env = vars;
+		rq.nenv = n;
+	}
 	rq.timeout_ms = SB_DEFAULT_EXEC_TIMEOUT_MS;
 	if (json_object_object_get_ex(j->in, "timeoutMs", &v) && v)
 		rq.timeout_ms = json_object_is_type(v, json_type_double)
@@ -326,8 +344,10 @@ static int run_exec(struct stream_job *j, struct sandbox_ctx *ctx)
 			push_error(j, e.msg[0] ? e.msg : "Internal error");
 		if (backend_failure(&e))
 			log_warn("%s sandbox %s: exec: %s", j->request_id, j->sandbox_id, e.msg);
+		free(vars);
 		return backend_failure(&e) ? -1 : 0;
 	}
+	free(vars);
 	for (int s = 1; s <= 2; s++)
 		if (j->ncarry[s])
 			emit(j, s, "", 0, 1);
