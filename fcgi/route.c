@@ -330,6 +330,7 @@ static const char *check_field(const struct field_spec *f, json_object *v, char 
 		return NULL;
 	case FT_ENVMAP: {
 		int count = 0;
+		size_t total = 0;
 		if (!json_object_is_type(v, json_type_object)) {
 			snprintf(msg, cap, "%s: expected an object of strings", f->name);
 			return msg;
@@ -353,6 +354,19 @@ static const char *check_field(const struct field_spec *f, json_object *v, char 
 				*code = "invalid_string";
 				snprintf(msg, cap, "%s.%.*s: must not contain NUL bytes", f->name,
 					 (int)utf8_prefix(k, 64), k);
+				return msg;
+			}
+			if (json_object_get_string_len(val) > ROUTE_ENV_VALUE_MAX) {
+				*code = "too_big";
+				snprintf(msg, cap, "%s.%.*s: at most %d bytes", f->name,
+					 (int)utf8_prefix(k, 64), k, ROUTE_ENV_VALUE_MAX);
+				return msg;
+			}
+			total += strlen(k) + 2 + (size_t)json_object_get_string_len(val);
+			if (total > ROUTE_ENV_TOTAL_MAX) {
+				*code = "too_big";
+				snprintf(msg, cap, "%s: at most %d bytes in all", f->name,
+					 ROUTE_ENV_TOTAL_MAX);
 				return msg;
 			}
 			if (++count > 256) {

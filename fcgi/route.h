@@ -18,6 +18,11 @@
 /* Nesting levels a JSON body may have (the top object is level 1); a deeper
  * body is refused before any of it is validated. */
 #define ROUTE_JSON_MAX_DEPTH 16
+/* FT_ENVMAP bounds: one value, and keys plus values in all. A variable
+ * becomes one KEY=value string of the process's environment, which Linux
+ * caps at 128 KiB (MAX_ARG_STRLEN) and, with the arguments, at ARG_MAX. */
+#define ROUTE_ENV_VALUE_MAX 65536
+#define ROUTE_ENV_TOTAL_MAX (1024 * 1024)
 
 enum field_type {
 	FT_STRING, /* length min..max bytes */
@@ -27,7 +32,8 @@ enum field_type {
 	FT_ENUM,    /* one of choices */
 	FT_ID,	    /* [A-Za-z0-9_-], length min..max */
 	FT_ABSPATH, /* starts with '/', 1..4096 bytes, no NUL */
-	FT_ENVMAP,  /* object: keys ^[A-Za-z_][A-Za-z0-9_]*$, values strings */
+	FT_ENVMAP,  /* object: keys ^[A-Za-z_][A-Za-z0-9_]*$, values strings of at
+		     * most ROUTE_ENV_VALUE_MAX bytes, ROUTE_ENV_TOTAL_MAX in all */
 };
 
 #define FF_REQUIRED 1u

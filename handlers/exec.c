@@ -36,6 +36,7 @@ struct exec_out {
 	int streaming;	/* the status and `{"stdout":"` are out */
 	int gone;	/* a streamed write failed: the client went away */
 	int pieces;	/* stdout pieces seen */
+	int lost;	/* output could not be kept (no memory): an error, not a short answer */
 	struct buf esc; /* an escaped piece on its way out */
 };
 
@@ -64,8 +65,10 @@ static int on_output(void *arg, int stream, const char *data, size_t len)
 			o->truncated = 1;
 			len = room;
 		}
-		if (len)
-			buf_append(&o->err, data, len);
+		if (len && buf_append(&o->err, data, len) < 0) {
+			o->lost = 1;
+			return -1;
+		}
 		return 0;
 	}
 	if (len > EXEC_STREAM_MAX - o->out_n) {
@@ -75,7 +78,10 @@ static int on_output(void *arg, int stream, const char *data, size_t len)
 	if (!len)
 		return 0;
 	o->out_n += len;
-	buf_append(&o->out, data, len);
+	if (buf_append(&o->out, data, len) < 0) {
+		o->lost = 1;
+		return -1;
+	}
 	o->pieces++;
 	/* from the second piece: a command that failed to start (Docker's one
 	 * error line, see cwd_error) is still answered as an error */
@@ -107,7 +113,10 @@ static json_object *utf8_string(const struct buf *b)
 	json_object *s;
 
 	buf_init(&clean, 3 * b->len + 16);
-	utf8_sanitize(b->data ? b->data : "", b->len, &clean);
+	if (utf8_sanitize(b->data ? b->data : "", b->len, &clean) < 0) {
+		buf_free(&clean);
+		return NULL;
+	}
 	s = json_object_new_string_len(clean.data ? clean.data : "", (int)clean.len);
 	buf_free(&clean);
 	return s;
@@ -174,7 +183,9 @@ int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, st
 	buf_init(&o.out, EXEC_STREAM_MAX);
 	buf_init(&o.err, EXEC_STREAM_MAX);
 	buf_init(&o.esc, 6 * EXEC_STREAM_MAX + 16);
-	if (sandbox_exec_run(h->sb, &sb, &rq, &io, &res, e) < 0) {
+	if (sandbox_exec_run(h->sb, &sb, &rq, &io, &res, e) < 0 || o.lost) {
+		if (o.lost)
+			sp_err_set(e, SP_INTERNAL, "Out of memory keeping the command's output");
 		if (o.streaming) {
 			log_warn("exec: %s after the answer began; cutting it off", e->msg);
 			req_stream_abort(h->r);
@@ -189,9 +200,18 @@ int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, st
 	}
 	if (cwd_error(&o, &res, rq.cwd, e))
 		goto out;
-	*out = json_object_new_object();
-	json_object_object_add(*out, "stdout", utf8_string(&o.out));
-	json_object_object_add(*out, "stderr", utf8_string(&o.err));
+	{
+		json_object *so = utf8_string(&o.out), *se = utf8_string(&o.err);
+		if (!so || !se) {
+			json_object_put(so);
+			json_object_put(se);
+			sp_err_set(e, SP_INTERNAL, "Out of memory answering the command's output");
+			goto out;
+		}
+		*out = json_object_new_object();
+		json_object_object_add(*out, "stdout", so);
+		json_object_object_add(*out, "stderr", se);
+	}
 	json_object_object_add(*out, "exitCode", json_object_new_int(res.exit_code));
 	json_object_object_add(*out, "timedOut", json_object_new_boolean(res.timed_out));
 	json_object_object_add(*out, "truncated", json_object_new_boolean(o.truncated));

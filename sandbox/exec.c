@@ -23,11 +23,15 @@
 
 #include "../common/crypto.h"
 #include "../common/log.h"
+#include "../common/utf8.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
 
 #define MARKER_VAR "SANDPIT_EXEC"
 #define MARKER_LEN 20
+/* One KEY=value of a request's env: the core's own bound, past the edge's
+ * (ROUTE_ENV_VALUE_MAX), under Linux's 128 KiB for one environment string. */
+#define EXEC_ENV_ENTRY_MAX (128 * 1024 - 1)
 #define CWD_PROC_CODE 125
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -309,10 +313,16 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 			struct buf kv;
 			if (strcmp(k, MARKER_VAR) == 0)
 				continue;
-			buf_init(&kv, 1 << 20);
-			buf_printf(&kv, "%s=", k);
-			buf_append(&kv, json_object_get_string(v),
-				   (size_t)json_object_get_string_len(v));
+			buf_init(&kv, EXEC_ENV_ENTRY_MAX);
+			if (buf_printf(&kv, "%s=", k) < 0 ||
+			    buf_append(&kv, json_object_get_string(v),
+				       (size_t)json_object_get_string_len(v)) < 0) {
+				buf_wipe(&kv);
+				sp_err_field(e, SP_BAD_REQUEST, "env",
+					     "env.%.*s: KEY=value longer than %d bytes",
+					     (int)utf8_prefix(k, 64), k, EXEC_ENV_ENTRY_MAX);
+				goto out;
+			}
 			json_object_array_add(env,
 					      json_object_new_string_len(kv.data, (int)kv.len));
 			buf_wipe(&kv);

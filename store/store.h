@@ -31,17 +31,26 @@
 
 struct store;
 
-/* A record: parallel arrays of field names and values, owned by the record. */
-#define STORE_MAX_FIELDS 48
+/* A record: parallel arrays of field names and values, owned by the
+ * record and as long as the hash read (a read never drops a field). Start
+ * one zeroed ({ 0 }); store_rec_free frees it and leaves it zeroed. */
 struct store_rec {
 	int n;
-	char *name[STORE_MAX_FIELDS];
-	char *value[STORE_MAX_FIELDS];
-	size_t vlen[STORE_MAX_FIELDS];
+	char **name;
+	char **value;
+	size_t *vlen;
 };
+/* The most fields one write (put or update) may carry; past it the write
+ * fails naming this limit. */
+#define STORE_MAX_FIELDS 48
 void store_rec_free(struct store_rec *r);
 /* Value of a field, or NULL. */
 const char *store_rec_get(const struct store_rec *r, const char *name);
+struct redisReply;
+/* Fills out (taken as empty: it is overwritten, not freed) from an
+ * HGETALL-shaped reply, every field of it; allocates (store_rec_free).
+ * -1 (out empty) when the reply is not an array or memory runs out. */
+int store_rec_from_reply(const struct redisReply *r, struct store_rec *out);
 
 /* Parses url (redis://host:port[/db] or unix:///path), does no I/O yet.
  * Allocates; free with store_close. */
