@@ -17,6 +17,8 @@ struct buf {
 	size_t max; /* hard cap on len */
 };
 
+/* Safe from any thread on a buffer no other thread uses (no shared state). */
+
 /* Prepares an empty buffer that may hold up to max bytes. Allocates nothing. */
 void buf_init(struct buf *b, size_t max);
 /* Frees the buffer's memory and makes it empty; it may be reused. */

@@ -24,7 +24,8 @@ int utf8_cp_unsafe(unsigned cp);
 /* True when p[0..n) is valid UTF-8 holding no utf8_cp_unsafe code point:
  * text for people (names). */
 int utf8_text_ok(const char *p, size_t n);
-/* Appends p to out with each invalid sequence replaced by U+FFFD. */
+/* Appends p to out with each invalid sequence replaced by U+FFFD. (Every
+ * function here is pure: safe from any thread.) */
 int utf8_sanitize(const char *p, size_t n, struct buf *out) BUF_MUST_CHECK;
 /* Appends p to out as the inside of a JSON string (quote, backslash and
  * control characters escaped, '/' and non-ASCII as they are), repaired like

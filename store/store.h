@@ -1,6 +1,8 @@
 /*
  * Redis store: one connection per worker (created after fork), rebuilt when
- * it breaks; LOADING answers are retried. Knows Redis and the key layout,
+ * it breaks; LOADING answers are retried. Threads: every function is safe
+ * from any thread on a struct store no other thread uses at the time (no
+ * process-wide state here). Knows Redis and the key layout,
  * nothing of HTTP or Docker. Every key of an organization carries the org in
  * a hash tag ({org}) so Redis Cluster can keep them in one slot. Records are
  * hashes of string fields; multi-key changes are MULTI/EXEC or Lua.
