@@ -34,7 +34,7 @@ STREAM_LIBS = -lwslay $(shell pkg-config --libs libcrypto 2>/dev/null || echo -l
 UNIT_SRC    = $(wildcard tests/unit/test_*.c)
 UNIT_BIN    = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all deps test unit api up down clean lint images test-images bench bench-ssh bench-ws fuzz fuzz-run install
+.PHONY: all deps test unit api up down clean lint images test-images bench bench-ssh bench-ws fuzz fuzz-run install asan
 
 all: $(B)/sandpitd $(B)/sandpit $(B)/sandpit-stream
 
@@ -128,6 +128,13 @@ test-images:
 lint:
 	bash tests/lint.sh
 
+# The three programs with ASan + UBSan (+ LeakSanitizer) in build-asan/,
+# apart from build/: `SANDPIT_BIN=$(abspath build-asan)` runs a stack on
+# them (tests/run.sh does, for one API test file).
+ASAN_B = build-asan
+asan:
+	@$(MAKE) -s B=$(ASAN_B) SANITIZE=address,undefined all
+
 # 1000 idle WebSocket connections through nginx: resident memory of
 # sandpit-stream and of nginx's workers (needs a built tree and dockerd).
 bench-ws: all
@@ -171,4 +178,4 @@ fuzz-run: fuzz
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_BIN)
 
 clean:
-	rm -rf $(B)
+	rm -rf $(B) $(ASAN_B)

@@ -70,6 +70,15 @@ int buf_append(struct buf *b, const void *p, size_t n)
 	return 0;
 }
 
+size_t buf_append_head(struct buf *b, const void *p, size_t n)
+{
+	size_t room = b->max - b->len;
+
+	if (n > room)
+		n = room;
+	return buf_append(b, p, n) < 0 ? 0 : n;
+}
+
 int buf_puts(struct buf *b, const char *s)
 {
 	return buf_append(b, s, strlen(s));

@@ -35,7 +35,8 @@ struct sp_err {
 	char msg[512];
 };
 
-/* Fills e (if not NULL) and returns -1, so callers can `return sp_err_set(...)`. */
+/* Fills e (if not NULL) and returns -1, so callers can `return sp_err_set(...)`.
+ * Safe from any thread (only e is written), as the rest of this file. */
 int sp_err_set(struct sp_err *e, enum sp_code code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Like sp_err_set, naming the request field at fault. */

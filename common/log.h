@@ -13,9 +13,13 @@ enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 void log_setup(const char *name, enum log_level level, int json);
 /* Parses "error|warn|info|debug"; returns -1 for anything else. */
 int log_level_parse(const char *s, enum log_level *out);
-/* Sets the request id carried by later lines (copied; NULL clears it). */
+/* Sets the request id carried by later lines (copied; NULL clears it).
+ * Not for threads: one id per process (sandpitd's single-threaded
+ * workers); sandpit-stream writes its ids into the text instead. */
 void log_set_request_id(const char *id);
 const char *log_request_id(void);
+/* Safe from any thread once log_setup has run: one write(2) per line,
+ * the line built on the stack. */
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern enum log_level log_gate;
 

@@ -49,7 +49,7 @@ void metrics_observe(enum metrics_family f, const char *name, int status, int64_
  * sandpit_docker_request_duration_seconds (labels endpoint, status).
  * Buckets are cumulative and the _count equals the +Inf bucket. -1 when
  * out's cap is crossed. */
-int metrics_render(struct buf *out);
+int metrics_render(struct buf *out) BUF_MUST_CHECK;
 
 /* Adds delta to gauge g of the calling process (its slot is claimed on
  * first use, by pid); METRICS_WS_OPEN with delta > 0 also counts
@@ -58,7 +58,7 @@ void metrics_gauge_add(enum metrics_gauge g, int delta);
 
 /* Appends sandpit_ws_connections, sandpit_ws_commands_running (the sums over
  * live processes) and sandpit_ws_connections_total. -1 past out's cap. */
-int metrics_render_stream(struct buf *out);
+int metrics_render_stream(struct buf *out) BUF_MUST_CHECK;
 
 /* The instance name of a process listening on socket path listen: its
  * file name without ".sock" ("/run/sandpit/sandpitd-2.sock" →
@@ -69,6 +69,6 @@ void metrics_instance_name(const char *listen, char *out, size_t cap);
  * name="value" added to every sample line (value escaped), so that series
  * of several instances behind one nginx never mix. -1 past out's cap. */
 int metrics_add_label(const char *in, size_t len, const char *name, const char *value,
-		      struct buf *out);
+		      struct buf *out) BUF_MUST_CHECK;
 
 #endif

@@ -6,6 +6,12 @@
 #ifndef SANDPIT_PERMS_H
 #define SANDPIT_PERMS_H
 
+/* The longest permission list, its NUL included: the auth cache, the
+ * X-Sandpit-Perms header and sandpit-stream hold one in a buffer of this
+ * size. A valid list (known names, no duplicates) is at most every known
+ * name once; tests/unit/test_core.c checks that this fits. */
+#define PERMS_LIST_MAX 1024
+
 /* Every permission sandpit knows, NULL-terminated. */
 extern const char *const perms_known[];
 /* The permissions of a built-in role (owner, admin, member), or NULL when

@@ -24,15 +24,17 @@ int utf8_cp_unsafe(unsigned cp);
 /* True when p[0..n) is valid UTF-8 holding no utf8_cp_unsafe code point:
  * text for people (names). */
 int utf8_text_ok(const char *p, size_t n);
-/* Appends p to out with each invalid sequence replaced by U+FFFD. */
-int utf8_sanitize(const char *p, size_t n, struct buf *out);
+/* Appends p to out with each invalid sequence replaced by U+FFFD. (Every
+ * function here is pure: safe from any thread.) */
+int utf8_sanitize(const char *p, size_t n, struct buf *out) BUF_MUST_CHECK;
 /* Appends p to out as the inside of a JSON string (quote, backslash and
  * control characters escaped, '/' and non-ASCII as they are), repaired like
  * utf8_sanitize. For output that arrives in pieces: unless final, a
  * sequence cut by the end of p is left unconsumed; *used says how much of
  * p was taken (the rest goes in front of the next piece). -1 when out is
  * full. */
-int utf8_json_escape(const char *p, size_t n, int final, struct buf *out, size_t *used);
+int utf8_json_escape(const char *p, size_t n, int final, struct buf *out,
+		     size_t *used) BUF_MUST_CHECK;
 /* How many bytes of the C string s to keep to cut it to at most max bytes
  * without splitting a multi-byte sequence: strlen(s) when it fits, else
  * max moved back to the start of the sequence it falls in. For "%.*s". */

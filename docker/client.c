@@ -358,8 +358,9 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 
 	curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &r->status);
 	if (r->status < 200 || r->status > 299) {
-		size_t room = r->err.max - r->err.len;
-		(void)buf_append(&r->err, p, n < room ? n : room);
+		/* The head of an error body is its message; a tail past
+		 * DOCKER_ERRBODY_MAX may go (the status tells the error). */
+		buf_append_head(&r->err, p, n);
 		return n;
 	}
 	if (r->sink) {

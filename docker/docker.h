@@ -1,6 +1,10 @@
 /*
  * Docker Engine API client over libcurl. One client per worker, created after
- * fork, keeps its connection alive across requests. Knows the Engine API and
+ * fork, keeps its connection alive across requests. Threads: every
+ * function is safe from any thread on a client no other thread uses at the
+ * time (sandpit-stream: one per job's sandbox_ctx); clients share only the
+ * stuck-server guard (guard.c, atomics) and the metrics table (atomics),
+ * and need curl_global_init done once before the first thread. Knows the Engine API and
  * nothing of sandbox rules. Every id, name and path it puts into a URL is
  * validated and percent-escaped here, and every request is checked against
  * an allow-list of method + path templates before it is sent (RELIABILITY

@@ -192,12 +192,14 @@ static void read_error_body(struct hijack *x, const char *head, size_t head_len,
 				want = -1;
 		}
 	}
-	(void)buf_append(&r->err, head + head_len, have - head_len);
+	/* The head of an error body is its message; a tail past
+	 * DOCKER_ERRBODY_MAX may go (the status tells the error). */
+	buf_append_head(&r->err, head + head_len, have - head_len);
 	while (want < 0 || r->err.len < (size_t)want) {
-		size_t k = 0, room = r->err.max - r->err.len;
-		if (room == 0 || recv_some(x, piece, sizeof(piece), &k, until) <= 0)
+		size_t k = 0;
+		if (r->err.len >= r->err.max || recv_some(x, piece, sizeof(piece), &k, until) <= 0)
 			break;
-		(void)buf_append(&r->err, piece, k < room ? k : room);
+		buf_append_head(&r->err, piece, k);
 	}
 	if (want >= 0 && r->err.len > (size_t)want)
 		r->err.len = (size_t)want;

@@ -124,19 +124,35 @@ void req_send_json(struct req *r, int status, const char *headers, json_object *
 			      obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len)
 		    : "";
 
-	char head[2048];
-	int n;
+	struct buf head;
 
 	r->status = status;
 	last_answer_size = len;
-	/* libfcgi's FCGX_FPrintF knows no %zu: format the head here */
-	n = snprintf(head, sizeof(head),
-		     "Status: %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-		     "Cache-Control: no-store\r\n%s\r\n",
-		     status, reason(status), obj ? len + 1 : 0, headers ? headers : "");
-	if (n < 0 || (size_t)n >= sizeof(head))
+	/* libfcgi's FCGX_FPrintF knows no %zu: format the head here, grown to
+	 * fit the handler's headers (nginx's own cap on them is far lower) */
+	buf_init(&head, REQ_HEAD_MAX);
+	if (buf_printf(&head,
+		       "Status: %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+		       "Cache-Control: no-store\r\n%s\r\n",
+		       status, reason(status), obj ? len + 1 : 0, headers ? headers : "") < 0) {
+		static const char fail[] = "{\"message\":\"Answer headers over 64 KiB\","
+					   "\"code\":\"INTERNAL_SERVER_ERROR\"}\n";
+		char h500[256];
+		int n = snprintf(h500, sizeof(h500),
+				 "Status: 500 Internal Server Error\r\nContent-Type: "
+				 "application/json\r\nContent-Length: %zu\r\n"
+				 "Cache-Control: no-store\r\n\r\n",
+				 sizeof(fail) - 1);
+		log_error("answer headers over %d bytes; answered 500 instead of %d", REQ_HEAD_MAX,
+			  status);
+		buf_free(&head);
+		r->status = 500;
+		FCGX_PutStr(h500, n, r->fx->out);
+		FCGX_PutStr(fail, (int)sizeof(fail) - 1, r->fx->out);
 		return;
-	FCGX_PutStr(head, n, r->fx->out);
+	}
+	FCGX_PutStr(head.data, (int)head.len, r->fx->out);
+	buf_free(&head);
 	if (obj) {
 		FCGX_PutStr(body, (int)len, r->fx->out);
 		FCGX_PutChar('\n', r->fx->out);
@@ -145,21 +161,17 @@ void req_send_json(struct req *r, int status, const char *headers, json_object *
 
 void req_stream_begin(struct req *r, int status)
 {
-	char head[1024];
+	char head[sizeof(r->headers) + 256];
 	int n;
 
 	r->status = status;
 	last_answer_size = 0;
-	/* r->headers: what the handler added (exec: X-Accel-Buffering) */
+	/* r->headers: what the handler added (exec: X-Accel-Buffering); head
+	 * holds it whole at its largest */
 	n = snprintf(head, sizeof(head),
 		     "Status: %d %s\r\nContent-Type: application/json\r\n"
 		     "Cache-Control: no-store\r\n%s\r\n",
 		     status, reason(status), r->headers);
-	if (n < 0 || (size_t)n >= sizeof(head))
-		n = snprintf(head, sizeof(head),
-			     "Status: %d %s\r\nContent-Type: application/json\r\n"
-			     "Cache-Control: no-store\r\n\r\n",
-			     status, reason(status));
 	FCGX_PutStr(head, n, r->fx->out);
 }
 

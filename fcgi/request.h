@@ -38,6 +38,9 @@ const char *req_param(const struct req *r, const char *name);
 /* Reads the body into r->body, refusing more than max bytes with
  * SP_TOO_LARGE as soon as CONTENT_LENGTH (or the bytes read) says so. */
 int req_read_body(struct req *r, size_t max, struct sp_err *e);
+/* The largest answer head req_send_json writes: extra headers past it
+ * make the answer a 500 that says so (logged), never an answer cut short. */
+#define REQ_HEAD_MAX (64 * 1024)
 /* Writes a status line, extra headers ("Name: value\r\n" lines or NULL) and
  * a JSON body. Does not consume obj. */
 void req_send_json(struct req *r, int status, const char *headers, json_object *obj);

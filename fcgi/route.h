@@ -32,7 +32,8 @@ enum field_type {
 	FT_ENUM,    /* one of choices */
 	FT_ID,	    /* [A-Za-z0-9_-], length min..max */
 	FT_ABSPATH, /* starts with '/', 1..4096 bytes, no NUL */
-	FT_ENVMAP,  /* object: keys ^[A-Za-z_][A-Za-z0-9_]*$, values strings */
+	FT_ENVMAP,  /* object: keys ^[A-Za-z_][A-Za-z0-9_]*$, values strings without
+		     * NUL; sizes are the core's (SB_ENV_* in sandbox/sandbox.h) */
 };
 
 #define FF_REQUIRED 1u

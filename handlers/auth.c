@@ -30,7 +30,7 @@
 struct auth_entry {
 	char hash[65];
 	char org[65], role[40], key_id[40];
-	char perms[256];
+	char perms[PERMS_LIST_MAX];
 	int64_t until; /* mono_ms; 0 = empty */
 };
 
@@ -115,11 +115,21 @@ static int lookup(struct sandbox_ctx *sb, const char *hash, struct auth_entry *o
 		}
 	}
 	memset(out, 0, sizeof(*out));
-	str_copy(out->hash, sizeof(out->hash), hash);
-	str_copy(out->org, sizeof(out->org), org);
-	str_copy(out->role, sizeof(out->role), role);
-	str_copy(out->key_id, sizeof(out->key_id), key_id);
-	str_copy(out->perms, sizeof(out->perms), perms);
+	/* a field cut short would be another identity or fewer rights: an
+	 * error naming the limit (503 to nginx), never a truncated copy */
+	if (str_copy(out->hash, sizeof(out->hash), hash) < 0 ||
+	    str_copy(out->org, sizeof(out->org), org) < 0 ||
+	    str_copy(out->role, sizeof(out->role), role) < 0 ||
+	    str_copy(out->key_id, sizeof(out->key_id), key_id) < 0 ||
+	    str_copy(out->perms, sizeof(out->perms), perms) < 0) {
+		log_error("auth: key %.12s: org, role, keyId or permissions longer than the "
+			  "cache holds (%zu, %zu, %zu, %zu bytes)",
+			  key_id, sizeof(out->org) - 1, sizeof(out->role) - 1,
+			  sizeof(out->key_id) - 1, sizeof(out->perms) - 1);
+		free(custom);
+		store_rec_free(&rec);
+		return sp_err_set(e, SP_INTERNAL, "key record over the auth cache's limits");
+	}
 	out->until = now + AUTH_CACHE_MS;
 	*c = *out;
 	free(custom);
@@ -129,12 +139,13 @@ static int lookup(struct sandbox_ctx *sb, const char *hash, struct auth_entry *o
 
 void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 {
-	char hash[65], hdr[1024];
+	char hash[65], hdr[PERMS_LIST_MAX + 512];
 	const char *key, *uri = req_param(r, "SANDPIT_AUTH_URI");
 	const struct route *rt;
 	struct auth_entry id;
 	struct sp_err e;
 	size_t len, plen;
+	int n;
 
 	sp_err_clear(&e);
 	key = api_key(r, &len);
@@ -188,9 +199,15 @@ void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 	case ROUTE_ALLOW:
 		break;
 	}
-	snprintf(hdr, sizeof(hdr),
-		 "X-Sandpit-Org: %s\r\nX-Sandpit-Key-Id: %s\r\nX-Sandpit-Role: %s\r\n"
-		 "X-Sandpit-Perms: %s\r\n",
-		 id.org, id.key_id, id.role, id.perms);
+	/* hdr holds every field at its cache size; a cut is an error all the same */
+	n = snprintf(hdr, sizeof(hdr),
+		     "X-Sandpit-Org: %s\r\nX-Sandpit-Key-Id: %s\r\nX-Sandpit-Role: %s\r\n"
+		     "X-Sandpit-Perms: %s\r\n",
+		     id.org, id.key_id, id.role, id.perms);
+	if (n < 0 || (size_t)n >= sizeof(hdr)) {
+		log_error("auth: identity headers over %zu bytes", sizeof(hdr));
+		answer(r, 503, "");
+		return;
+	}
 	answer(r, 200, hdr);
 }

@@ -90,7 +90,10 @@ static json_object *utf8_string(const struct buf *b)
 	json_object *s;
 
 	buf_init(&clean, 3 * b->len + 16);
-	utf8_sanitize(b->data ? b->data : "", b->len, &clean);
+	if (utf8_sanitize(b->data ? b->data : "", b->len, &clean) < 0) {
+		buf_free(&clean);
+		return NULL;
+	}
 	s = json_object_new_string_len(clean.data ? clean.data : "", (int)clean.len);
 	buf_free(&clean);
 	return s;
@@ -176,9 +179,18 @@ int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, st
 		rc = 0;
 		goto out;
 	}
-	*out = json_object_new_object();
-	json_object_object_add(*out, "stdout", utf8_string(&o.out));
-	json_object_object_add(*out, "stderr", utf8_string(&o.err));
+	{
+		json_object *so = utf8_string(&o.out), *se = utf8_string(&o.err);
+		if (!so || !se) {
+			json_object_put(so);
+			json_object_put(se);
+			sp_err_set(e, SP_INTERNAL, "Out of memory answering the command's output");
+			goto out;
+		}
+		*out = json_object_new_object();
+		json_object_object_add(*out, "stdout", so);
+		json_object_object_add(*out, "stderr", se);
+	}
 	json_object_object_add(*out, "exitCode", json_object_new_int(res.exit_code));
 	json_object_object_add(*out, "timedOut", json_object_new_boolean(res.timed_out));
 	json_object_object_add(*out, "truncated", json_object_new_boolean(res.truncated));

@@ -44,7 +44,8 @@ int h_sandbox_write_file(struct handler_ctx *h, json_object *in, json_object **o
 /* Writes the readFile answer itself, the content escaped or encoded in
  * pieces straight into the answer (no JSON string of up to 14 MB built and
  * escaped again). Same fields, same order as the object below. */
-static void send_content(struct req *r, const char *path, const struct buf *content, int base64)
+static int send_content(struct req *r, const char *path, const struct buf *content, int base64,
+			struct sp_err *e)
 {
 	enum { PIECE = 3 * 64 * 1024 };
 	json_object *p = json_object_new_string(path);
@@ -54,14 +55,21 @@ static void send_content(struct req *r, const char *path, const struct buf *cont
 	char *enc =
 		base64 ? malloc(sodium_base64_ENCODED_LEN(PIECE, sodium_base64_VARIANT_ORIGINAL))
 		       : NULL;
+	const char *pj = json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN |
+								   JSON_C_TO_STRING_NOSLASHESCAPE);
 	int bad = 0;
 
-	buf_init(&head, 16 * 1024);
+	/* the head holds the escaped path whole, whatever its length */
+	buf_init(&head, strlen(pj) + 128);
 	buf_init(&piece, 6 * PIECE + 16);
-	buf_printf(&head, "{\"path\":%s,\"size\":%zu,\"encoding\":\"%s\",\"content\":\"",
-		   json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN |
-							     JSON_C_TO_STRING_NOSLASHESCAPE),
-		   content->len, base64 ? "base64" : "utf8");
+	if (buf_printf(&head, "{\"path\":%s,\"size\":%zu,\"encoding\":\"%s\",\"content\":\"", pj,
+		       content->len, base64 ? "base64" : "utf8") < 0) {
+		free(enc);
+		json_object_put(p);
+		buf_free(&head);
+		buf_free(&piece);
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	}
 	req_stream_begin(r, 200);
 	bad = req_stream_write(r, head.data, head.len) < 0;
 	while (!bad && off < content->len) {
@@ -93,6 +101,7 @@ static void send_content(struct req *r, const char *path, const struct buf *cont
 	json_object_put(p);
 	buf_free(&head);
 	buf_free(&piece);
+	return 0;
 }
 
 int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
@@ -112,9 +121,9 @@ int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **ou
 				    "File is not valid UTF-8; read it with encoding base64");
 	}
 	if (h->stream_ok) {
-		send_content(h->r, path, &content, base64);
+		int rc = send_content(h->r, path, &content, base64, e);
 		buf_free(&content);
-		return 0;
+		return rc;
 	}
 	if (base64) {
 		size_t n = sodium_base64_ENCODED_LEN(content.len, sodium_base64_VARIANT_ORIGINAL);

@@ -51,7 +51,9 @@ extern char **environ;
 #define DISK_SWEEP_MS 60000
 #define DISK_INFO_MS 60000
 
-/* What each server can do, per worker: asked once a minute at most. */
+/* What each server can do, per worker: asked once a minute at most.
+ * Not locked: create and the reaper's sweep only, never reached from
+ * sandpit-stream's threads (README, "Threads"). */
 static struct {
 	char server[65];
 	int how;

@@ -23,6 +23,7 @@
 
 #include "../common/crypto.h"
 #include "../common/log.h"
+#include "../common/utf8.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
 #include "sh_programs.h"

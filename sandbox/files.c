@@ -47,8 +47,8 @@ static int collect_output(void *arg, int stream, const char *data, size_t len)
 			c->too_big = 1;
 			return -1;
 		}
-		/* stderr past its cap is dropped */
-		buf_append(b, data, b->max - b->len);
+		/* stderr past its cap is dropped: only its head is a message */
+		buf_append_head(b, data, len);
 	}
 	return 0;
 }
@@ -335,7 +335,8 @@ static int parse_entry(struct sandbox_file_entry *o, char *rec, int full)
 		rec = tab + 1;
 	}
 	f[nf - 1] = rec;
-	buf_init(&name, 8192);
+	/* a name repaired may be 3 times as long (U+FFFD for each bad byte) */
+	buf_init(&name, 3 * strlen(f[nf - 1]) + 16);
 	if (utf8_sanitize(f[nf - 1], strlen(f[nf - 1]), &name) < 0) {
 		buf_free(&name);
 		return -1;

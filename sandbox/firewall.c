@@ -99,7 +99,8 @@ static int find_bin(const char *name, char *out, size_t cap)
 }
 
 /* The iptables that holds Docker's chains, and whether DOCKER-USER exists
- * there. Remembered per process once found. */
+ * there. Remembered per process once found. Not locked: network set-up
+ * for create only, never reached from sandpit-stream's threads. */
 static char ipt_bin[64];
 static int ipt_docker_user;
 

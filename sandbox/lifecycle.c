@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,6 +442,11 @@ static int catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb)
 #define SEEN_RUNNING_MS 1000
 /* catch-up is optional: a server slower than this leaves the record as it is */
 #define CATCH_UP_TIMEOUT_MS 3000
+/* The process-wide caches of this file (seen_running, tool_cache,
+ * owned_cache) are shared by sandpit-stream's threads: each is read and
+ * written under cache_mu, held for the look-up or the store only, never
+ * across a Docker or Redis call. (tinfo is sandpitd's only: not locked.) */
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	char id[65];
 	int64_t at;
@@ -459,14 +465,17 @@ static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 {
 	json_object *info = NULL, *state, *running;
 	struct sp_err e;
-	int slot = seen_slot(sb->container_id);
+	int slot = seen_slot(sb->container_id), fresh;
 	int64_t now = mono_ms();
 
 	/* a server that is not answering: the record as it is (RELIABILITY L2) */
 	if (sb->status != SB_RUNNING || !ctx->dk || docker_client_suspect(ctx->dk))
 		return;
-	if (strcmp(seen_running[slot].id, sb->container_id) == 0 &&
-	    now - seen_running[slot].at < SEEN_RUNNING_MS)
+	pthread_mutex_lock(&cache_mu);
+	fresh = strcmp(seen_running[slot].id, sb->container_id) == 0 &&
+		now - seen_running[slot].at < SEEN_RUNNING_MS;
+	pthread_mutex_unlock(&cache_mu);
+	if (fresh)
 		return;
 	docker_client_next_timeout(ctx->dk, CATCH_UP_TIMEOUT_MS);
 	if (docker_container_inspect(ctx->dk, sb->container_id, &info, &e) < 0) {
@@ -479,8 +488,10 @@ static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 	    !json_object_get_boolean(running)) {
 		sandbox_mark_gone(ctx, sb);
 	} else {
+		pthread_mutex_lock(&cache_mu);
 		str_copy(seen_running[slot].id, sizeof(seen_running[slot].id), sb->container_id);
 		seen_running[slot].at = now;
+		pthread_mutex_unlock(&cache_mu);
 	}
 	json_object_put(info);
 }
@@ -875,7 +886,8 @@ static json_object *container_body(const struct sandbox_ctx *ctx, const struct s
 }
 
 /* Which of sh, sleep, date the image lacks, remembered per image id so the
- * look-up costs nothing after the first sandbox of an image. */
+ * look-up costs nothing after the first sandbox of an image. Under
+ * cache_mu. */
 static struct {
 	char image_id[80];
 	char missing[32];
@@ -885,7 +897,7 @@ static unsigned tool_cache_next;
 static const char *image_path(json_object *img)
 {
 	json_object *cfg, *env;
-	static char path[1024];
+	static _Thread_local char path[1024]; /* per thread: valid until its next call */
 
 	str_copy(path, sizeof(path),
 		 "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
@@ -907,12 +919,17 @@ static int find_missing_tools(struct sandbox_ctx *ctx, const char *cid, const ch
 {
 	static const char *const tools[] = { "sh", "sleep", "date" };
 	unsigned i;
+	int hit = 0;
 
-	for (i = 0; i < sizeof(tool_cache) / sizeof(tool_cache[0]); i++)
+	pthread_mutex_lock(&cache_mu);
+	for (i = 0; i < sizeof(tool_cache) / sizeof(tool_cache[0]) && !hit; i++)
 		if (strcmp(tool_cache[i].image_id, image_id) == 0) {
 			str_copy(out, cap, tool_cache[i].missing);
-			return 0;
+			hit = 1;
 		}
+	pthread_mutex_unlock(&cache_mu);
+	if (hit)
+		return 0;
 	out[0] = '\0';
 	for (i = 0; i < 3; i++) {
 		const char *p = path;
@@ -937,9 +954,11 @@ static int find_missing_tools(struct sandbox_ctx *ctx, const char *cid, const ch
 			snprintf(out + k, cap - k, "%s%s", k ? ", " : "", tools[i]);
 		}
 	}
+	pthread_mutex_lock(&cache_mu);
 	i = tool_cache_next++ % (sizeof(tool_cache) / sizeof(tool_cache[0]));
 	str_copy(tool_cache[i].image_id, sizeof(tool_cache[i].image_id), image_id);
 	str_copy(tool_cache[i].missing, sizeof(tool_cache[i].missing), out);
+	pthread_mutex_unlock(&cache_mu);
 	return 0;
 }
 
@@ -1033,7 +1052,8 @@ static int drop_output(void *arg, int stream, const char *data, size_t len)
 }
 
 /* Folders of the image already owned as the sandbox needs them, by image
- * id: an image is immutable, so one look per image and worker. */
+ * id: an image is immutable, so one look per image and worker. Under
+ * cache_mu. */
 static struct {
 	char key[160];
 	int ok;
@@ -1050,12 +1070,16 @@ static int already_owned(struct sandbox_ctx *ctx, const struct sandbox *sb, cons
 	struct sp_err e;
 	char key[160];
 	unsigned i;
-	int ok;
+	int ok = -1;
 
 	snprintf(key, sizeof(key), "%.80s %u:%u:%o %s", image_id, uid, gid, mode, path);
-	for (i = 0; i < sizeof(owned_cache) / sizeof(owned_cache[0]); i++)
+	pthread_mutex_lock(&cache_mu);
+	for (i = 0; i < sizeof(owned_cache) / sizeof(owned_cache[0]) && ok < 0; i++)
 		if (strcmp(owned_cache[i].key, key) == 0)
-			return owned_cache[i].ok;
+			ok = owned_cache[i].ok;
+	pthread_mutex_unlock(&cache_mu);
+	if (ok >= 0)
+		return ok;
 	if (docker_archive_owner(ctx->dk, sb->container_id, path, &o, &e) < 0) {
 		if (e.code != SP_NOT_FOUND)
 			return 0; /* not known: seed, and ask again next time */
@@ -1065,9 +1089,11 @@ static int already_owned(struct sandbox_ctx *ctx, const struct sandbox *sb, cons
 	} else {
 		ok = o.type == '5' && o.uid == uid && o.gid == gid && (o.mode & 0700) == 0700;
 	}
+	pthread_mutex_lock(&cache_mu);
 	i = owned_next++ % (sizeof(owned_cache) / sizeof(owned_cache[0]));
 	str_copy(owned_cache[i].key, sizeof(owned_cache[i].key), key);
 	owned_cache[i].ok = ok;
+	pthread_mutex_unlock(&cache_mu);
 	return ok;
 }
 
@@ -1730,6 +1756,7 @@ int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, str
  * the inspect it makes anyway. */
 #define TEMPLATE_INFO_TTL_MS 30000
 
+/* sandpitd's only (sandbox_templates_json): not locked, not for threads. */
 static struct template_info {
 	char image[256];
 	char version[128];

@@ -46,7 +46,7 @@ static int64_t pool_margin_ms(const struct pool_conf *p)
 static void pool_name(const struct pool_conf *p, const char *disk_limit, int disk_default_mb,
 		      char *out, size_t cap)
 {
-	static char version[17];
+	static char version[17]; /* sandpitd's pool only: not for threads */
 
 	if (!version[0]) {
 		unsigned char h[8];

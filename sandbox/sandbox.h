@@ -140,8 +140,12 @@ struct sandbox_create_req {
 const char *sandbox_status_name(enum sandbox_status s);
 
 /* Prepares ctx for a worker: opens the store and the Docker client.
- * Allocates; release with sandbox_ctx_cleanup. */
+ * Allocates; release with sandbox_ctx_cleanup. Safe from any thread: a
+ * ctx is one thread's at a time (sandpit-stream keeps a pool of them,
+ * one per running job), cfg is read only, and the process-wide caches it
+ * reaches are locked (lifecycle.c cache_mu) or atomics (docker/guard.c). */
 int sandbox_ctx_init(struct sandbox_ctx *ctx, const struct config *cfg, struct sp_err *e);
+/* Safe from any thread, on a ctx no other thread uses. */
 void sandbox_ctx_cleanup(struct sandbox_ctx *ctx);
 
 int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbox_create_req *rq,
@@ -151,7 +155,9 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 int sandbox_get(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
 		struct sp_err *e);
 /* Like sandbox_get, but fails with 412 "Sandbox is <status>" unless the
- * sandbox is running; for operations that act on the container. */
+ * sandbox is running; for operations that act on the container. Safe from
+ * any thread: as sandbox_ctx_init (sandbox_get too: its seen_running
+ * cache is under cache_mu). */
 int sandbox_get_running(struct sandbox_ctx *ctx, const char *org, const char *id,
 			struct sandbox *out, struct sp_err *e);
 /* A page request: at most limit items (<= 0 or over SB_LIST_PAGE_MAX:
@@ -279,7 +285,9 @@ struct sandbox_exec_result {
 	int truncated; /* output past output_max was dropped */
 };
 
-/* Runs one command in a running sandbox (sb from sandbox_get_running). */
+/* Runs one command in a running sandbox (sb from sandbox_get_running).
+ * Safe from any thread: as sandbox_ctx_init; io's callbacks run on the
+ * calling thread. */
 int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct sandbox_exec_req *rq,
 		     const struct sandbox_exec_io *io, struct sandbox_exec_result *res,
 		     struct sp_err *e);

@@ -60,6 +60,11 @@ void store_rec_free(struct store_rec *r)
 		free(r->name[i]);
 		free(r->value[i]);
 	}
+	free(r->name);
+	free(r->value);
+	free(r->vlen);
+	r->name = r->value = NULL;
+	r->vlen = NULL;
 	r->n = 0;
 }
 
@@ -386,12 +391,26 @@ static void key_idx(const struct store *st, const char *org, char *out, size_t c
 	snprintf(out, cap, "%s:{%s}:sbs", st->prefix, org);
 }
 
-static int rec_from_reply(const redisReply *r, struct store_rec *out)
+int store_rec_from_reply(const redisReply *r, struct store_rec *out)
 {
-	out->n = 0;
+	size_t pairs;
+
+	memset(out, 0, sizeof(*out));
 	if (r->type != REDIS_REPLY_ARRAY)
 		return -1;
-	for (size_t i = 0; i + 1 < r->elements && out->n < STORE_MAX_FIELDS; i += 2) {
+	pairs = r->elements / 2;
+	if (pairs == 0)
+		return 0;
+	if (pairs > INT_MAX)
+		return -1;
+	out->name = calloc(pairs, sizeof(*out->name));
+	out->value = calloc(pairs, sizeof(*out->value));
+	out->vlen = calloc(pairs, sizeof(*out->vlen));
+	if (!out->name || !out->value || !out->vlen) {
+		store_rec_free(out);
+		return -1;
+	}
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
 		const redisReply *k = r->element[i], *v = r->element[i + 1];
 		if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
 			continue;
@@ -408,6 +427,8 @@ static int rec_from_reply(const redisReply *r, struct store_rec *out)
 		out->vlen[out->n] = v->len;
 		out->n++;
 	}
+	if (out->n == 0)
+		store_rec_free(out); /* an empty slot holds nothing: callers reuse it */
 	return 0;
 }
 
@@ -427,7 +448,8 @@ int store_sandbox_put(struct store *st, const char *org, const char *id, const c
 	int argc = 0;
 
 	if (nkv > 2 * STORE_MAX_FIELDS || nkv % 2)
-		return sp_err_set(e, SP_INTERNAL, "bad record");
+		return sp_err_set(e, SP_INTERNAL, "bad record: %d values, at most %d fields", nkv,
+				  STORE_MAX_FIELDS);
 	key_sb(st, org, id, k1, sizeof(k1));
 	key_idx(st, org, k2, sizeof(k2));
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_s > 0 ? ttl_s : 1));
@@ -467,7 +489,8 @@ int store_sandbox_update(struct store *st, const char *org, const char *id,
 	int argc = 0, rc;
 
 	if (nkv > 2 * STORE_MAX_FIELDS || nkv % 2)
-		return sp_err_set(e, SP_INTERNAL, "bad record");
+		return sp_err_set(e, SP_INTERNAL, "bad record: %d values, at most %d fields", nkv,
+				  STORE_MAX_FIELDS);
 	key_sb(st, org, id, k1, sizeof(k1));
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_s > 0 ? ttl_s : 0));
 	argv[argc++] = "EVAL";
@@ -501,7 +524,7 @@ int store_sandbox_get(struct store *st, const char *org, const char *id, struct 
 	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
 	if (!r)
 		return -1;
-	rc = rec_from_reply(r, out);
+	rc = store_rec_from_reply(r, out);
 	freeReplyObject(r);
 	if (rc < 0)
 		return sp_err_set(e, SP_INTERNAL, "bad record");
@@ -554,7 +577,7 @@ int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY) {
 		for (size_t i = 0; i < r->elements && n < max; i++)
-			if (rec_from_reply(r->element[i], &recs[n]) == 0 && recs[n].n > 0)
+			if (store_rec_from_reply(r->element[i], &recs[n]) == 0 && recs[n].n > 0)
 				n++;
 	}
 	freeReplyObject(r);
@@ -705,7 +728,7 @@ int store_sandbox_get_many(struct store *st, const char *org, char *const *ids, 
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY) {
 		for (size_t i = 0; i < r->elements && got < n; i++)
-			if (rec_from_reply(r->element[i], &recs[got]) == 0 && recs[got].n > 0)
+			if (store_rec_from_reply(r->element[i], &recs[got]) == 0 && recs[got].n > 0)
 				got++;
 	}
 	freeReplyObject(r);
@@ -790,11 +813,11 @@ static int hgetall(struct store *st, const char *key, struct store_rec *out, enu
 	redisReply *r;
 	int rc;
 
-	out->n = 0;
+	memset(out, 0, sizeof(*out));
 	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
 	if (!r)
 		return -1;
-	rc = rec_from_reply(r, out);
+	rc = store_rec_from_reply(r, out);
 	freeReplyObject(r);
 	if (rc < 0)
 		return sp_err_set(e, SP_INTERNAL, "bad record");
@@ -855,7 +878,7 @@ int store_key_list(struct store *st, const char *org, struct store_rec *recs, in
 	if (!r)
 		return -1;
 	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements && n < max; i++) {
-		if (rec_from_reply(r->element[i], &recs[n]) == 0 && recs[n].n > 0) {
+		if (store_rec_from_reply(r->element[i], &recs[n]) == 0 && recs[n].n > 0) {
 			/* the hash never leaves the store */
 			for (int k = 0; k < recs[n].n; k++)
 				if (strcmp(recs[n].name[k], "hash") == 0)

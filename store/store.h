@@ -1,6 +1,8 @@
 /*
  * Redis store: one connection per worker (created after fork), rebuilt when
- * it breaks; LOADING answers are retried. Knows Redis and the key layout,
+ * it breaks; LOADING answers are retried. Threads: every function is safe
+ * from any thread on a struct store no other thread uses at the time (no
+ * process-wide state here). Knows Redis and the key layout,
  * nothing of HTTP or Docker. Every key of an organization carries the org in
  * a hash tag ({org}) so Redis Cluster can keep them in one slot. Records are
  * hashes of string fields; multi-key changes are MULTI/EXEC or Lua.
@@ -31,17 +33,26 @@
 
 struct store;
 
-/* A record: parallel arrays of field names and values, owned by the record. */
-#define STORE_MAX_FIELDS 48
+/* A record: parallel arrays of field names and values, owned by the
+ * record and as long as the hash read (a read never drops a field). Start
+ * one zeroed ({ 0 }); store_rec_free frees it and leaves it zeroed. */
 struct store_rec {
 	int n;
-	char *name[STORE_MAX_FIELDS];
-	char *value[STORE_MAX_FIELDS];
-	size_t vlen[STORE_MAX_FIELDS];
+	char **name;
+	char **value;
+	size_t *vlen;
 };
+/* The most fields one write (put or update) may carry; past it the write
+ * fails naming this limit. */
+#define STORE_MAX_FIELDS 48
 void store_rec_free(struct store_rec *r);
 /* Value of a field, or NULL. */
 const char *store_rec_get(const struct store_rec *r, const char *name);
+struct redisReply;
+/* Fills out (taken as empty: it is overwritten, not freed) from an
+ * HGETALL-shaped reply, every field of it; allocates (store_rec_free).
+ * -1 (out empty) when the reply is not an array or memory runs out. */
+int store_rec_from_reply(const struct redisReply *r, struct store_rec *out);
 
 /* Parses url (redis://host:port[/db] or unix:///path), does no I/O yet.
  * Allocates; free with store_close. */

@@ -463,13 +463,19 @@ static void http_reply(struct conn *c, int status, const char *why)
 						      : status == 405 ? "METHOD_NOT_ALLOWED"
 								      : "BAD_REQUEST"));
 	body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	buf_reset(&c->out);
-	buf_printf(&c->out,
-		   "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-		   "Connection: close\r\n%s\r\n%s",
-		   status, text, strlen(body),
-		   status == 426 ? "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" : "",
-		   body);
+	/* out is sized for this answer: a why of any length goes out whole */
+	buf_free(&c->out);
+	buf_init(&c->out, strlen(body) + 512);
+	if (buf_printf(&c->out,
+		       "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+		       "Connection: close\r\n%s\r\n%s",
+		       status, text, strlen(body),
+		       status == 426 ? "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" : "",
+		       body) < 0) {
+		json_object_put(o);
+		conn_close(c, "out of memory");
+		return;
+	}
 	json_object_put(o);
 	set_state(c, CS_HTTP_REPLY);
 }
@@ -492,12 +498,21 @@ static void metrics_reply(struct conn *c)
 		http_reply(c, 400, "metrics too large");
 		return;
 	}
-	buf_reset(&c->out);
-	buf_printf(&c->out,
-		   "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
-		   "Content-Length: %zu\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
-		   labeled.len);
-	buf_append(&c->out, labeled.data ? labeled.data : "", labeled.len);
+	/* out (1 KiB for the handshake) is sized for this answer: the text
+	 * grows with the gauges and must go out whole */
+	buf_free(&c->out);
+	buf_init(&c->out, labeled.len + 512);
+	if (buf_printf(
+		    &c->out,
+		    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+		    "Content-Length: %zu\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+		    labeled.len) < 0 ||
+	    buf_append(&c->out, labeled.data ? labeled.data : "", labeled.len) < 0) {
+		buf_free(&m);
+		buf_free(&labeled);
+		conn_close(c, "out of memory");
+		return;
+	}
 	buf_free(&m);
 	buf_free(&labeled);
 	set_state(c, CS_HTTP_REPLY);
@@ -510,11 +525,11 @@ static void upgrade(struct conn *c, const struct stream_upgrade *u)
 {
 	struct stream_job *j;
 
-	buf_printf(&c->out,
-		   "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-		   "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
-		   u->accept);
-	if (wslay_event_context_server_init(&c->ws, &ws_callbacks, c) != 0) {
+	if (buf_printf(&c->out,
+		       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+		       "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+		       u->accept) < 0 ||
+	    wslay_event_context_server_init(&c->ws, &ws_callbacks, c) != 0) {
 		conn_close(c, "out of memory");
 		return;
 	}
@@ -582,8 +597,12 @@ static void read_head(struct conn *c)
 		if (!end)
 			continue;
 		end += 4;
-		if ((size_t)(end - c->head.data) < c->head.len)
-			buf_append(&c->pre, end, c->head.len - (size_t)(end - c->head.data));
+		/* pre and head have the same cap: what followed the head fits */
+		if ((size_t)(end - c->head.data) < c->head.len &&
+		    buf_append(&c->pre, end, c->head.len - (size_t)(end - c->head.data)) < 0) {
+			conn_close(c, "out of memory");
+			return;
+		}
 		stream_http_parse(c->head.data, (size_t)(end - c->head.data), &u);
 		if (u.request_id[0])
 			str_copy(c->rid, sizeof(c->rid), u.request_id);

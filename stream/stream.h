@@ -21,6 +21,7 @@
 
 #include "../common/config.h"
 #include "../common/err.h"
+#include "../common/perms.h"
 
 #define STREAM_HTTP_MAX 16384		   /* the upgrade request head */
 #define STREAM_QUEUE_CAP (1024 * 1024)	   /* output waiting per connection */
@@ -50,7 +51,7 @@ struct stream_upgrade {
 	char org[65];
 	char key_id[65];
 	char role[33];
-	char perms[256];
+	char perms[PERMS_LIST_MAX];
 	char request_id[65];
 	char accept[32]; /* Sec-WebSocket-Accept */
 };

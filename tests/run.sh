@@ -11,7 +11,9 @@
 #      tests/fuzz/ for a few seconds), API (node --test tests/api/*.test.mjs, each
 #      test file starts its own stack with deploy/stack.sh), then the gVisor
 #      pass: the files where the runtime matters again with every sandbox
-#      under runsc (SANDPIT_TEST_RUNTIME=gvisor; GVISOR_TESTS below)
+#      under runsc (SANDPIT_TEST_RUNTIME=gvisor; GVISOR_TESTS below), then
+#      one API file against an ASan + UBSan build (build-asan/, `make asan`;
+#      any sanitizer report fails it)
 # Step 2 also registers runsc with that dockerd (runsc-isolated,
 # runsc-internet in /etc/docker/daemon.json, merged with jq; SIGHUP reloads
 # runtimes without touching running containers).
@@ -30,6 +32,8 @@
 #   SANDPIT_TEST_GVISOR   0: skip the gVisor pass and runsc's registration
 #   SANDPIT_TEST_FUZZ     0: skip the fuzz suite
 #   SANDPIT_TEST_FUZZ_SECONDS  seconds per fuzz target (default 12)
+#   SANDPIT_TEST_ASAN     0: skip the ASan + UBSan pass
+#   SANDPIT_TEST_ASAN_FILES    its API files (default tests/api/files.test.mjs)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -70,7 +74,7 @@ finish() {
 	local rc=$? d pid i
 	set +e
 	# Stacks a test left running (its after() did not run): stop them.
-	for d in "$RUN_TMP"/api/*/; do
+	for d in "$RUN_TMP"/api/*/ "$RUN_TMP"/api-asan/*/; do
 		[ -f "$d/sandpitd.conf" ] && bash deploy/stack.sh stop "$d"
 	done
 	if [ "$CLEANUP" = 1 ] && docker_answers; then
@@ -346,13 +350,14 @@ else
 fi
 
 # --- 5d. API tests (node --test) -------------------------------------------------------
-# api_pass NAME TAP FILE...: one node --test run; records its counts.
-api_pass() {
-	local name=$1 tap=$2 rc=0 p f c sk td s
-	shift 2
-	# Each test file's stack lives under $RUN_TMP/api (os.tmpdir()), so
-	# finish() can stop any that a crashed test left behind.
-	TMPDIR=$RUN_TMP/api SANDPIT_LOCAL_IMAGES=1 \
+# api_run TAP FILE...: one node --test run; sets API_P, API_F, API_S.
+api_run() {
+	local tap=$1 rc=0 p f c sk td s
+	shift
+	# Each test file's stack lives under $RUN_TMP/api (os.tmpdir(); the
+	# ASan pass's under api-asan), so finish() can stop any that a crashed
+	# test left behind.
+	TMPDIR=${API_TMP:-$RUN_TMP/api} SANDPIT_LOCAL_IMAGES=1 \
 		node --test --test-concurrency=2 --test-timeout=900000 \
 		--test-reporter=spec --test-reporter-destination=stdout \
 		--test-reporter=tap --test-reporter-destination="$tap" \
@@ -370,7 +375,17 @@ api_pass() {
 		echo "run.sh: node --test exited with status $rc"
 		f=1
 	fi
-	record "$name" "$p" "$f" "$s"
+	API_P=$p
+	API_F=$f
+	API_S=$s
+}
+
+# api_pass NAME TAP FILE...: api_run, then records its counts.
+api_pass() {
+	local name=$1
+	shift
+	api_run "$@"
+	record "$name" "$API_P" "$API_F" "$API_S"
 }
 
 mapfile -t API_TESTS < <(find tests/api -name '*.test.mjs' -not -path '*/node_modules/*' | sort)
@@ -406,6 +421,45 @@ if [ "${SANDPIT_TEST_GVISOR:-1}" != 0 ]; then
 	fi
 else
 	SKIPPED_SUITES+=("api gVisor (${#GVISOR_TESTS[@]} files)|SANDPIT_TEST_GVISOR=0")
+fi
+
+# --- 5f. one API file against ASan + UBSan ------------------------------------------------
+# The three programs built with -fsanitize=address,undefined into
+# build-asan/ (build/ is not touched), a stack on them (SANDPIT_BIN), one
+# file whose requests reach most of the C: routing and validation, exec
+# through the Docker client, hijack and demux, the tar archive, base64 and
+# UTF-8 streaming, the store. Every sanitizer report (ASan, UBSan, and
+# LeakSanitizer when a process exits) of sandpitd, its workers,
+# sandpit-stream and the sandpit CLI goes to a file under $san (log_path:
+# the stack dirs are removed when a test file ends); one such file, or a
+# report in a stack log left behind, fails the suite like a failed test.
+if [ "${SANDPIT_TEST_ASAN:-1}" != 0 ]; then
+	read -r -a ASAN_TESTS <<<"${SANDPIT_TEST_ASAN_FILES:-tests/api/files.test.mjs}"
+	asan_name="api ASan+UBSan ($(basename -a "${ASAN_TESTS[@]}" | tr '\n' ' ' | sed 's/ $//'))"
+	header "API under ASan + UBSan: make asan; SANDPIT_BIN=build-asan node --test ${ASAN_TESTS[*]}"
+	t0=$(date +%s)
+	if make -s -j2 asan; then
+		san=$RUN_TMP/sanitizer
+		mkdir -p "$san" "$RUN_TMP/api-asan"
+		API_TMP=$RUN_TMP/api-asan ASAN_OPTIONS="log_path=$san/asan:detect_leaks=1:abort_on_error=0" \
+			UBSAN_OPTIONS="log_path=$san/ubsan:print_stacktrace=1:halt_on_error=1" \
+			SANDPIT_BIN=$REPO/build-asan api_run "$RUN_TMP/api-asan.tap" "${ASAN_TESTS[@]}"
+		mapfile -t reports < <(find "$san" -type f -size +0 | sort)
+		mapfile -t -O "${#reports[@]}" reports < <(grep -rlE \
+			'ERROR: (Address|Leak)Sanitizer|\.c:[0-9]+:[0-9]+: runtime error: ' \
+			--include='*.log' "$RUN_TMP/api-asan" 2>/dev/null || true)
+		for r in "${reports[@]}"; do
+			echo "run.sh: sanitizer report: $r"
+			head -n 40 "$r"
+		done
+		record "$asan_name" "$API_P" $((API_F + ${#reports[@]})) "$API_S"
+	else
+		echo "run.sh: make asan failed"
+		record "$asan_name" 0 1
+	fi
+	echo "run.sh: the ASan + UBSan pass took $(($(date +%s) - t0)) s (build included)"
+else
+	SKIPPED_SUITES+=("api ASan+UBSan|SANDPIT_TEST_ASAN=0")
 fi
 
 summary_and_exit

@@ -224,3 +224,31 @@ test('the answer streams: stdout arrives while the command still runs', async ()
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(r.json, { stdout: 'x'.repeat(262144) + 'second \u20ac', stderr: 'to-stderr\n', exitCode: 0, timedOut: false, truncated: false });
 });
+
+// Regression (issue 14): an env value over 1 MiB became `KEY=` and the
+// command ran. A value past the bound is a 400 naming env, as over the
+// WebSocket (stream.test.mjs); one at the bound reaches the command whole.
+test('an over-long env value is a 400 naming env; one at the bound arrives whole', async () => {
+  const sb = await create({ template: 'alpine' });
+  for (const [env, message] of [
+    // one KEY=value past the kernel's 131071 bytes (the core's rule, sandbox/exec.c)
+    [{ BIG: 'x'.repeat(131068) }, 'env.BIG: KEY=value must be at most 131071 bytes'],
+    [{ BIG: 'x'.repeat(2 * 1024 * 1024) }, 'env.BIG: KEY=value must be at most 131071 bytes'],
+    [Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`V${i}`, 'x'.repeat(131068)])),
+      'env: at most 1048576 bytes in all (KEY=value)'],
+  ]) {
+    const r = await exec(sb.sandboxId, 'echo ran', { env });
+    assert.equal(r.status, 400, r.text.slice(0, 200));
+    assert.equal(r.json.message, message);
+    assert.equal(r.json.code, 'BAD_REQUEST');
+    assert.equal(r.json.issues[0].path[0], 'env');
+  }
+  const at = await exec(sb.sandboxId, 'echo ${#BIG} "$(printf %s "$BIG" | tr -d x | wc -c)"', {
+    env: { BIG: 'x'.repeat(131067) },
+  });
+  assert.deepEqual(at.json, ok('131067 0\n'));
+  // keys and values near the total bound, in one process's environment
+  const env = Object.fromEntries(Array.from({ length: 15 }, (_, i) => [`V${i}`, 'y'.repeat(65536)]));
+  const many = await exec(sb.sandboxId, 'n=0; for v in $(env | sed -n "s/^V[0-9]*=//p"); do n=$((n + ${#v})); done; echo $n', { env });
+  assert.deepEqual(many.json, ok(`${15 * 65536}\n`));
+});

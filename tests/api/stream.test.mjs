@@ -213,6 +213,22 @@ test('validation: the same rules as sandbox.exec, as error messages', async () =
   c.ws.close();
 });
 
+// Regression (issue 14): an env value past the bound is the same error as
+// sandbox.exec's 400 (exec.test.mjs), and nothing runs; one at the bound
+// reaches the command whole.
+test('an over-long env value: the error sandbox.exec gives, and nothing runs', async () => {
+  const c = await connect(s, sb.sandboxId).ready();
+  const big = await run(c, { cmd: 'echo should not run', env: { BIG: 'x'.repeat(131068) } }, 10000);
+  assert.equal(big.exit.type, 'error', JSON.stringify(big).slice(0, 200));
+  assert.equal(big.exit.message, 'env.BIG: KEY=value must be at most 131071 bytes');
+  assert.equal(big.out, '');
+  // (the total bound, 1 MiB, is past stream_max_message here: a 1009 close)
+  const at = await run(c, { cmd: 'echo ${#BIG}', env: { BIG: 'x'.repeat(131067) } });
+  assert.equal(at.exit.exitCode, 0, JSON.stringify(at.exit));
+  assert.equal(at.out, '131067\n');
+  c.ws.close();
+});
+
 test('invalid JSON, unknown types and binary messages get an error; the connection lives on', async () => {
   const c = await connect(s, sb.sandboxId).ready();
   const expect = async (send, re) => {

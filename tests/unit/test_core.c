@@ -15,13 +15,18 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <fcgiapp.h>
+#include <hiredis.h>
 
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/crypto.h"
 #include "common/metrics.h"
+#include "common/perms.h"
 #include "common/utf8.h"
+#include "fcgi/request.h"
 #include "fcgi/route.h"
+#include "store/store.h"
 
 extern const struct route handler_routes[];
 
@@ -209,7 +214,7 @@ static void check_json_escape(const char *in, size_t n)
 	s = json_object_new_string_len(clean.data, (int)clean.len);
 	j = json_object_to_json_string_ext(s,
 					   JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	buf_append(&want, j + 1, strlen(j) - 2); /* without the quotes */
+	assert_int_equal(buf_append(&want, j + 1, strlen(j) - 2), 0); /* without the quotes */
 	for (size_t cut = 0; cut <= n; cut++) {
 		json_object *back;
 		char quoted[4096];
@@ -217,8 +222,8 @@ static void check_json_escape(const char *in, size_t n)
 		buf_init(&pend, 4096);
 		assert_int_equal(utf8_json_escape(in, cut, 0, &got, &used), 0);
 		assert_true(cut - used <= 3);
-		buf_append(&pend, in + used, cut - used);
-		buf_append(&pend, in + cut, n - cut);
+		assert_int_equal(buf_append(&pend, in + used, cut - used), 0);
+		assert_int_equal(buf_append(&pend, in + cut, n - cut), 0);
 		assert_int_equal(
 			utf8_json_escape(pend.data ? pend.data : "", pend.len, 1, &got, &used), 0);
 		assert_int_equal(used, pend.len);
@@ -485,6 +490,119 @@ static void test_metrics_label(void **state)
 	assert_string_equal(name, "plain");
 }
 
+/* A record read back keeps every field: store_rec once stopped at 48 and
+ * dropped the rest without a word. */
+static void test_store_rec_many_fields(void **state)
+{
+	enum { FIELDS = 200 };
+	struct buf resp;
+	redisReader *rd = redisReaderCreate();
+	void *reply = NULL;
+	struct store_rec rec = { 0 };
+	char name[16];
+
+	(void)state;
+	buf_init(&resp, 1 << 20);
+	assert_int_equal(buf_printf(&resp, "*%d\r\n", 2 * FIELDS + 1), 0);
+	for (int i = 0; i < FIELDS; i++)
+		assert_int_equal(buf_printf(&resp, "$4\r\nf%03d\r\n$4\r\nv%03d\r\n", i, i), 0);
+	assert_int_equal(buf_append(&resp, "$3\r\nbin\r\n", 9),
+			 0); /* a name with no value: not a field */
+	assert_int_equal(redisReaderFeed(rd, resp.data, resp.len), REDIS_OK);
+	assert_int_equal(redisReaderGetReply(rd, &reply), REDIS_OK);
+	assert_non_null(reply);
+	assert_int_equal(store_rec_from_reply(reply, &rec), 0);
+	assert_int_equal(rec.n, FIELDS);
+	for (int i = 0; i < FIELDS; i += 7) {
+		char want[8];
+		snprintf(name, sizeof(name), "f%03d", i);
+		snprintf(want, sizeof(want), "v%03d", i);
+		assert_string_equal(store_rec_get(&rec, name), want);
+	}
+	assert_string_equal(store_rec_get(&rec, "f199"), "v199");
+	assert_int_equal(rec.vlen[FIELDS - 1], 4);
+	store_rec_free(&rec);
+	assert_int_equal(rec.n, 0);
+	assert_null(rec.name);
+	freeReplyObject(reply);
+	redisReaderFree(rd);
+	buf_free(&resp);
+}
+
+/* Every valid permission list fits the buffers that hold one (the auth
+ * cache, X-Sandpit-Perms, sandpit-stream's upgrade). */
+static void test_perms_list_fits(void **state)
+{
+	size_t all = 0;
+
+	(void)state;
+	for (const char *const *k = perms_known; *k; k++)
+		all += strlen(*k) + 1;
+	assert_true(all < PERMS_LIST_MAX);
+}
+
+/* A FastCGI output stream into memory, for req_send_json. */
+static unsigned char fcgi_out[256 * 1024];
+
+static void fcgi_out_full(FCGX_Stream *s, int close)
+{
+	(void)close;
+	s->isClosed = 1; /* the test's buffer is far larger than any answer */
+}
+
+static const char *send_with_headers(size_t extra, int *status)
+{
+	FCGX_Stream st = { 0 };
+	FCGX_Request fx = { 0 };
+	struct req r = { 0 };
+	struct buf hdr;
+	json_object *o = json_object_new_object();
+
+	st.wrNext = fcgi_out;
+	st.stop = fcgi_out + sizeof(fcgi_out) - 1;
+	st.emptyBuffProc = fcgi_out_full;
+	fx.out = &st;
+	fx.ipcFd = -1;
+	r.fx = &fx;
+	buf_init(&hdr, 1 << 20);
+	while (hdr.len < extra)
+		assert_int_equal(buf_printf(&hdr, "X-Long-%zu: %s\r\n", hdr.len,
+					    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+				 0);
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	req_send_json(&r, 200, hdr.len ? hdr.data : NULL, o);
+	json_object_put(o);
+	buf_free(&hdr);
+	*st.wrNext = '\0';
+	*status = r.status;
+	return (const char *)fcgi_out;
+}
+
+/* req_send_json once dropped an answer whose head passed 2 KiB: nothing
+ * was written at all. Now the head grows; past REQ_HEAD_MAX the answer is
+ * a 500 that says why. */
+static void test_req_send_json_long_headers(void **state)
+{
+	int status;
+	const char *out;
+
+	(void)state;
+	out = send_with_headers(0, &status);
+	assert_int_equal(status, 200);
+	assert_non_null(strstr(out, "Status: 200 OK\r\n"));
+	assert_non_null(strstr(out, "\r\n\r\n{\"ok\":true}\n"));
+	out = send_with_headers(4096, &status);
+	assert_int_equal(status, 200);
+	assert_non_null(strstr(out, "Status: 200 OK\r\n"));
+	assert_non_null(strstr(out, "X-Long-0: "));
+	assert_non_null(strstr(out, "\r\n\r\n{\"ok\":true}\n"));
+	out = send_with_headers(REQ_HEAD_MAX + 100, &status);
+	assert_int_equal(status, 500);
+	assert_non_null(strstr(out, "Status: 500 Internal Server Error\r\n"));
+	assert_non_null(strstr(out, "Answer headers over 64 KiB"));
+	assert_null(strstr(out, "X-Long-0: "));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -496,6 +614,9 @@ int main(void)
 		cmocka_unit_test(test_crypto),
 		cmocka_unit_test(test_error_text_stays_utf8),
 		cmocka_unit_test(test_metrics_label),
+		cmocka_unit_test(test_store_rec_many_fields),
+		cmocka_unit_test(test_perms_list_fits),
+		cmocka_unit_test(test_req_send_json_long_headers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
