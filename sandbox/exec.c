@@ -262,10 +262,18 @@ static int cwd_refused(struct sandbox_ctx *ctx, struct sandbox *sb, const struct
 	const char *s = w->held.data, *why = "does not exist in the sandbox";
 
 	if (!w->holding || code != 126 || !s ||
-	    (!strstr(s, "chdir to cwd") &&				/* runc */
-	     !strstr(s, "failed to find initial working directory")) || /* runsc */
-	    run_check(ctx, sb, enter, "sandpit-cwd", w->rq->cwd) == 0)
+	    (!strstr(s, "chdir to cwd") &&			      /* runc */
+	     !strstr(s, "failed to find initial working directory"))) /* runsc */
 		return 0;
+	/* runsc does not follow some symlinks into /proc that a shell's cd
+	 * does: a cwd the user can enter but that resolves into /proc was
+	 * refused for being there */
+	if (run_check(ctx, sb, enter, "sandpit-cwd", w->rq->cwd) == 0) {
+		if (!cwd_in_proc(ctx, sb, w->rq->cwd))
+			return 0;
+		sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: may not be under /proc");
+		return 1;
+	}
 	if (strstr(s, "not a directory"))
 		why = "is not a directory";
 	else if (strstr(s, "permission denied"))
