@@ -2,11 +2,12 @@
 // shared daemon (L1: dockerd stopped and started again, faults-dockerd;
 // L2: dockerd SIGSTOPped, stall). Its own
 // --data-root, --exec-root (and so its own containerd), --pidfile, socket
-// and config file (an empty one: not /etc/docker/daemon.json); no docker0
-// (--bridge=none) and no iptables rules (--iptables=false, --ip-masq=false):
-// the user-defined bridge networks sandpit makes still work, on an address
-// pool of their own (10.253.N.0/22, N from the pid) so that their routes
-// never clash with the shared daemon's.
+// and config file (an empty one: not /etc/docker/daemon.json); its own
+// network namespace (unshare --net), so its start leaves the host's docker0
+// alone; no docker0 of its own (--bridge=none) and no iptables rules
+// (--iptables=false, --ip-masq=false): the user-defined bridge networks
+// sandpit makes still work, on an address pool of their own
+// (10.253.N.0/22, N from the pid).
 //
 //   const d = await startDockerd();           // d.host: unix://.../docker.sock
 //   await d.load('sandpit-test/busybox:latest'); // docker save | docker load
@@ -71,7 +72,12 @@ export async function startDockerd() {
     async start() {
       if (proc && alive(proc.pid)) return;
       const log = fs.openSync(path.join(dir, 'dockerd.log'), 'a');
-      proc = spawn('dockerd', args, { detached: true, stdio: ['ignore', log, log] });
+      // in a network namespace of its own: a dockerd without a default
+      // bridge (--bridge=none) deletes the host's docker0 at start, which
+      // the shared daemon's default network needs; in its own namespace it
+      // deletes nothing of the host's, and its bridges stay apart too
+      // (unshare execs dockerd: the pid is dockerd's)
+      proc = spawn('unshare', ['--net', '--', 'dockerd', ...args], { detached: true, stdio: ['ignore', log, log] });
       fs.closeSync(log);
       const p = proc;
       const t0 = Date.now();
