@@ -12,6 +12,8 @@
  * (ZPOPMAX), so a container is never handed out twice, across workers and
  * hosts. Unused containers end at their pool expiry on their own; workers
  * refill pools between requests.
+ * May call: spec.c, image.c, owner.c, disk.c, prepare.c, servers.c, ctx.c.
+ * Never creates a record: create.c claims and arms.
  */
 #include "internal.h"
 

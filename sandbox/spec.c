@@ -207,42 +207,15 @@ static json_object *str_array(const char *const *v)
 	return a;
 }
 
-json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct sandbox *sb,
-				    json_object *env)
+/* The container's labels: sandbox, its id and org, the operator's
+ * container_label pairs, the installation and the deadline. A new
+ * object. */
+static json_object *spec_labels(const struct sandbox_ctx *ctx, const struct sandbox *sb)
 {
 	const struct config *cfg = ctx->cfg;
-	json_object *o = json_object_new_object(), *hc = json_object_new_object(),
-		    *labels = json_object_new_object(), *cmd, *lc, *lcc, *nc, *ep;
-	char deadline[32], remaining[32], expires[32], tsec[32], kuid[32], keeper[48], lname[160],
-		net[128], opts[160];
-	static const char *const capdrop[] = { "ALL", NULL };
-	static const char *const secopt[] = { "no-new-privileges", NULL };
+	json_object *labels = json_object_new_object();
+	char lname[160], at[32];
 
-	snprintf(deadline, sizeof(deadline), "%lld", (long long)(sb->deadline_at / 1000));
-	snprintf(remaining, sizeof(remaining), "%03lld", (long long)(sb->deadline_at % 1000));
-	snprintf(expires, sizeof(expires), "%lld", (long long)((sb->expires_at + 999) / 1000));
-	snprintf(tsec, sizeof(tsec), "%lld", (long long)((sb->timeout_ms + 999) / 1000));
-	snprintf(kuid, sizeof(kuid), "%d", cfg->keeper_uid);
-	sandbox_keeper_user(cfg, keeper, sizeof(keeper));
-	json_object_object_add(o, "Image", json_object_new_string(sb->image));
-	json_object_object_add(o, "Entrypoint", json_object_new_array());
-	cmd = json_object_new_array();
-	json_object_array_add(cmd, json_object_new_string("sh"));
-	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(sh_main));
-	json_object_array_add(cmd, json_object_new_string("sandpit"));
-	json_object_array_add(cmd, json_object_new_string(deadline));
-	json_object_array_add(cmd, json_object_new_string(remaining));
-	json_object_array_add(cmd, json_object_new_string(expires));
-	json_object_array_add(cmd, json_object_new_string(tsec));
-	json_object_array_add(cmd, json_object_new_string(kuid));
-	json_object_object_add(o, "Cmd", cmd);
-	/* the keeper runs PID 1, the main sleep and the watcher; the sandbox
-	 * user is named on every exec */
-	json_object_object_add(o, "User", json_object_new_string(keeper));
-	json_object_object_add(o, "WorkingDir", json_object_new_string(sb->workdir));
-	json_object_object_add(o, "Env", json_object_get(env));
-	json_object_object_add(o, "Hostname", json_object_new_string("sandbox"));
 	config_label(cfg, "sandbox", lname, sizeof(lname));
 	json_object_object_add(labels, lname, json_object_new_string("true"));
 	config_label(cfg, "sandboxId", lname, sizeof(lname));
@@ -263,9 +236,22 @@ json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct 
 	json_object_object_add(labels, lname, json_object_new_string(ctx->install_id));
 	/* the reaper ends a container past this even without a record */
 	snprintf(lname, sizeof(lname), "%s.deadlineAt", cfg->label_prefix);
-	snprintf(opts, sizeof(opts), "%lld", (long long)sb->deadline_at);
-	json_object_object_add(labels, lname, json_object_new_string(opts));
-	json_object_object_add(o, "Labels", labels);
+	snprintf(at, sizeof(at), "%lld", (long long)sb->deadline_at);
+	json_object_object_add(labels, lname, json_object_new_string(at));
+	return labels;
+}
+
+/* The container's HostConfig: the security model (no capabilities,
+ * no-new-privileges, not privileged, private cgroup and IPC namespaces,
+ * an init), the limits, the state tmpfs, the runtime, no restart, a
+ * bounded log, the disk and network net. A new object. */
+static json_object *spec_host_config(const struct config *cfg, const struct sandbox *sb,
+				     const char *net)
+{
+	json_object *hc = json_object_new_object(), *lc, *lcc, *ep;
+	char opts[160];
+	static const char *const capdrop[] = { "ALL", NULL };
+	static const char *const secopt[] = { "no-new-privileges", NULL };
 
 	json_object_object_add(hc, "CapDrop", str_array(capdrop));
 	json_object_object_add(hc, "SecurityOpt", str_array(secopt));
@@ -300,9 +286,45 @@ json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct 
 	/* the disk limit (disk.c): the workdir on its own filesystem, the
 	 * image read-only, /tmp and /var/tmp bounded; or StorageOpt */
 	sandbox_disk_hostconfig(cfg, sb, hc);
-	config_network_name(cfg, sb->network_mode, net, sizeof(net));
 	json_object_object_add(hc, "NetworkMode", json_object_new_string(net));
-	json_object_object_add(o, "HostConfig", hc);
+	return hc;
+}
+
+json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct sandbox *sb,
+				    json_object *env)
+{
+	const struct config *cfg = ctx->cfg;
+	json_object *o = json_object_new_object(), *cmd, *nc, *ep;
+	char deadline[32], remaining[32], expires[32], tsec[32], kuid[32], keeper[48], net[128];
+
+	snprintf(deadline, sizeof(deadline), "%lld", (long long)(sb->deadline_at / 1000));
+	snprintf(remaining, sizeof(remaining), "%03lld", (long long)(sb->deadline_at % 1000));
+	snprintf(expires, sizeof(expires), "%lld", (long long)((sb->expires_at + 999) / 1000));
+	snprintf(tsec, sizeof(tsec), "%lld", (long long)((sb->timeout_ms + 999) / 1000));
+	snprintf(kuid, sizeof(kuid), "%d", cfg->keeper_uid);
+	sandbox_keeper_user(cfg, keeper, sizeof(keeper));
+	json_object_object_add(o, "Image", json_object_new_string(sb->image));
+	json_object_object_add(o, "Entrypoint", json_object_new_array());
+	cmd = json_object_new_array();
+	json_object_array_add(cmd, json_object_new_string("sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(sh_main));
+	json_object_array_add(cmd, json_object_new_string("sandpit"));
+	json_object_array_add(cmd, json_object_new_string(deadline));
+	json_object_array_add(cmd, json_object_new_string(remaining));
+	json_object_array_add(cmd, json_object_new_string(expires));
+	json_object_array_add(cmd, json_object_new_string(tsec));
+	json_object_array_add(cmd, json_object_new_string(kuid));
+	json_object_object_add(o, "Cmd", cmd);
+	/* the keeper runs PID 1, the main sleep and the watcher; the sandbox
+	 * user is named on every exec */
+	json_object_object_add(o, "User", json_object_new_string(keeper));
+	json_object_object_add(o, "WorkingDir", json_object_new_string(sb->workdir));
+	json_object_object_add(o, "Env", json_object_get(env));
+	json_object_object_add(o, "Hostname", json_object_new_string("sandbox"));
+	json_object_object_add(o, "Labels", spec_labels(ctx, sb));
+	config_network_name(cfg, sb->network_mode, net, sizeof(net));
+	json_object_object_add(o, "HostConfig", spec_host_config(cfg, sb, net));
 	nc = json_object_new_object();
 	ep = json_object_new_object();
 	json_object_object_add(ep, net, json_object_new_object());
