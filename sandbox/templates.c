@@ -25,7 +25,7 @@
  * the inspect it makes anyway. */
 #define TEMPLATE_INFO_TTL_MS 30000
 
-/* sandpitd's only (sandbox_templates_json): not locked, not for threads. */
+/* sandpitd's only (sandbox_templates): not locked, not for threads. */
 static struct template_info {
 	char image[256];
 	char version[128];
