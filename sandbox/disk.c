@@ -23,6 +23,7 @@
  * Must never: hand a container a loop device it did not attach for that
  * sandbox, leave a loop device attached after a failed create, or put a
  * caller value on a command line other than numbers it formatted itself.
+ * May call: owner.c (whose the disk's root is).
  */
 #include "internal.h"
 

@@ -10,10 +10,12 @@
  * command still runs two seconds later, the whole container is killed and
  * the sandbox reads killed from then on. A running command counts as
  * activity: expiresAt covers it, and the container's watcher sees it run
- * (a process with PPid 0); lifecycle.c moves the container's expiry as it
+ * (a process with PPid 0); expiry.c moves the container's expiry as it
  * ends. Every exec names the sandbox user in ExecCreate's User: the
  * container's own user is the keeper, which only sandpit's lifetime writes
  * run as.
+ * May call: expiry.c (activity), state.c (mark gone), spec.c (envVars
+ * lines).
  */
 #include "internal.h"
 
@@ -349,28 +351,15 @@ out:
 	return rc;
 }
 
-int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct sandbox_exec_req *rq,
-		     const struct sandbox_exec_io *io, struct sandbox_exec_result *res,
-		     struct sp_err *e)
+/* The ExecCreate body of rq: sh -c the command (through the wrapper
+ * unless no_activity), env (a pooled sandbox's envVars, the caller's, the
+ * marker mvar), the sandbox user, cwd or the workdir. A new object; NULL
+ * with e set when the env cannot be made. */
+static json_object *exec_body(struct sandbox_ctx *ctx, const struct sandbox *sb,
+			      const struct sandbox_exec_req *rq, const char *mvar, struct sp_err *e)
 {
-	json_object *body = NULL, *cmd, *env;
-	char marker[MARKER_LEN + 1], mvar[64], eid[65];
-	int64_t timeout = rq->timeout_ms > 0 ? rq->timeout_ms : SB_DEFAULT_EXEC_TIMEOUT_MS;
-	int timed_out = 0, code = -1, running = 0, rc = -1, started;
-	struct stop_watch watch = { .io = io, .rq = rq };
+	json_object *body = json_object_new_object(), *cmd = json_object_new_array(), *env;
 
-	memset(res, 0, sizeof(*res));
-	if (rq->cwd && (sandbox_path_check("cwd", rq->cwd, e) < 0))
-		return -1;
-	if (rq->cwd && under_proc(rq->cwd))
-		return sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: may not be under /proc");
-	if (env_check(rq->env, rq->nenv, e) < 0)
-		return -1;
-	crypto_random_id(marker, MARKER_LEN);
-	snprintf(mvar, sizeof(mvar), MARKER_VAR "=%s", marker);
-
-	body = json_object_new_object();
-	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string("sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
 	if (rq->no_activity) {
@@ -385,8 +374,9 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		json_object_array_add(cmd, json_object_new_string(*a));
 	json_object_object_add(body, "Cmd", cmd);
 	env = json_object_new_array();
+	json_object_object_add(body, "Env", env);
 	if (sb->pooled && pooled_env(ctx, sb, env, e) < 0)
-		goto out;
+		goto fail;
 	for (size_t i = 0; i < rq->nenv; i++) {
 		const struct sandbox_env_var *v = &rq->env[i];
 		struct buf kv;
@@ -397,13 +387,12 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		    buf_append(&kv, v->value, v->value_len) < 0) {
 			buf_wipe(&kv); /* env_check keeps this from happening */
 			sp_err_field(e, SP_BAD_REQUEST, "env", "env.%.64s: too long", v->key);
-			goto out;
+			goto fail;
 		}
 		json_object_array_add(env, json_object_new_string_len(kv.data, (int)kv.len));
 		buf_wipe(&kv);
 	}
 	json_object_array_add(env, json_object_new_string(mvar));
-	json_object_object_add(body, "Env", env);
 	json_object_object_add(body, "User", json_object_new_string(sandbox_user(sb)));
 	json_object_object_add(body, "WorkingDir",
 			       json_object_new_string(rq->cwd ? rq->cwd : sb->workdir));
@@ -411,7 +400,85 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStdin", json_object_new_boolean(rq->input != NULL));
 	json_object_object_add(body, "Tty", json_object_new_boolean(0));
+	return body;
+fail:
+	json_object_put(body);
+	return NULL;
+}
 
+/* After the exec's stream ended: its exit code into res, or, when it
+ * still runs (timed out, or the caller went away), its whole process tree
+ * killed (the container when that fails); a 400 naming cwd when the
+ * runtime or the wrapper refused cwd. 0 done, 1 done and the container is
+ * gone with the exec (no activity to record), -1 error. */
+static int exec_outcome(struct sandbox_ctx *ctx, struct sandbox *sb,
+			const struct sandbox_exec_req *rq, const char *eid, const char *marker,
+			int timed_out, const struct stop_watch *watch,
+			struct sandbox_exec_result *res, struct sp_err *e)
+{
+	int code = -1, running = 0;
+
+	if (docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0) {
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		/* the exec went with its container (under gVisor a command that
+		 * fills the pids limit can end the whole sandbox): the command is
+		 * over, and so is the sandbox */
+		kill_container(ctx, sb, "the container ended under a running command");
+		res->timed_out = timed_out;
+		res->exit_code = timed_out ? 124 : 137;
+		res->stopped = watch->fired;
+		sp_err_clear(e);
+		return 1;
+	}
+	if (running && !timed_out && !watch->fired && !still_running(ctx, eid, 2000) &&
+	    docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
+		return -1; /* the stream can end a moment before the exit is recorded */
+	if (running || timed_out || watch->fired) {
+		/* timed out, or the caller went away: end the whole process tree */
+		if (kill_marked(ctx, sb, marker) < 0 || still_running(ctx, eid, 2000))
+			kill_container(ctx, sb,
+				       timed_out ? "a timed-out command could not be killed"
+						 : "an abandoned command could not be killed");
+		res->timed_out = timed_out;
+		res->exit_code = timed_out ? 124 : 137;
+		res->stopped = watch->fired;
+		return 0;
+	}
+	res->exit_code = code < 0 ? 1 : code;
+	if (cwd_refused(ctx, sb, watch, code, e))
+		return -1;
+	/* the wrapper refused a cwd that resolves into /proc; a command of the
+	 * caller's own that exits so, silently, is told apart by resolving cwd
+	 * once more (only then) */
+	if (rq->cwd && !rq->no_activity && !watch->output && code == CWD_PROC_CODE &&
+	    cwd_in_proc(ctx, sb, rq->cwd))
+		return sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: may not be under /proc");
+	return 0;
+}
+
+int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct sandbox_exec_req *rq,
+		     const struct sandbox_exec_io *io, struct sandbox_exec_result *res,
+		     struct sp_err *e)
+{
+	json_object *body = NULL;
+	char marker[MARKER_LEN + 1], mvar[64], eid[65];
+	int64_t timeout = rq->timeout_ms > 0 ? rq->timeout_ms : SB_DEFAULT_EXEC_TIMEOUT_MS;
+	int timed_out = 0, rc = -1, started, done;
+	struct stop_watch watch = { .io = io, .rq = rq };
+
+	memset(res, 0, sizeof(*res));
+	if (rq->cwd && (sandbox_path_check("cwd", rq->cwd, e) < 0))
+		return -1;
+	if (rq->cwd && under_proc(rq->cwd))
+		return sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: may not be under /proc");
+	if (env_check(rq->env, rq->nenv, e) < 0)
+		return -1;
+	crypto_random_id(marker, MARKER_LEN);
+	snprintf(mvar, sizeof(mvar), MARKER_VAR "=%s", marker);
+	body = exec_body(ctx, sb, rq, mvar, e);
+	if (!body)
+		goto out;
 	/* a running command is activity until it ends (plus timeoutMs after) */
 	if (!rq->no_activity && sandbox_touch_record(ctx, sb, timeout, e) < 0)
 		goto out;
@@ -436,46 +503,10 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		}
 		goto out;
 	}
-	if (docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0) {
-		if (e->code != SP_NOT_FOUND)
-			goto out;
-		/* the exec went with its container (under gVisor a command that
-		 * fills the pids limit can end the whole sandbox): the command is
-		 * over, and so is the sandbox */
-		kill_container(ctx, sb, "the container ended under a running command");
-		res->timed_out = timed_out;
-		res->exit_code = timed_out ? 124 : 137;
-		res->stopped = watch.fired;
-		sp_err_clear(e);
-		rc = 0;
+	done = exec_outcome(ctx, sb, rq, eid, marker, timed_out, &watch, res, e);
+	if (done < 0)
 		goto out;
-	}
-	if (running && !timed_out && !watch.fired && !still_running(ctx, eid, 2000) &&
-	    docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
-		goto out; /* the stream can end a moment before the exit is recorded */
-	if (running || timed_out || watch.fired) {
-		/* timed out, or the caller went away: end the whole process tree */
-		if (kill_marked(ctx, sb, marker) < 0 || still_running(ctx, eid, 2000))
-			kill_container(ctx, sb,
-				       timed_out ? "a timed-out command could not be killed"
-						 : "an abandoned command could not be killed");
-		res->timed_out = timed_out;
-		res->exit_code = timed_out ? 124 : 137;
-		res->stopped = watch.fired;
-	} else {
-		res->exit_code = code < 0 ? 1 : code;
-		if (cwd_refused(ctx, sb, &watch, code, e))
-			goto out;
-		/* the wrapper refused a cwd that resolves into /proc; a command of
-		 * the caller's own that exits so, silently, is told apart by
-		 * resolving cwd once more (only then) */
-		if (rq->cwd && !rq->no_activity && !watch.output && code == CWD_PROC_CODE &&
-		    cwd_in_proc(ctx, sb, rq->cwd)) {
-			sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: may not be under /proc");
-			goto out;
-		}
-	}
-	if (sb->status == SB_RUNNING && !rq->no_activity) {
+	if (done == 0 && sb->status == SB_RUNNING && !rq->no_activity) {
 		struct sp_err ignore;
 		sandbox_touch_record(ctx, sb, 0, &ignore);
 	}

@@ -1,4 +1,18 @@
-/* Shared between the files of sandbox/ only. */
+/*
+ * Shared between the files of sandbox/ only, grouped by the file that
+ * defines each function. The files form a tree: each calls only files of
+ * a lower line below (its opening comment names which), none calls one on
+ * its own line or above, so there is no circle:
+ *
+ *   create.c  files.c  reaper.c       the entry points of sandbox.h
+ *   exec.c  kill.c  pool.c
+ *   image.c  expiry.c  list.c
+ *   ctx.c  state.c  templates.c
+ *   servers.c
+ *   netcheck.c  spec.c
+ *   prepare.c  disk.c
+ *   record.c  firewall.c  owner.c    (call nothing in sandbox/)
+ */
 #ifndef SANDPIT_SANDBOX_INTERNAL_H
 #define SANDPIT_SANDBOX_INTERNAL_H
 
@@ -8,20 +22,22 @@
 #include "sandbox.h"
 
 #define SB_RECORD_FIELDS 28
+/* The home and default workdir of a template sandbox. */
+#define TEMPLATE_HOME "/home/user"
+/* A status catch-up or a template-info inspect is optional: a server
+ * slower than this leaves the record (the info) as it is. */
+#define CATCH_UP_TIMEOUT_MS 3000
 
-/* Fills sb from a record; -1 if the record is not a sandbox. */
+static inline int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* record.c. Fills sb from a record; -1 if the record is not a sandbox. */
 int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb);
 /* Writes sb as name/value pairs into kv (2 * SB_RECORD_FIELDS slots), using
  * nums (SB_RECORD_FIELDS slots) for numbers. Returns the pair count * 2. */
 int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv);
-
-/* The uid/gid that owns files the API creates, and the mode of a folder
- * that user must be able to use. */
-void sandbox_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsigned *dir_mode);
-
-/* After a Docker call failed with e: when e says a network is missing,
- * marks the current server's networks as to be made again and returns 1. */
-int sandbox_network_missing(struct sandbox_ctx *ctx, const struct sp_err *e);
 
 /* firewall.c: the local server's deny rules. The bridge interface name of
  * network mode ("isolated"/"internet"): <prefix>-iso / <prefix>-net, or
@@ -34,57 +50,28 @@ void firewall_chain_names(const struct config *cfg, char *in, char *fwd, size_t 
  * when it cannot (not root, no iptables, iptables failed). */
 int firewall_apply(const struct config *cfg, const char *const bridges[], int n, struct sp_err *e);
 
-/* This installation's id (ctx->install_id, read once per worker): every
- * container it makes carries it as the label <prefix>.install, and the
- * reaper only ever touches containers with its own, so installations that
- * share a dockerd leave each other's containers alone. -1 when Redis
- * cannot say. */
-int sandbox_install_id(struct sandbox_ctx *ctx, struct sp_err *e);
-
-/* The keeper's "uid:gid" for ExecCreate's and the container's User. */
-void sandbox_keeper_user(const struct config *cfg, char *out, size_t cap);
-
-/* (struct sandbox_server, a registered Docker server: sandbox.h) */
-/* Whether placement may use s: its network check passed, or the operator
- * overrode it. */
-int server_usable(const struct sandbox_server *s);
-/* netcheck.c: runs the probe on the current server (ctx->dk); docker_port
- * ("" = none) is tried besides probe_ports. status: pass, fail or error;
- * detail: what was reached, or the error. -1 on error. */
-int sandbox_net_probe(struct sandbox_ctx *ctx, const char *docker_port, char *status, size_t scap,
-		      char *detail, size_t dcap);
-int server_from_json(const char *text, struct sandbox_server *s, struct sp_err *e);
-json_object *server_to_json(const struct sandbox_server *s);
-int server_allows(const struct sandbox_server *s, const char *org);
-/* Makes server id ("" or "local" = the local server) the current one:
- * ctx->dk and ctx->cur. -1 (ctx->dk NULL) when it is unknown. */
-int sandbox_select_server(struct sandbox_ctx *ctx, const char *id, struct sp_err *e);
-void sandbox_servers_cleanup(struct sandbox_ctx *ctx);
-/* Sets dk's stuck-server guard from the configuration (RELIABILITY L2). */
-void sandbox_docker_guard(const struct config *cfg, struct docker_client *dk);
-/* Chooses the server of a new sandbox (requested, else the pool's least
- * loaded, else local), checks the org may use it, and reserves the
- * sandbox's share there. Sets sb->server_id ("" = local). */
-int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
-		  const char *requested, struct sp_err *e);
-
-/* lifecycle.c, for pool.c: negotiate and make the networks of the current
- * server; the container body of a template sandbox (*img: the image
- * inspect, new); the sh/sleep/date check; the files seeded before start. */
-int sandbox_prepare_server(struct sandbox_ctx *ctx, struct sp_err *e);
-json_object *sandbox_container_body(struct sandbox_ctx *ctx, struct sandbox *sb,
-				    const struct template_conf *t, json_object **img,
-				    struct sp_err *e);
-int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
-			char *missing, size_t cap, struct sp_err *e);
+/* owner.c. The uid/gid that owns files the API creates, and the mode of a
+ * folder that user must be able to use. */
+void sandbox_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsigned *dir_mode);
+/* Resolves the image's named user ("app" or "app:group") to numbers
+ * through the created container's /etc/passwd into sb->owner ("" when it
+ * cannot). */
+void sandbox_resolve_owner(struct sandbox_ctx *ctx, struct sandbox *sb);
+/* Makes the workdir the owner's in the created (not started) container
+ * (img: its image's inspect). */
 int sandbox_seed_files(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
 		       struct sp_err *e);
-/* The sandbox's CPU, memory and pids limits as Docker fields into o (the
- * HostConfig of a create, the body of an update); pids as the host counts
- * them for the sandbox's runtime. */
-void sandbox_limits_json(const struct config *cfg, const struct sandbox *sb, json_object *o);
-/* Appends a .env body's KEY=value lines to env (Docker's "K=V" list). */
-int sandbox_env_lines(const char *s, size_t len, json_object *env, struct sp_err *e);
+
+/* prepare.c: the current server made ready. docker_ready: Docker
+ * negotiated (503 when the server cannot be reached). ensure_networks:
+ * both sandbox networks made, and on the local server their deny rules.
+ * prepare_server: both. network_missing: after a Docker call failed with
+ * e: when e says a network is missing, marks the current server's
+ * networks as to be made again and returns 1. */
+int sandbox_docker_ready(struct sandbox_ctx *ctx, struct sp_err *e);
+int sandbox_ensure_networks(struct sandbox_ctx *ctx, struct sp_err *e);
+int sandbox_prepare_server(struct sandbox_ctx *ctx, struct sp_err *e);
+int sandbox_network_missing(struct sandbox_ctx *ctx, const struct sp_err *e);
 
 /* disk.c. plan: how the current server limits sb's disk (sb->disk.how),
  * sb->disk_mb from rq_mb (<= 0: the default), 400 for a diskMb it cannot
@@ -106,14 +93,105 @@ void sandbox_disk_abort(struct sandbox_ctx *ctx, struct sandbox *sb);
  * the image's content at the workdir does not fit in the disk. */
 void sandbox_disk_refused(const struct sandbox *sb, struct sp_err *e);
 
-/* lifecycle.c, for reaper.c: a record to killed (at now) or error, saved
- * if nobody changed it meanwhile; its quota share released when gone says
- * Docker no longer runs its container. Docker of the current server
- * negotiated. When a creating record reads error. */
+/* netcheck.c: runs the probe on the current server (ctx->dk); docker_port
+ * ("" = none) is tried besides probe_ports. status: pass, fail or error;
+ * detail: what was reached, or the error. -1 on error. */
+int sandbox_net_probe(struct sandbox_ctx *ctx, const char *docker_port, char *status, size_t scap,
+		      char *detail, size_t dcap);
+
+/* spec.c. The keeper's "uid:gid" for ExecCreate's and the container's
+ * User. */
+void sandbox_keeper_user(const struct config *cfg, char *out, size_t cap);
+/* The sandbox's CPU, memory and pids limits as Docker fields into o (the
+ * HostConfig of a create, the body of an update); pids as the host counts
+ * them for the sandbox's runtime. */
+void sandbox_limits_json(const struct config *cfg, const struct sandbox *sb, json_object *o);
+/* 0 when the sandbox's runtime can run on the current server; else -1 with
+ * a 400 naming `runtime` (or why the daemon could not be asked). */
+int sandbox_runtime_ok(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e);
+/* Appends a .env body's KEY=value lines to env (Docker's "K=V" list). */
+int sandbox_env_lines(const char *s, size_t len, json_object *env, struct sp_err *e);
+/* Appends HOME=home and template t's env (NULL: none) to env. */
+void sandbox_template_env(const struct template_conf *t, const char *home, json_object *env);
+/* The body of Docker's container create for sb, with env (taken as a new
+ * reference); a new object. */
+json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct sandbox *sb,
+				    json_object *env);
+
+/* (struct sandbox_server, a registered Docker server: sandbox.h) */
+/* servers.c. Whether placement may use s: its network check passed, or
+ * the operator overrode it. */
+int server_usable(const struct sandbox_server *s);
+int server_from_json(const char *text, struct sandbox_server *s, struct sp_err *e);
+json_object *server_to_json(const struct sandbox_server *s);
+int server_allows(const struct sandbox_server *s, const char *org);
+/* Makes server id ("" or "local" = the local server) the current one:
+ * ctx->dk and ctx->cur. -1 (ctx->dk NULL) when it is unknown. */
+int sandbox_select_server(struct sandbox_ctx *ctx, const char *id, struct sp_err *e);
+void sandbox_servers_cleanup(struct sandbox_ctx *ctx);
+/* Sets dk's stuck-server guard from the configuration (RELIABILITY L2). */
+void sandbox_docker_guard(const struct config *cfg, struct docker_client *dk);
+/* Chooses the server of a new sandbox (requested, else the pool's least
+ * loaded, else local), checks the org may use it, and reserves the
+ * sandbox's share there. Sets sb->server_id ("" = local). */
+int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
+		  const char *requested, struct sp_err *e);
+
+/* ctx.c. This installation's id (ctx->install_id, read once per worker):
+ * every container it makes carries it as the label <prefix>.install, and
+ * the reaper only ever touches containers with its own, so installations
+ * that share a dockerd leave each other's containers alone. -1 when Redis
+ * cannot say. */
+int sandbox_install_id(struct sandbox_ctx *ctx, struct sp_err *e);
+
+/* state.c. The record's TTL in Redis: its time left plus retention_s. */
+int64_t sandbox_record_ttl(const struct config *cfg, const struct sandbox *sb);
+/* Writes the whole record (with the sealed env when given). */
+int sandbox_save(struct sandbox_ctx *ctx, const struct sandbox *sb, const char *sealed_env,
+		 struct sp_err *e);
+/* Rewrites the record's fields if its status is still `expect`. Returns 0
+ * when applied, 1 when someone else changed the status first. */
+int sandbox_save_if(struct sandbox_ctx *ctx, const struct sandbox *sb, enum sandbox_status expect,
+		    struct sp_err *e);
+/* A record to killed (at now) or error, saved if nobody changed it
+ * meanwhile; its quota share released when gone says Docker no longer runs
+ * its container. */
 void sandbox_transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox_status to,
 			const char *why, int gone);
-int sandbox_docker_ready(struct sandbox_ctx *ctx, struct sp_err *e);
+/* When a creating record reads error. */
 int64_t sandbox_creating_end(const struct config *cfg, const struct sandbox *sb);
+/* Status catch-up by time (creation past its time, expiry or deadline
+ * passed): ends the containers first. 1 when the record changed. */
+int sandbox_catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb);
+/* Reads a record, no catch-up, and makes its server the current one (when
+ * that cannot be reached, ctx->dk is NULL and ctx->server_err says why). */
+int sandbox_load(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *sb,
+		 struct sp_err *e);
+/* Maps a Docker "no such container" on a running sandbox to killed: marks
+ * it gone, 412 "Sandbox is killed". */
+int sandbox_container_gone(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
+
+/* templates.c: a local inspect answer of a template image (img NULL: the
+ * image is not there), for sandbox_templates. */
+void sandbox_template_info_note(const char *image, json_object *img);
+
+/* image.c. Inspects sb's image on the current server into *img (new),
+ * pulling it first when it is missing (*pulled = 1; the record's
+ * creatingUntil moved for the pull). 400 naming image when it cannot be
+ * had. */
+int sandbox_prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_object **img,
+			  struct sp_err *e, int *pulled);
+/* Which of sh, sleep, date sb's created container (of image img) lacks,
+ * into missing ("" when none). */
+int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
+			char *missing, size_t cap, struct sp_err *e);
+
+/* expiry.c: drops a deferred expiry write of sandbox id (it is being
+ * killed or removed). */
+void sandbox_drop_pending_expiry(struct sandbox_ctx *ctx, const char *id);
+
+/* list.c: catches every record of org up (list pages read and dropped). */
+void sandbox_catch_up_org(struct sandbox_ctx *ctx, const char *org);
 
 /* pool.c: claims a warm container for rq into sb (sets id, container id,
  * pooled) if one fits and is ready: 1 claimed, 0 none. activate arms it

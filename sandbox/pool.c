@@ -1,7 +1,7 @@
 /*
  * Warm pools: started containers of a template kept ready, so a create
  * that fits one costs a claim instead of a container create and start.
- * A pooled container is made exactly like a cold one (container_body: the
+ * A pooled container is made exactly like a cold one (spec.c: the
  * whole security model) with its sandbox id given in advance; only its main
  * process differs (sandbox/sh/pool.sh): it waits, with a pool expiry of
  * its own, for a USR1 that arms it. Arming writes the deadline and the first expiry into files
@@ -12,6 +12,8 @@
  * (ZPOPMAX), so a container is never handed out twice, across workers and
  * hosts. Unused containers end at their pool expiry on their own; workers
  * refill pools between requests.
+ * May call: spec.c, image.c, owner.c, disk.c, prepare.c, servers.c, ctx.c.
+ * Never creates a record: create.c claims and arms.
  */
 #include "internal.h"
 
@@ -148,6 +150,30 @@ int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 	return rc;
 }
 
+/* The container body of a pooled sandbox: the same spec as a cold create
+ * makes (spec.c), with the template's env, after its image is there
+ * (*img: its inspect, new), so a pooled sandbox keeps every promise of the
+ * security model. A new object; NULL on error. */
+static json_object *pool_container_body(struct sandbox_ctx *ctx, struct sandbox *sb,
+					const struct template_conf *t, json_object **img,
+					struct sp_err *e)
+{
+	json_object *env, *body;
+	int pulled = 0;
+
+	if (sandbox_install_id(ctx, e) < 0)
+		return NULL;
+	env = json_object_new_array();
+	sandbox_template_env(t, sb->workdir, env);
+	if (sandbox_prepare_image(ctx, sb, img, e, &pulled) < 0) {
+		json_object_put(env);
+		return NULL;
+	}
+	body = sandbox_container_spec(ctx, sb, env);
+	json_object_put(env);
+	return body;
+}
+
 /* Makes one pooled container of p and registers it. */
 static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const char *key,
 		    struct sp_err *e)
@@ -177,7 +203,7 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 	if (sandbox_select_server(ctx, "", e) < 0 || sandbox_prepare_server(ctx, e) < 0 ||
 	    sandbox_disk_plan(ctx, &sb, -1, e) < 0 || sandbox_disk_prepare(ctx, &sb, e) < 0)
 		return -1;
-	body = sandbox_container_body(ctx, &sb, t, &img, e);
+	body = pool_container_body(ctx, &sb, t, &img, e);
 	if (!body)
 		goto out;
 	/* the pool's main process, and a label saying it waits in a pool */

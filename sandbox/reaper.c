@@ -1,7 +1,7 @@
 /*
  * The reaper: the workers, between requests, end what the containers'
  * own lifetime rules could not. A container enforces its deadline and its
- * inactivity expiry itself (lifecycle.c: the keeper's sleep and watcher);
+ * inactivity expiry itself (spec.c, sh/main.sh: the keeper's sleep and watcher);
  * this is the defence in depth from outside, for the cases where that is
  * not enough: an image whose user is root (it can replace the sleep and
  * date the keeper runs), a watcher that could not fork, a worker killed
@@ -15,6 +15,8 @@
  * only ever touches containers labelled with its own installation's id
  * (<prefix>.install): installations sharing a dockerd, and containers of
  * versions before that label, are left alone.
+ * May call: pool.c (refills), state.c, expiry.c (deferred writes), ctx.c,
+ * prepare.c, servers.c, record.c.
  */
 #include "internal.h"
 

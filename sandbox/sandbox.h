@@ -143,7 +143,8 @@ const char *sandbox_status_name(enum sandbox_status s);
  * Allocates; release with sandbox_ctx_cleanup. Safe from any thread: a
  * ctx is one thread's at a time (sandpit-stream keeps a pool of them,
  * one per running job), cfg is read only, and the process-wide caches it
- * reaches are locked (lifecycle.c cache_mu) or atomics (docker/guard.c). */
+ * reaches are locked (state.c seen_mu, image.c tool_mu, owner.c owned_mu)
+ * or atomics (docker/guard.c). */
 int sandbox_ctx_init(struct sandbox_ctx *ctx, const struct config *cfg, struct sp_err *e);
 /* Safe from any thread, on a ctx no other thread uses. */
 void sandbox_ctx_cleanup(struct sandbox_ctx *ctx);
@@ -157,7 +158,7 @@ int sandbox_get(struct sandbox_ctx *ctx, const char *org, const char *id, struct
 /* Like sandbox_get, but fails with 412 "Sandbox is <status>" unless the
  * sandbox is running; for operations that act on the container. Safe from
  * any thread: as sandbox_ctx_init (sandbox_get too: its seen_running
- * cache is under cache_mu). */
+ * cache is under seen_mu). */
 int sandbox_get_running(struct sandbox_ctx *ctx, const char *org, const char *id,
 			struct sandbox *out, struct sp_err *e);
 /* A page request: at most limit items (<= 0 or over SB_LIST_PAGE_MAX:

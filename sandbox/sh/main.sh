@@ -1,4 +1,4 @@
-# The container's main process (lifecycle.c, container_body), run as the
+# The container's main process (spec.c, sandbox_container_spec), run as the
 # keeper uid (the container's User; every sandbox-user action passes its
 # user to ExecCreate). $1 and $2 are deadlineAt: its epoch seconds and its
 # milliseconds (3 digits); $3 is the first expiry (epoch seconds), $4 the

@@ -1,0 +1,444 @@
+/*
+ * sandbox_create: the request checked and filled in with defaults, the
+ * envVars parsed and sealed, the quota and the server's share reserved,
+ * the record written "creating" before any container exists (a crash
+ * mid-create leaves a row that reads "error" later and a labelled
+ * container the reaper finds), then a warm container armed or a cold one
+ * made, checked, seeded and started, and the record "running". A failed
+ * creation leaves nothing (create_failed). The container enforces its own
+ * lifetime (sandbox/sh/main.sh): nothing here has to run for a sandbox to
+ * die on time. Never returns envVars; never puts a caller value into a
+ * Docker URL unescaped (docker/ escapes) or into ExecCreate's User or
+ * Privileged.
+ * May call: every file below it: state.c, list.c (catch up an org),
+ * spec.c, image.c, owner.c, disk.c, prepare.c, servers.c, pool.c, ctx.c.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/buf.h"
+#include "../common/crypto.h"
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../docker/docker.h"
+
+/* Names the request field behind Docker refusing a container (a limit the
+ * host cannot give, such as more CPUs than it has). */
+static void refused_field(struct sp_err *e)
+{
+	const char *field = NULL;
+
+	if (e->code != SP_BAD_REQUEST)
+		return;
+	if (strstr(e->msg, "CPU") || strstr(e->msg, "cpu"))
+		field = "cpu";
+	else if (strstr(e->msg, "emory"))
+		field = "memoryMb";
+	else if (strstr(e->msg, "ids"))
+		field = "pidsLimit";
+	if (field) {
+		char msg[sizeof(e->msg)];
+		str_copy(msg, sizeof(msg), e->msg);
+		sp_err_field(e, SP_BAD_REQUEST, field, "%s: %s", field, msg);
+	}
+}
+
+/* 1 when sb's user (as named, or resolved to numbers) is the keeper uid. */
+static int keeper_user(const struct config *cfg, const struct sandbox *sb)
+{
+	const char *const names[] = { sb->user, sb->owner };
+
+	for (int i = 0; i < 2; i++) {
+		char tmp[64], *colon;
+		long long u;
+		str_copy(tmp, sizeof(tmp), names[i]);
+		colon = strchr(tmp, ':');
+		if (colon)
+			*colon = '\0';
+		if (tmp[0] && parse_ll(tmp, 0, 0x7fffffff, &u) == 0 && u == cfg->keeper_uid)
+			return 1;
+	}
+	return 0;
+}
+
+/* Ends a failed creation: removes the container if there is one (and
+ * anything else with its label), releases the reservations once Docker
+ * says it is gone and deletes the row: the caller is told why and gets no
+ * sandbox, so no "error" row it never learned the id of stays in list and
+ * /metrics (the log line keeps id and reason). The row is kept as "error"
+ * only when the delete fails or the container could not be seen gone (the
+ * reaper finishes it). Returns -1 with e unchanged. */
+static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	struct sp_err ignore;
+	int gone;
+
+	if (sb->container_id[0])
+		docker_container_remove(ctx->dk, sb->container_id, 1, &ignore);
+	/* and anything else with its label (a create whose answer was lost) */
+	gone = sandbox_end_containers(ctx, sb->id, 0, &ignore) == 0;
+	sandbox_disk_abort(ctx, sb);
+	sb->status = SB_ERROR;
+	str_copy(sb->error_message, sizeof(sb->error_message), e->msg);
+	if (!gone || store_sandbox_del(ctx->st, sb->org, sb->id, &ignore) < 0)
+		sandbox_save_if(ctx, sb, SB_CREATING, &ignore);
+	if (gone) {
+		store_release(ctx->st, sb->org, sb->id, &ignore);
+		store_server_release(ctx->st, sb->server_id, sb->id, &ignore);
+	}
+	log_info("sandbox %s: creation failed: %s", sb->id, e->msg);
+	return -1;
+}
+
+/* Reserves the sandbox's share of its org's quota. When the quota looks
+ * full, sandboxes that died unobserved are caught up first (their share is
+ * released) and the reservation is tried once more. 429 QUOTA_EXCEEDED
+ * (no Retry-After) when still full. */
+static int reserve(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	char msg[256];
+	int rc;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		rc = store_reserve(ctx->st, sb->org, sb->id, sb->deadline_at,
+				   (int64_t)(sb->cpu * 1000 + 0.5), sb->memory_mb, msg, sizeof(msg),
+				   e);
+		if (rc < 0) {
+			/* the answer was lost, perhaps after the write: undo it */
+			struct sp_err ignore;
+			store_release(ctx->st, sb->org, sb->id, &ignore);
+			return -1;
+		}
+		if (rc == 0)
+			return 0;
+		if (attempt == 0)
+			sandbox_catch_up_org(ctx, sb->org);
+	}
+	return sp_err_set(e, SP_QUOTA, "%s", msg);
+}
+
+/* 1 for "/" or "/a/b": no empty, "." or ".." component, no trailing '/'
+ * (the workdir becomes a tar entry and Docker's WorkingDir as it is). */
+static int path_clean(const char *p)
+{
+	if (strcmp(p, "/") == 0)
+		return 1;
+	while (*p == '/') {
+		size_t n = strcspn(p + 1, "/");
+		if (n == 0 || (n == 1 && p[1] == '.') || (n == 2 && p[1] == '.' && p[2] == '.'))
+			return 0;
+		p += 1 + n;
+	}
+	return *p == '\0';
+}
+
+/* A create without a name gets Dokploy's: "sandbox-" and the time in ms in
+ * base 36, so lists and dashboards have something to show. */
+static void default_name(int64_t ms, char *out, size_t cap)
+{
+	char digits[16];
+	size_t n = 0;
+	uint64_t v = ms > 0 ? (uint64_t)ms : 0;
+
+	do {
+		digits[n++] = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
+		v /= 36;
+	} while (v && n < sizeof(digits));
+	if (cap < n + 9)
+		return;
+	memcpy(out, "sandbox-", 8);
+	for (size_t i = 0; i < n; i++)
+		out[8 + i] = digits[n - 1 - i];
+	out[8 + n] = '\0';
+}
+
+/* The request checked, and sb filled from it with the defaults: its id
+ * (or a warm container's), name, limits, lifetimes and times; *t the
+ * template (NULL for an image). 400 naming the field for a bad request. */
+static int create_fill(struct sandbox_ctx *ctx, const char *org,
+		       const struct sandbox_create_req *rq, struct sandbox *sb,
+		       const struct template_conf **t, struct sp_err *e)
+{
+	int64_t now = now_ms();
+
+	if (!rq->template_name && !rq->image)
+		return sp_err_field(e, SP_BAD_REQUEST, "template",
+				    "Either template or image is required");
+	if (rq->template_name && rq->image)
+		return sp_err_field(e, SP_BAD_REQUEST, "image",
+				    "Give either template or image, not both");
+	if (rq->workdir && !path_clean(rq->workdir))
+		return sp_err_field(e, SP_BAD_REQUEST, "workdir",
+				    "workdir: must be a plain absolute path (no '//', '.', '..' or "
+				    "trailing '/')");
+	if (rq->template_name) {
+		*t = config_template(ctx->cfg, rq->template_name);
+		if (!*t)
+			return sp_err_field(
+				e, SP_BAD_REQUEST, "template",
+				"template: unknown template '%s' (see sandbox.templates)",
+				rq->template_name);
+		str_copy(sb->template_name, sizeof(sb->template_name), (*t)->name);
+		str_copy(sb->image, sizeof(sb->image), (*t)->image);
+		str_copy(sb->user, sizeof(sb->user), "1000:1000");
+		str_copy(sb->owner, sizeof(sb->owner), "1000:1000");
+	} else {
+		str_copy(sb->image, sizeof(sb->image), rq->image);
+	}
+	crypto_random_id(sb->id, SANDBOX_ID_LEN);
+	sandbox_pool_claim(ctx, rq, sb); /* a warm container brings its own id */
+	str_copy(sb->org, sizeof(sb->org), org);
+	if (rq->name)
+		str_copy(sb->name, sizeof(sb->name), rq->name);
+	else
+		default_name(now, sb->name, sizeof(sb->name));
+	sb->status = SB_CREATING;
+	sb->cpu = rq->cpu > 0 ? rq->cpu : SB_DEFAULT_CPU;
+	sb->memory_mb = rq->memory_mb > 0 ? rq->memory_mb : SB_DEFAULT_MEMORY_MB;
+	sb->pids_limit = rq->pids_limit > 0 ? rq->pids_limit : SB_DEFAULT_PIDS;
+	sb->timeout_ms = rq->timeout_ms > 0 ? rq->timeout_ms : SB_DEFAULT_TIMEOUT_MS;
+	sb->max_lifetime_ms = rq->max_lifetime_ms > 0 ? rq->max_lifetime_ms : SB_MAX_LIFETIME_MS;
+	str_copy(sb->network_mode, sizeof(sb->network_mode),
+		 rq->network_mode ? rq->network_mode : "isolated");
+	str_copy(sb->workdir, sizeof(sb->workdir), rq->workdir ? rq->workdir : TEMPLATE_HOME);
+	str_copy(sb->runtime, sizeof(sb->runtime),
+		 rq->runtime ? rq->runtime : ctx->cfg->default_runtime);
+	sb->created_at = now;
+	sb->last_activity_at = now;
+	sb->deadline_at = now + sb->max_lifetime_ms;
+	sb->expires_at = min64(now + sb->timeout_ms, sb->deadline_at);
+	/* what the main process writes into the container (whole seconds) */
+	sb->container_expires_at = (sb->expires_at + 999) / 1000 * 1000;
+	sb->creating_until = now + (int64_t)ctx->cfg->create_timeout_s * 1000;
+	return 0;
+}
+
+/* The container's env into env (the template's, then envVars) and the
+ * envVars sealed for the record into sealed. */
+static int create_env(struct sandbox_ctx *ctx, const struct sandbox_create_req *rq,
+		      const struct template_conf *t, const struct sandbox *sb, json_object *env,
+		      struct buf *sealed, struct sp_err *e)
+{
+	sandbox_template_env(t, sb->workdir, env);
+	if (rq->env_vars && sandbox_env_lines(rq->env_vars, rq->env_vars_len, env, e) < 0)
+		return -1;
+	if (rq->env_vars && rq->env_vars_len &&
+	    crypto_seal(ctx->cfg->data_key, sb->id, rq->env_vars, rq->env_vars_len, sealed) < 0)
+		return sp_err_set(e, SP_INTERNAL, "Could not seal envVars");
+	return 0;
+}
+
+/* The sandbox admitted: its quota share reserved, its server chosen (its
+ * share there reserved) and made ready, its runtime and disk possible
+ * there, and the record written "creating". On failure the shares are
+ * released and there is no record. */
+static int create_admit(struct sandbox_ctx *ctx, const char *org,
+			const struct sandbox_create_req *rq, struct sandbox *sb,
+			const struct buf *sealed, struct sp_err *e)
+{
+	struct sp_err ignore;
+
+	if (sandbox_install_id(ctx, e) < 0 || reserve(ctx, sb, e) < 0)
+		return -1;
+	if (sandbox_place(ctx, org, sb, rq->server_id, e) == 0 &&
+	    sandbox_select_server(ctx, sb->server_id, e) == 0 &&
+	    sandbox_docker_ready(ctx, e) == 0 && sandbox_ensure_networks(ctx, e) == 0 &&
+	    sandbox_runtime_ok(ctx, sb, e) == 0 &&
+	    sandbox_disk_plan(ctx, sb, rq->disk_mb, e) == 0 &&
+	    sandbox_save(ctx, sb, sealed->len ? sealed->data : NULL, e) == 0)
+		return 0;
+	store_release(ctx->st, sb->org, sb->id, &ignore);
+	store_server_release(ctx->st, sb->server_id, sb->id, &ignore);
+	return -1;
+}
+
+/* Arms sb's warm container. -1 when it is gone or refused: it is removed,
+ * sb is no longer pooled, e is clear, and the caller makes a cold one. */
+static int create_warm(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	struct sp_err oe, ignore;
+
+	/* its labels predate its org: the reaper finds the record through this */
+	store_owner_set(ctx->st, sb->id, sb->org, sandbox_record_ttl(ctx->cfg, sb), &oe);
+	if (sandbox_pool_activate(ctx, sb, e) == 0)
+		return 0;
+	log_warn("sandbox %s: warm container failed (%s); creating it cold", sb->id, e->msg);
+	docker_container_remove(ctx->dk, sb->container_id, 1, &ignore);
+	sb->pooled = 0;
+	sb->container_id[0] = '\0';
+	sp_err_clear(e);
+	return -1;
+}
+
+/* Docker's create of sb's container from body, once more after making the
+ * networks again when one went away since this worker made sure of it
+ * (docker network prune; *retried: that once is used). On failure e names
+ * the request field behind a refusal. */
+static int container_create(struct sandbox_ctx *ctx, struct sandbox *sb, json_object *body,
+			    int *retried, struct sp_err *e)
+{
+	char cname[128];
+
+	config_container_name(ctx->cfg, sb->id, cname, sizeof(cname));
+	while (docker_container_create(ctx->dk, cname, body, sb->container_id, e) < 0) {
+		if (*retried || !sandbox_network_missing(ctx, e) ||
+		    (*retried = 1, sandbox_ensure_networks(ctx, e) < 0)) {
+			refused_field(e);
+			sandbox_disk_refused(sb, e);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The created container checked and made ready to start: sh, sleep and
+ * date in its image, its owner resolved (an image's user), that user not
+ * the keeper, the disk and the workdir given to the owner. */
+static int container_check(struct sandbox_ctx *ctx, const struct sandbox_create_req *rq,
+			   const struct template_conf *t, struct sandbox *sb, json_object *img,
+			   struct sp_err *e)
+{
+	char missing[32];
+
+	if (sandbox_check_tools(ctx, sb, img, missing, sizeof(missing), e) < 0)
+		return -1;
+	if (missing[0])
+		return sp_err_field(
+			e, SP_BAD_REQUEST, rq->image ? "image" : "template",
+			"Image %s lacks %s: sandbox images must include sh, sleep and date",
+			sb->image, missing);
+	if (!t)
+		sandbox_resolve_owner(ctx, sb);
+	if (!t && keeper_user(ctx->cfg, sb))
+		return sp_err_field(e, SP_BAD_REQUEST, "image",
+				    "image: its user %s is the uid sandpit keeps the sandbox's "
+				    "lifetime with (keeper_uid %d); use another user",
+				    sb->user, ctx->cfg->keeper_uid);
+	if (sandbox_disk_owner(ctx, sb, e) < 0 || sandbox_seed_files(ctx, sb, img, e) < 0)
+		return -1;
+	return 0;
+}
+
+/* The time since *mark, in µs; *mark becomes now. */
+static int64_t lap(int64_t *mark)
+{
+	int64_t now = mono_us(), d = now - *mark;
+
+	*mark = now;
+	return d;
+}
+
+/* A cold container for sb: its image (pulled if need be; its user for an
+ * image sandbox), its disk, then the container made, checked and started,
+ * once more when its network went away before the start. On failure the
+ * creation is ended (create_failed). Timings into tm from *mark. */
+static int create_cold(struct sandbox_ctx *ctx, const struct sandbox_create_req *rq,
+		       const struct template_conf *t, struct sandbox *sb, json_object *env,
+		       struct sandbox_timing *tm, int64_t *mark, struct sp_err *e)
+{
+	json_object *img = NULL, *body = NULL, *icfg, *user;
+	struct sp_err ignore;
+	int rc = -1, retried = 0;
+
+	if (sandbox_prepare_image(ctx, sb, &img, e, &tm->pulled) < 0)
+		goto out;
+	if (!t) {
+		if (json_object_object_get_ex(img, "Config", &icfg) &&
+		    json_object_object_get_ex(icfg, "User", &user) && json_object_get_string(user))
+			str_copy(sb->user, sizeof(sb->user), json_object_get_string(user));
+		if (!sb->user[0])
+			str_copy(sb->user, sizeof(sb->user), "root");
+	}
+	tm->image_us = lap(mark);
+	if (sandbox_disk_prepare(ctx, sb, e) < 0)
+		goto out;
+	tm->disk_us = mono_us() - *mark;
+	body = sandbox_container_spec(ctx, sb, env);
+	for (;;) {
+		int64_t made;
+		if (container_create(ctx, sb, body, &retried, e) < 0 ||
+		    container_check(ctx, rq, t, sb, img, e) < 0)
+			goto out;
+		made = mono_us();
+		tm->create_us = made - *mark;
+		if (docker_container_start(ctx->dk, sb->container_id, e) == 0) {
+			sandbox_disk_started(ctx, sb);
+			*mark = made;
+			tm->start_us = lap(mark);
+			rc = 0;
+			goto out;
+		}
+		if (retried || !sandbox_network_missing(ctx, e))
+			goto out;
+		retried = 1;
+		docker_container_remove(ctx->dk, sb->container_id, 1, &ignore);
+		sb->container_id[0] = '\0';
+		if (sandbox_ensure_networks(ctx, e) < 0)
+			goto out;
+	}
+out:
+	if (rc < 0)
+		create_failed(ctx, sb, e);
+	json_object_put(img);
+	json_object_put(body);
+	return rc;
+}
+
+/* The record from creating to running. When someone removed or changed it
+ * meanwhile, the container is not left behind (409 unless e says more). */
+static int create_running(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	struct sp_err ignore;
+
+	sb->status = SB_RUNNING;
+	if (sandbox_save_if(ctx, sb, SB_CREATING, e) == 0)
+		return 0;
+	docker_container_stop(ctx->dk, sb->container_id, 0, &ignore);
+	if (e->code == SP_OK)
+		sp_err_set(e, SP_CONFLICT, "Sandbox was removed while it was being created");
+	return -1;
+}
+
+int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbox_create_req *rq,
+		   struct sandbox *out, struct sp_err *e)
+{
+	const struct template_conf *t = NULL;
+	struct sandbox *sb = out;
+	json_object *env = NULL;
+	struct buf sealed;
+	struct sandbox_timing tm = { 0 };
+	int64_t mark = mono_us();
+	int rc = -1;
+
+	buf_init(&sealed, 256 * 1024);
+	memset(sb, 0, sizeof(*sb));
+	if (create_fill(ctx, org, rq, sb, &t, e) < 0)
+		return -1;
+	env = json_object_new_array();
+	if (create_env(ctx, rq, t, sb, env, &sealed, e) < 0 ||
+	    create_admit(ctx, org, rq, sb, &sealed, e) < 0)
+		goto out;
+	tm.place_us = lap(&mark);
+	if (sb->pooled && create_warm(ctx, sb, e) == 0) {
+		tm.pooled = 1;
+		tm.start_us = lap(&mark);
+	} else if (create_cold(ctx, rq, t, sb, env, &tm, &mark, e) < 0) {
+		goto out;
+	}
+	if (create_running(ctx, sb, e) < 0)
+		goto out;
+	tm.ready_us = mono_us() - mark;
+	if (rq->timing)
+		*rq->timing = tm;
+	log_info("sandbox %s created (org %s, image %s)", sb->id, org, sb->image);
+	rc = 0;
+out:
+	if (rc < 0)
+		sandbox_disk_abort(ctx, sb);
+	buf_wipe(&sealed);
+	json_object_put(env);
+	return rc;
+}

@@ -1,0 +1,175 @@
+/*
+ * The container's lifetime as the keeper writes it: the expiry (and the
+ * timeout of sandbox_set_timeout) into /.sandpit through an exec as the
+ * keeper uid, the only writer there (sandbox/sh/expiry.sh); activity moving
+ * the record's expiresAt, and the container's expiry following it (now, or
+ * deferred to after the answer and flushed from the idle loop).
+ * May call: state.c (read a sandbox, mark it gone), prepare.c, spec.c (the
+ * keeper user).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../docker/docker.h"
+#include "sh_programs.h"
+
+static int drop_output(void *arg, int stream, const char *data, size_t len)
+{
+	(void)arg;
+	(void)stream;
+	(void)data;
+	(void)len;
+	return 0;
+}
+
+/* Writes the container's expiry (epoch s, rounded up) and, when
+ * timeout_ms > 0, its timeout into /.sandpit, as the keeper: the only
+ * writer there. Records what it wrote (containerExpiresAt). */
+static int keeper_write(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t expires_ms,
+			int64_t timeout_ms, struct sp_err *e)
+{
+	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	char exp[32], tsec[32], keeper[48], eid[65], at[32];
+	const char *kv[] = { "containerExpiresAt", at };
+	int timed_out = 0, code = -1, running = 0, rc = -1;
+
+	snprintf(exp, sizeof(exp), "%lld", (long long)((expires_ms + 999) / 1000));
+	snprintf(tsec, sizeof(tsec), "%lld", (long long)((timeout_ms + 999) / 1000));
+	if (timeout_ms <= 0)
+		tsec[0] = '\0';
+	sandbox_keeper_user(ctx->cfg, keeper, sizeof(keeper));
+	json_object_array_add(cmd, json_object_new_string("sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(sh_expiry));
+	json_object_array_add(cmd, json_object_new_string("sandpit-keeper"));
+	json_object_array_add(cmd, json_object_new_string(exp));
+	json_object_array_add(cmd, json_object_new_string(tsec));
+	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "User", json_object_new_string(keeper));
+	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0 ||
+	    docker_exec_start(ctx->dk, eid, 10000, drop_output, NULL, NULL, &timed_out, e) < 0 ||
+	    docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
+		goto out;
+	if (timed_out || code != 0) {
+		sp_err_set(e, SP_INTERNAL, "Could not write the sandbox's expiry (exit %d)", code);
+		goto out;
+	}
+	sb->container_expires_at = (expires_ms + 999) / 1000 * 1000;
+	snprintf(at, sizeof(at), "%lld", (long long)sb->container_expires_at);
+	rc = store_sandbox_update(ctx->st, sb->org, sb->id, "running", kv, 2, 0, e) < 0 ? -1 : 0;
+out:
+	json_object_put(body);
+	return rc;
+}
+
+int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id,
+			int64_t timeout_ms, struct sandbox *out, struct sp_err *e)
+{
+	int64_t now = now_ms();
+
+	if (sandbox_get_running(ctx, org, id, out, e) < 0)
+		return -1;
+	if (sandbox_docker_ready(ctx, e) < 0)
+		return -1;
+	out->timeout_ms = timeout_ms;
+	out->expires_at = min64(now + timeout_ms, out->deadline_at);
+	if (keeper_write(ctx, out, out->expires_at, timeout_ms, e) < 0) {
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
+			return sandbox_container_gone(ctx, out, e);
+		return -1;
+	}
+	{
+		char t[32], x[32];
+		const char *kv[] = { "timeoutMs", t, "expiresAt", x };
+		int r;
+		snprintf(t, sizeof(t), "%lld", (long long)out->timeout_ms);
+		snprintf(x, sizeof(x), "%lld", (long long)out->expires_at);
+		r = store_sandbox_update(ctx->st, org, id, "running", kv, 4, 0, e);
+		if (r < 0)
+			return -1;
+		if (r == 1)
+			return sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
+	}
+	return 0;
+}
+
+/* The container's expiry leads the record's by this much when sandpit
+ * moves it, so a burst of short operations costs one write. */
+#define EXPIRY_LEAD_MS 3000
+
+/* Moves the container's expiry to cover the record's, if it does not yet
+ * (short operations the watcher may not have seen). */
+static void sync_expiry(struct sandbox_ctx *ctx, struct sandbox *sb)
+{
+	struct sp_err e;
+	int64_t target;
+
+	if (sb->status != SB_RUNNING || sb->expires_at <= sb->container_expires_at || !ctx->dk)
+		return;
+	target = min64(sb->expires_at + EXPIRY_LEAD_MS, sb->deadline_at);
+	if (keeper_write(ctx, sb, target, 0, &e) < 0)
+		log_warn("sandbox %s: could not move its expiry: %s", sb->id, e.msg);
+}
+
+/* A sandbox being killed or removed needs no deferred expiry write: it
+ * would only meet a container that is gone ("No such container"). */
+void sandbox_drop_pending_expiry(struct sandbox_ctx *ctx, const char *id)
+{
+	if (strcmp(ctx->pending_id, id) == 0)
+		ctx->pending_id[0] = '\0';
+}
+
+void sandbox_flush_expiry(struct sandbox_ctx *ctx)
+{
+	struct sandbox sb;
+	struct sp_err e;
+
+	if (!ctx->pending_id[0])
+		return;
+	if (sandbox_load(ctx, ctx->pending_org, ctx->pending_id, &sb, &e) == 0 && ctx->dk) {
+		/* a server that is not answering (RELIABILITY L2): later, from
+		 * the idle loop, rather than a worker waiting on it now */
+		if (sb.status == SB_RUNNING && docker_client_suspect(ctx->dk))
+			return;
+		if (sandbox_docker_ready(ctx, &e) == 0)
+			sync_expiry(ctx, &sb);
+	}
+	ctx->pending_id[0] = '\0';
+}
+
+int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t extra_ms,
+			 struct sp_err *e)
+{
+	int64_t now = now_ms();
+	int64_t expires = min64(now + sb->timeout_ms + extra_ms, sb->deadline_at);
+	char a[32], x[32];
+	const char *kv[] = { "lastActivityAt", a, "expiresAt", x };
+
+	sb->last_activity_at = now;
+	sb->expires_at = expires;
+	snprintf(a, sizeof(a), "%lld", (long long)now);
+	snprintf(x, sizeof(x), "%lld", (long long)expires);
+	if (store_sandbox_update(ctx->st, sb->org, sb->id, "running", kv, 4, 0, e) < 0)
+		return -1;
+	/* while a command runs the watcher sees it; as it ends, the container's
+	 * expiry must cover the record's: after the answer when the worker can
+	 * wait (sandbox_idle), else now */
+	if (extra_ms == 0 && sb->expires_at > sb->container_expires_at) {
+		if (!ctx->defer_expiry) {
+			sync_expiry(ctx, sb);
+		} else {
+			if (ctx->pending_id[0] && strcmp(ctx->pending_id, sb->id) != 0)
+				sandbox_flush_expiry(ctx);
+			str_copy(ctx->pending_org, sizeof(ctx->pending_org), sb->org);
+			str_copy(ctx->pending_id, sizeof(ctx->pending_id), sb->id);
+		}
+	}
+	return 0;
+}

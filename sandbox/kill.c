@@ -1,0 +1,78 @@
+/*
+ * sandbox_kill and sandbox_remove: the sandbox's containers ended by label
+ * whatever the record says (SIGTERM, SB_KILL_GRACE_S, SIGKILL), then the
+ * record killed or deleted and its shares released once Docker says the
+ * containers are gone (else the reaper releases them).
+ * May call: state.c, expiry.c (drop a deferred write), disk.c (the disk of
+ * a removed sandbox).
+ */
+#include "internal.h"
+
+#include <string.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+
+int sandbox_kill(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
+		 struct sp_err *e)
+{
+	int gone;
+
+	if (sandbox_load(ctx, org, id, out, e) < 0)
+		return -1;
+	sandbox_catch_up_time(ctx, out);
+	if (out->status == SB_CREATING)
+		return sp_err_set(e, SP_PRECONDITION, "Sandbox is creating");
+	sandbox_drop_pending_expiry(ctx, id);
+	if (!ctx->dk) {
+		*e = ctx->server_err;
+		return -1;
+	}
+	/* by label, whatever the record says: SIGTERM, 2 s grace, SIGKILL */
+	gone = sandbox_end_containers(ctx, id, SB_KILL_GRACE_S, e);
+	if (gone < 0)
+		return -1;
+	gone = gone == 0;
+	if (out->status == SB_RUNNING) {
+		sandbox_transition(ctx, out, SB_KILLED, NULL, gone);
+		log_info("sandbox %s killed", out->id);
+	} else if (gone) {
+		/* already killed: killing is idempotent; the share is released
+		 * now that Docker says nothing runs */
+		store_release(ctx->st, org, id, e);
+		store_server_release(ctx->st, out->server_id, id, e);
+		sp_err_clear(e);
+	}
+	if (out->status == SB_ERROR)
+		return sp_err_set(e, SP_PRECONDITION, "Sandbox is error");
+	return 0;
+}
+
+int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, struct sp_err *e)
+{
+	struct sandbox sb;
+	int gone;
+
+	if (sandbox_load(ctx, org, id, &sb, e) < 0)
+		return -1;
+	sandbox_drop_pending_expiry(ctx, id);
+	if (!ctx->dk) {
+		*e = ctx->server_err;
+		return -1;
+	}
+	/* by label, whatever the record says */
+	gone = sandbox_end_containers(ctx, id, SB_KILL_GRACE_S, e);
+	if (gone < 0)
+		return -1;
+	if (store_sandbox_del(ctx->st, org, id, e) < 0)
+		return -1;
+	if (gone == 0) { /* else the reaper releases it once Docker says so */
+		store_release(ctx->st, org, id, e);
+		store_server_release(ctx->st, sb.server_id, id, e);
+	}
+	if (!sb.server_id[0])
+		sandbox_disk_release(ctx, id);
+	sp_err_clear(e);
+	log_info("sandbox %s removed", id);
+	return 0;
+}
