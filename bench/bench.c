@@ -274,7 +274,7 @@ static void dk_check(int rc, const char *what, const struct sp_err *e)
 }
 
 /* The ContainerConfig of a sandbox: the same security options sandpit
- * sets (sandbox/lifecycle.c container_body), a plain sleep as the main
+ * sets (sandbox/spec.c sandbox_container_spec), a plain sleep as the main
  * process. runtime NULL = the daemon's default. New object. */
 static json_object *raw_body(const char *image, const char *runtime)
 {

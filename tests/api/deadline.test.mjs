@@ -17,8 +17,8 @@ after(async () => { await s?.stop().catch(() => {}); });
 // later than deadlineAt still counts as on time. Anything the deadline
 // arithmetic gets wrong (whole seconds: up to 1 s) is well above it.
 const EVENT_SLACK_MS = 200;
-// the main process aims this much before deadlineAt (sandbox/lifecycle.c
-// DEADLINE_LEAD_MS: the start of sleep and the runtime's teardown)
+// the main process aims this much before deadlineAt (sandbox/sh/main.sh:
+// the start of sleep and the runtime's teardown)
 const LEAD_MS = 250;
 
 async function createAtFraction(template, fracMs) {

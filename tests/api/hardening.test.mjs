@@ -34,7 +34,7 @@ test('H1: docker inspect shows the security model', () => {
   assert.equal(hc.Memory, 256 * 1024 * 1024);
   assert.equal(hc.MemorySwap, hc.Memory);
   // under gVisor the cgroup counts the sandbox kernel's host threads:
-  // 8 per process inside + 64 (sandbox/lifecycle.c, host_pids_limit)
+  // 8 per process inside + 64 (sandbox/spec.c, host_pids_limit)
   assert.equal(hc.PidsLimit, GVISOR ? 64 * 8 + 64 : 64);
   assert.equal(hc.RestartPolicy.Name, 'no');
   assert.equal(hc.AutoRemove, true);
