@@ -171,8 +171,8 @@ void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 	 * or an empty one, so a raw path that matches is its own decoded form
 	 * and sandpitd routes it ($uri) to this same route. What matches no
 	 * route (or not with this method) is denied here: 403 to nginx, with
-	 * X-Sandpit-Deny naming the status the caller gets (404, 405) from the
-	 * face's error page. */
+	 * X-Sandpit-Deny naming the status the face's error page then
+	 * answers the caller with (404, 405). */
 	switch (route_authorize(handler_routes, req_param(r, "SANDPIT_AUTH_METHOD"), uri, id.perms,
 				&rt)) {
 	case ROUTE_DENY_UNKNOWN:

@@ -13,6 +13,20 @@
 #include "../common/log.h"
 #include "../common/util.h"
 
+/* Ends sandbox id's containers by label, whatever the record says
+ * (SIGTERM, SB_KILL_GRACE_S of grace, SIGKILL), after dropping this
+ * worker's deferred expiry write for it. What sandbox_end_containers
+ * returns (0: none left), or -1 with e set. */
+static int end_by_label(struct sandbox_ctx *ctx, const char *id, struct sp_err *e)
+{
+	sandbox_drop_pending_expiry(ctx, id);
+	if (!ctx->dk) {
+		*e = ctx->server_err;
+		return -1;
+	}
+	return sandbox_end_containers(ctx, id, SB_KILL_GRACE_S, e);
+}
+
 int sandbox_kill(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
 		 struct sp_err *e)
 {
@@ -23,13 +37,7 @@ int sandbox_kill(struct sandbox_ctx *ctx, const char *org, const char *id, struc
 	sandbox_catch_up_time(ctx, out);
 	if (out->status == SB_CREATING)
 		return sp_err_set(e, SP_PRECONDITION, "Sandbox is creating");
-	sandbox_drop_pending_expiry(ctx, id);
-	if (!ctx->dk) {
-		*e = ctx->server_err;
-		return -1;
-	}
-	/* by label, whatever the record says: SIGTERM, 2 s grace, SIGKILL */
-	gone = sandbox_end_containers(ctx, id, SB_KILL_GRACE_S, e);
+	gone = end_by_label(ctx, id, e);
 	if (gone < 0)
 		return -1;
 	gone = gone == 0;
@@ -55,13 +63,7 @@ int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, str
 
 	if (sandbox_load(ctx, org, id, &sb, e) < 0)
 		return -1;
-	sandbox_drop_pending_expiry(ctx, id);
-	if (!ctx->dk) {
-		*e = ctx->server_err;
-		return -1;
-	}
-	/* by label, whatever the record says */
-	gone = sandbox_end_containers(ctx, id, SB_KILL_GRACE_S, e);
+	gone = end_by_label(ctx, id, e);
 	if (gone < 0)
 		return -1;
 	if (store_sandbox_del(ctx->st, org, id, e) < 0)
