@@ -129,17 +129,21 @@ test('N2: an internet sandbox reaches neither 169.254.169.254 nor a deny_cidrs r
 test('N4: no sandbox reaches a host service through the gateway or any host address', async () => {
   const iso = await create({ networkMode: 'isolated' });
   const inet = await create({ networkMode: 'internet' });
-  const gwIso = gateway(`${prefix}-isolated`), gwNet = gateway(`${prefix}-internet`);
-  const addrs = hostAddresses();
-  assert.ok(addrs.includes(gwIso) && addrs.includes(gwNet), addrs.join(' '));
-  // the control: the service answers on every one of those addresses
-  for (const a of addrs) assert.ok(await connectFromHost(a, hostPort), `host service on ${a}:${hostPort}`);
-  const mi = await tries(iso.sandboxId, [`${gwIso}:${hostPort}`, `${gwIso}:${s.port}`]);
-  for (const [t, v] of Object.entries(mi)) assert.equal(v, 'dropped', `isolated -> ${t}: ${v}`);
-  const mn = await tries(inet.sandboxId, [...addrs.map((a) => `${a}:${hostPort}`), `${gwNet}:${s.port}`]);
-  for (const [t, v] of Object.entries(mn)) assert.equal(v, 'dropped', `internet -> ${t}: ${v}`);
-  await remove(iso.sandboxId);
-  await remove(inet.sandboxId);
+  // removed whatever fails, so the tests after it find the networks free
+  try {
+    const gwIso = gateway(`${prefix}-isolated`), gwNet = gateway(`${prefix}-internet`);
+    const addrs = hostAddresses();
+    assert.ok(addrs.includes(gwIso) && addrs.includes(gwNet), addrs.join(' '));
+    // the control: the service answers on every one of those addresses
+    for (const a of addrs) assert.ok(await connectFromHost(a, hostPort), `host service on ${a}:${hostPort}`);
+    const mi = await tries(iso.sandboxId, [`${gwIso}:${hostPort}`, `${gwIso}:${s.port}`]);
+    for (const [t, v] of Object.entries(mi)) assert.equal(v, 'dropped', `isolated -> ${t}: ${v}`);
+    const mn = await tries(inet.sandboxId, [...addrs.map((a) => `${a}:${hostPort}`), `${gwNet}:${s.port}`]);
+    for (const [t, v] of Object.entries(mn)) assert.equal(v, 'dropped', `internet -> ${t}: ${v}`);
+  } finally {
+    await remove(iso.sandboxId);
+    await remove(inet.sandboxId);
+  }
 });
 
 test('internet mode: Docker\'s embedded DNS still answers (it lives in the sandbox, not the host)', async () => {

@@ -108,8 +108,10 @@ export function gateway(name) {
 
 /** The host's IPv4 addresses other than loopback. */
 export function hostAddresses() {
-  return sh('ip', ['-4', '-o', 'addr', 'show']).split('\n')
-    .map((l) => /inet (\d+\.\d+\.\d+\.\d+)\//.exec(l)?.[1]).filter((a) => a && !a.startsWith('127.'));
+  // once each: two interfaces may hold one address (a bridge left behind by
+  // a dockerd that was killed holds the subnet docker0 took again)
+  return [...new Set(sh('ip', ['-4', '-o', 'addr', 'show']).split('\n')
+    .map((l) => /inet (\d+\.\d+\.\d+\.\d+)\//.exec(l)?.[1]).filter((a) => a && !a.startsWith('127.')))];
 }
 
 // One line per target: "open T", "refused T" or "dropped T" (timed out or
