@@ -201,7 +201,7 @@ static int filter_parse(const char *s, struct v1_filter *f, struct sp_err *e)
 	memset(f, 0, sizeof(*f));
 	while (s && *s) {
 		size_t seg = strcspn(s, ","), klen;
-		const char *eq = memchr(s, '=', seg), *v;
+		const char *eq = memchr(s, '=', seg), *v, *k = s;
 		size_t vlen;
 		char *dst = NULL;
 		int *has = NULL;
@@ -209,11 +209,11 @@ static int filter_parse(const char *s, struct v1_filter *f, struct sp_err *e)
 		if (!eq)
 			return sp_err_field(e, SP_BAD_REQUEST, "filter",
 					    "filter: expected field=value terms separated by ','");
-		klen = (size_t)(eq - s);
-		while (klen && s[klen - 1] == ' ')
+		klen = (size_t)(eq - k);
+		while (klen && k[klen - 1] == ' ')
 			klen--;
-		while (*s == ' ' && klen)
-			s++, klen--;
+		while (klen && *k == ' ')
+			k++, klen--;
 		v = eq + 1;
 		vlen = (size_t)(s + seg - v);
 		while (vlen && *v == ' ')
@@ -222,11 +222,11 @@ static int filter_parse(const char *s, struct v1_filter *f, struct sp_err *e)
 			vlen--;
 		if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"')
 			v++, vlen -= 2;
-#define KEY(k, member)                                      \
-	if (klen == strlen(k) && memcmp(s, k, klen) == 0) { \
-		dst = f->member;                            \
-		cap = sizeof(f->member);                    \
-		has = &f->has_##member;                     \
+#define KEY(lit, member)                                        \
+	if (klen == strlen(lit) && memcmp(k, lit, klen) == 0) { \
+		dst = f->member;                                \
+		cap = sizeof(f->member);                        \
+		has = &f->has_##member;                         \
 	}
 		KEY("name", name)
 		KEY("display_name", display_name)
@@ -239,10 +239,10 @@ static int filter_parse(const char *s, struct v1_filter *f, struct sp_err *e)
 				e, SP_BAD_REQUEST, "filter",
 				"filter: unknown field '%.*s' (name, display_name, uid, "
 				"status, agent)",
-				(int)(klen > 40 ? 40 : klen), s);
+				(int)(klen > 40 ? 40 : klen), k);
 		if (*has)
 			return sp_err_field(e, SP_BAD_REQUEST, "filter",
-					    "filter: '%.*s' given twice", (int)klen, s);
+					    "filter: '%.*s' given twice", (int)klen, k);
 		if (vlen >= cap)
 			return sp_err_field(e, SP_BAD_REQUEST, "filter",
 					    "filter: the value of '%.*s' is too long", (int)klen,
