@@ -349,6 +349,8 @@ const struct route handler_routes[] = {
 	 * organization data. /mcp checks each tool's permission itself. */
 	{ "GET", "/openapi.json", h_openapi, no_fields, NULL, ROUTE_META, "openapi",
 	  "The OpenAPI 3.1 document", NULL, 0 },
+	{ "GET", "/v1/openapi.json", h_v1_openapi, no_fields, NULL, ROUTE_META, "v1-openapi",
+	  "The /v1 operations sandpit implements, as the seed document states them", NULL, 0 },
 	{ "POST", "/mcp", h_mcp, NULL, NULL, ROUTE_META, "mcp", "MCP (Streamable HTTP)", NULL, 0 },
 	/* The streaming exec WebSocket: served by sandpit-stream, never by
 	 * sandpitd (nginx proxies the upgrade there). The entry exists so that

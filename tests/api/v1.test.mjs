@@ -613,6 +613,35 @@ test('renewSandboxTimeout restarts the TTL at acceptance, never past the hard de
   assert.equal(r.status, 404);
 });
 
+test('/v1/openapi.json: the implemented operations exactly as the seed states them, self-contained', async () => {
+  let r = await s.api('GET', '/v1/openapi.json', { key: null });
+  assert.equal(r.status, 401);
+  assert.equal(r.json.code, 'unauthenticated');
+  r = await s.api('GET', '/v1/openapi.json');
+  assert.equal(r.status, 200, r.text);
+  const doc = r.json;
+  assert.equal(doc.openapi, seed.openapi);
+  const ops = [];
+  for (const [p, item] of Object.entries(doc.paths))
+    for (const [m, op] of Object.entries(item)) {
+      ops.push(`${m.toUpperCase()} ${p} ${op.operationId}`);
+      assert.deepEqual(op, seed.paths[p][m], `${m} ${p} differs from the seed`);
+    }
+  assert.deepEqual(ops.sort(), [
+    `DELETE ${ONE} deleteSandbox`, `GET ${ONE} getSandbox`, `GET ${SBX} listSandboxes`,
+    `PATCH ${ONE} updateSandbox`, `POST ${RENEW} renewSandboxTimeout`, `POST ${SBX} createSandbox`,
+  ].sort());
+  for (const [kind, all] of Object.entries(doc.components))
+    for (const [name, c] of Object.entries(all)) assert.deepEqual(c, seed.components[kind][name], `${kind}/${name}`);
+  // every $ref resolves inside the served document
+  const a2 = new Ajv2020({ strict: false, validateSchema: false });
+  addFormats(a2);
+  a2.addSchema(doc, 'served');
+  const refs = new Set(JSON.stringify(doc.paths).match(/#\/components\/schemas\/[A-Za-z0-9_]+/g));
+  for (const ref of refs) assert.doesNotThrow(() => a2.compile({ $ref: `served${ref}` }), ref);
+  assert.ok(refs.size > 3);
+});
+
 // Last: it takes the stack's Redis and sandpitd down.
 test("nginx's 5xx answers under /v1: auth unavailable (Redis down), backend unavailable (sandpitd down)", async () => {
   // nothing may be left that only Redis knows of
