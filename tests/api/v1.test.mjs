@@ -301,13 +301,14 @@ test('deleteSandbox: 428 without If-Match, 412 stale, 204, and 204 again when ab
   assert.equal(r.status, 428);
   r = await v1('DELETE', ONE, { sandbox: id }, { headers: { 'if-match': '"stale"' } });
   assert.equal(r.status, 412);
-  assert.equal(r.json.details[0].currentEtag, c.json.core.etag);
-  assert.equal((await v1('GET', ONE, { sandbox: id })).status, 200);
+  const g = await v1('GET', ONE, { sandbox: id });
+  assert.equal(g.status, 200);
+  assert.equal(r.json.details[0].currentEtag, g.headers.etag);
   const cid = (await s.api('GET', '/api/sandbox.one', { query: { sandboxId: id } })).json.containerId;
   assert.match(cid, /^[0-9a-f]{64}$/);
   const ps = () => execFileSync('docker', ['ps', '-aq', '--no-trunc', '--filter', `id=${cid}`], { encoding: 'utf8' }).trim();
   assert.equal(ps(), cid);
-  r = await v1('DELETE', ONE, { sandbox: id }, { headers: { 'if-match': c.json.core.etag }, query: { force: true } });
+  r = await v1('DELETE', ONE, { sandbox: id }, { headers: { 'if-match': g.headers.etag }, query: { force: true } });
   assert.equal(r.status, 204, r.text);
   assert.equal((await v1('GET', ONE, { sandbox: id })).status, 404);
   // removed, or on its way out (an AutoRemove container goes a moment after
