@@ -101,6 +101,9 @@ test('the /v1 error shape: the app\'s and nginx\'s own answers, never Dokploy\'s
   assert.equal(r.status, 404, r.text);
   assert.deepEqual(Object.keys(r.json).sort(), ['code', 'details', 'message']);
   assert.equal(r.json.code, 'notFound');
+  r = await s.api('GET', '/v1');
+  assert.equal(r.status, 404, r.text);
+  assert.equal(r.json.code, 'notFound');
   r = await s.api('PUT', '/v1/sandboxes');
   assert.equal(r.status, 405, r.text);
   assert.equal(r.json.code, 'unimplemented');
