@@ -13,6 +13,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -147,6 +148,31 @@ test('429 from nginx in the /v1 shape (a key over its rate; others unaffected)',
   }
   assert.ok(rs.every((r) => r.status === 429 || r.status === 401));
   assert.equal((await v1('GET', SBX)).status, 200);
+});
+
+// A GET on the stack's local listener (no key: the socket's folder decides).
+function localGet(p) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath: path.join(s.dir, 'local/sandpit.sock'), path: p, method: 'GET', headers: { host: 'local' } }, (res) => {
+      let t = '';
+      res.on('data', (c) => { t += c; });
+      res.on('end', () => resolve({ status: res.statusCode, json: JSON.parse(t) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('the local listener serves /v1 with its fixed identity, in the /v1 shape', async () => {
+  let r = await localGet('/v1/sandboxes');
+  assert.equal(r.status, 200);
+  assert.ok(validatorFor('GET', SBX, 200)(r.json));
+  checked++;
+  for (const p of ['/v1', '/v1/nothing']) {
+    r = await localGet(p);
+    assert.equal(r.status, 404, p);
+    assert.equal(r.json.code, 'notFound', p);
+  }
 });
 
 test('Authorization: Bearer is accepted, x-api-key keeps working', async () => {
