@@ -67,6 +67,9 @@ $(B)/gen/sh_programs.o: $(B)/gen/sh_programs.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# handlers/v1_openapi.c embeds this file (.incbin)
+$(B)/handlers/v1_openapi.o $(B)/fuzz/obj/handlers/v1_openapi.o: handlers/v1_openapi.json
+
 $(B)/sandpitd: $(APP_OBJ) $(B)/fcgi/sandpitd.o
 	@echo "  LINK    $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)

@@ -124,6 +124,22 @@ awk -v o="$one" -v h="$hello" -v w="$workers" -v bad="$bad" 'BEGIN {
 kill "$(cat "$dir/hello.pid")" 2>/dev/null || true
 rm -f "$dir/hello.pid"
 
+# --- /v1 getSandbox beside sandbox.one: the same record, the same core ------------
+say "wrk: GET /v1/sandboxes/{id} and sandbox.one, 64 connections"
+v1_url="$SANDPIT_URL/v1/sandboxes/$id"
+rps "$v1_url" 2 -H "Authorization: Bearer $SANDPIT_KEY" >/dev/null
+v1=0 one=0
+for _ in 1 2; do
+	v1=$(awk -v a="$v1" -v b="$(rps "$v1_url" "$WRK_S" -H "Authorization: Bearer $SANDPIT_KEY")" 'BEGIN { print a + b }')
+	one=$(awk -v a="$one" -v b="$(rps "$one_url" "$WRK_S" -H "x-api-key: $SANDPIT_KEY")" 'BEGIN { print a + b }')
+done
+bad=$(awk '/\/v1\/sandboxes\// && $0 !~ /" (200|499) / { n++ } END { print n + 0 }' "$dir/nginx/access.log")
+awk -v v="$v1" -v o="$one" -v bad="$bad" 'BEGIN {
+	v /= 2; o /= 2; r = v / o
+	printf "| `GET /v1/sandboxes/{id}` over HTTPS, wrk 64 connections (req/s%s) | %.0f | | %.0f (`sandbox.one`) | | %.0f %% | 95 to 105 %% | %s |\n",
+		bad ? sprintf("; %d non-200!", bad) : "", v, o, r * 100, (r >= 0.95 && r <= 1.05 && !bad) ? "✓" : "✗"
+}' >>"$out"
+
 # --- resident memory ------------------------------------------------------------------
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 tree_pids() { # PID: it and its children

@@ -26,6 +26,9 @@ static const char *const names[SP_CODE_COUNT] = {
 	[SP_UNAVAILABLE] = "unavailable",
 	[SP_PRECONDITION_REQUIRED] = "precondition_required",
 	[SP_UNSUPPORTED_MEDIA] = "unsupported_media",
+	[SP_UNIMPLEMENTED] = "unimplemented",
+	[SP_ETAG_MISMATCH] = "etag_mismatch",
+	[SP_OUT_OF_RANGE] = "out_of_range",
 };
 
 /* Copies src into dst[cap] as valid UTF-8: invalid bytes (a raw request

@@ -26,6 +26,12 @@ enum sp_code {
 	SP_UNAVAILABLE,		  /* 503 */
 	SP_PRECONDITION_REQUIRED, /* 428: a required If-Match is missing */
 	SP_UNSUPPORTED_MEDIA,	  /* 415: a body kind the route does not take */
+	SP_UNIMPLEMENTED,	  /* 501: a feature or field sandpit does not offer (yet) */
+	SP_ETAG_MISMATCH,	  /* 412: If-Match is not the resource's current ETag;
+				   * field holds the current ETag (the /v1 face's
+				   * EtagMismatch detail) */
+	SP_OUT_OF_RANGE,	  /* 400: a value past a limit of the resource (a renew
+				   * beyond the hard deadline) */
 	SP_CODE_COUNT		  /* not a code: the number of codes */
 };
 

@@ -3,10 +3,10 @@
  * error codes (common/err.h) are face-neutral; each face maps them, in one
  * table, to an HTTP status and the code name its callers see, and builds
  * its error body from them. A route names its face, or gets the face of
- * its path prefix (face_of_path). Today there is one face, the Dokploy
- * procedures' ({"message","code","issues"}, tRPC code names); /v1's
- * ({"code","message","details"}, lowerCamel codes) is the next entry of
- * faces[] in face.c. nginx's own error answers follow the same split: each
+ * its path prefix (face_of_path). Two faces: the Dokploy procedures'
+ * ({"message","code","issues"}, tRPC code names) and /v1's
+ * ({"code","message","details"}, the Docker Sandboxes API's lowerCamel
+ * codes, google.rpc.BadRequest and EtagMismatch details). nginx's own error answers follow the same split: each
  * face has its error pages (nginx/error_pages.conf) and the error_page
  * lines a location of that face includes (nginx/face-dokploy.conf).
  */
@@ -35,6 +35,8 @@ struct face {
 };
 
 extern const struct face face_dokploy;
+/* /v1: {"code","message","details"} with lowerCamel codes (face.c). */
+extern const struct face face_v1;
 
 /* The face of a path: the first face whose prefix it has, else Dokploy. */
 const struct face *face_of_path(const char *path);

@@ -78,8 +78,12 @@ static const char *reason(int status)
 		return "OK";
 	case 201:
 		return "Created";
+	case 202:
+		return "Accepted";
 	case 204:
 		return "No Content";
+	case 304:
+		return "Not Modified";
 	case 400:
 		return "Bad Request";
 	case 401:
@@ -100,8 +104,14 @@ static const char *reason(int status)
 		return "Payload Too Large";
 	case 422:
 		return "Unprocessable Content";
+	case 415:
+		return "Unsupported Media Type";
+	case 428:
+		return "Precondition Required";
 	case 429:
 		return "Too Many Requests";
+	case 501:
+		return "Not Implemented";
 	case 503:
 		return "Service Unavailable";
 	default:

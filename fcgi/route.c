@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -437,15 +438,25 @@ static json_object *coerce(const struct field_spec *f, json_object *v)
 	return NULL;
 }
 
-/* Checks one present value; returns NULL when fine, else writes a message. */
+static const char *check_object(const struct field_spec *f, json_object *v, char *msg, size_t cap,
+				const char **code, char *where, size_t wcap);
+
+/* Checks one present value; returns NULL when fine, else writes a message
+ * and the field at fault (f's name, or "parent.member" inside an
+ * FT_OBJECT) into where. */
 static const char *check_field(const struct field_spec *f, json_object *v, char *msg, size_t cap,
-			       const char **code)
+			       const char **code, char *where, size_t wcap)
 {
 	const char *s;
 	size_t len;
 
 	*code = "invalid_type";
+	str_copy(where, wcap, f->name);
 	switch (f->type) {
+	case FT_JSON:
+		return NULL;
+	case FT_OBJECT:
+		return check_object(f, v, msg, cap, code, where, wcap);
 	case FT_STRING:
 	case FT_ID:
 	case FT_ABSPATH:
@@ -517,7 +528,14 @@ static const char *check_field(const struct field_spec *f, json_object *v, char 
 		return NULL;
 	case FT_INT: {
 		int64_t n;
-		if (json_object_is_type(v, json_type_double)) {
+		long long ll;
+		if ((f->flags & FF_INT64_TEXT) && json_object_is_type(v, json_type_string)) {
+			if (parse_ll(json_object_get_string(v), INT64_MIN, INT64_MAX, &ll) < 0) {
+				snprintf(msg, cap, "%s: expected an integer", f->name);
+				return msg;
+			}
+			n = ll;
+		} else if (json_object_is_type(v, json_type_double)) {
 			double d = json_object_get_double(v);
 			if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0) {
 				snprintf(msg, cap, "%s: expected an integer", f->name);
@@ -595,11 +613,57 @@ static const char *check_field(const struct field_spec *f, json_object *v, char 
 	return NULL;
 }
 
+/* FT_OBJECT: unknown members, then each member of f->sub (null is "not
+ * given" for a FF_NULLABLE one), named "f.member". */
+static const char *check_object(const struct field_spec *f, json_object *v, char *msg, size_t cap,
+				const char **code, char *where, size_t wcap)
+{
+	if (!json_object_is_type(v, json_type_object)) {
+		snprintf(msg, cap, "%s: expected an object", f->name);
+		return msg;
+	}
+	json_object_object_foreach(v, key, val)
+	{
+		const struct field_spec *g = f->sub;
+		(void)val;
+		while (g && g->name && strcmp(g->name, key) != 0)
+			g++;
+		if (!g || !g->name) {
+			*code = "unrecognized_keys";
+			snprintf(where, wcap, "%s.%.*s", f->name, (int)utf8_prefix(key, 64), key);
+			snprintf(msg, cap, "%s: Unrecognized key", where);
+			return msg;
+		}
+	}
+	for (const struct field_spec *g = f->sub; g && g->name; g++) {
+		struct field_spec named = *g;
+		char name[128];
+		json_object *m = NULL;
+		int present = json_object_object_get_ex(v, g->name, &m);
+		snprintf(name, sizeof(name), "%s.%s", f->name, g->name);
+		named.name = name;
+		if (present && !m && (g->flags & FF_NULLABLE))
+			continue;
+		if (!present || !m) {
+			if (present || (g->flags & FF_REQUIRED)) {
+				str_copy(where, wcap, name);
+				snprintf(msg, cap, "%s: %s", name,
+					 present ? "must not be null" : "Required");
+				return msg;
+			}
+			continue;
+		}
+		if (check_field(&named, m, msg, cap, code, where, wcap))
+			return msg;
+	}
+	return NULL;
+}
+
 int route_validate(const struct route *rt, json_object *in, int from_http, struct sp_err *e,
 		   json_object **issues)
 {
 	json_object *iss = json_object_new_array();
-	char msg[512], first[512] = "", first_field[128] = "";
+	char msg[512], first[512] = "", first_field[128] = "", where[128];
 	const char *code;
 
 	/* unknown fields */
@@ -654,10 +718,15 @@ int route_validate(const struct route *rt, json_object *in, int from_http, struc
 			json_object_object_add(in, f->name, c);
 			v = c;
 		}
-		bad = check_field(f, v, msg, sizeof(msg), &code);
+		bad = check_field(f, v, msg, sizeof(msg), &code, where, sizeof(where));
 		if (!bad)
 			continue;
-		add_issue(iss, f->name, code, msg);
+		add_issue(iss, where, code, msg);
+		if (!first[0]) {
+			str_copy(first, sizeof(first), msg);
+			str_copy(first_field, sizeof(first_field), where);
+		}
+		continue;
 record:
 		if (!first[0]) {
 			str_copy(first, sizeof(first), msg);

@@ -34,11 +34,18 @@ enum field_type {
 	FT_ABSPATH, /* starts with '/', 1..4096 bytes, no NUL */
 	FT_ENVMAP,  /* object: keys ^[A-Za-z_][A-Za-z0-9_]*$, values strings without
 		     * NUL; sizes are the core's (SB_ENV_* in sandbox/sandbox.h) */
+	FT_OBJECT,  /* object whose members are the fields `sub` (nested checks,
+		     * unknown members refused, "parent.member" in messages) */
+	FT_JSON,    /* any JSON value: the handler decides (a /v1 field sandpit
+		     * refuses unless empty) */
 };
 
 #define FF_REQUIRED 1u
 #define FF_NULLABLE 2u /* null is accepted and means "not given" */
 #define FF_TEXT 4u     /* FT_STRING for people: no control or bidi characters */
+#define FF_INT64_TEXT \
+	8u /* FT_INT also taken as a string of digits ("512"), as /v1
+			  * takes 64-bit integers; coerced to a number */
 
 /* Where a field's value comes from. Every value lands in the handler's `in`
  * object under the field's name, after route_validate, whatever its source,
@@ -63,8 +70,9 @@ struct field_spec {
 	const char *const *choices; /* FT_ENUM, NULL-terminated */
 	const char *def;	    /* documented default, as JSON text, or NULL */
 	const char *desc;
-	enum field_source source; /* FS_INPUT unless set */
-	const char *from;	  /* the capture, query key or header; NULL = name */
+	enum field_source source;     /* FS_INPUT unless set */
+	const char *from;	      /* the capture, query key or header; NULL = name */
+	const struct field_spec *sub; /* FT_OBJECT: its members, NULL-name terminated */
 };
 
 struct handler_ctx;

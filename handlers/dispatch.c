@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/crypto.h"
 #include "../common/log.h"
 #include "../common/metrics.h"
 #include "../common/util.h"
@@ -46,7 +47,7 @@ double hin_dbl(json_object *in, const char *name, double def)
 }
 
 static int behaviours_before(struct handler_ctx *h, const struct route *rt, json_object *in,
-			     struct sp_err *e);
+			     json_object **out, struct sp_err *e);
 
 int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in, int from_http,
 		  json_object **out, json_object **issues, struct sp_err *e)
@@ -66,8 +67,13 @@ int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in
 		return -1;
 	/* the behaviours read the caller's HTTP headers: only when the
 	 * request is the call itself (REST), never for an MCP tool call */
-	if (in && h->stream_ok && behaviours_before(h, rt, in, e) < 0)
-		return -1;
+	if (in && h->stream_ok) {
+		int b = behaviours_before(h, rt, in, out, e);
+		if (b < 0)
+			return -1;
+		if (b == 1) /* the replay of an Idempotency-Key's first answer */
+			return 0;
+	}
 	return rt->fn(h, in, out, e);
 }
 
@@ -92,11 +98,84 @@ static int etag_ok(const char *v)
 	return 1;
 }
 
-/* The one place where the RF_* behaviours a route switches on run, before
- * its handler (after route_validate). The Dokploy procedures set none. */
-static int behaviours_before(struct handler_ctx *h, const struct route *rt, json_object *in,
-			     struct sp_err *e)
+/* How long a first request holds its Idempotency-Key before a retry may
+ * run again (a worker that died mid-request leaves its entry pending), and
+ * how long an answer is replayed (the document: at least 24 hours). */
+#define IDEM_LEASE_S 900
+#define IDEM_KEEP_S (25 * 3600)
+
+/* The replay ledger's state of the request in progress: its entry is
+ * pending (active, under the key's hash), or the answer is a replay of the
+ * first one (replay_status). One request at a time per worker process
+ * (workers are single-threaded; MCP's tool calls run no behaviours);
+ * handlers_serve resets it. */
+static struct {
+	int active;
+	char hash[65];
+	int replay_status;
+} ledger;
+
+/* The replay ledger's step before the handler: 0 to run it (the entry is
+ * now pending: ledger.active), 1 when *out is the first answer's body
+ * (ledger.replay_status its status), -1 for a 409 (another payload, or the
+ * first request still running). The payload is the operation, the path
+ * and the validated input, so the same key on another sandbox is another
+ * payload. */
+static int ledger_begin(struct handler_ctx *h, const struct route *rt, json_object *in,
+			const char *key, json_object **out, struct sp_err *e)
 {
+	struct buf text, body;
+	char payload[65];
+	size_t len = 0;
+	const char *js = json_object_to_json_string_length(in, JSON_C_TO_STRING_PLAIN, &len);
+	int status = 0, rc;
+
+	crypto_key_hash(h->cfg->data_key, key, strlen(key), ledger.hash);
+	buf_init(&text, len + strlen(h->r->path) + 256);
+	if (buf_printf(&text, "sandpit idempotency\n%s\n%s\n", rt->op_id, h->r->path) < 0 ||
+	    buf_append(&text, js, len) < 0) {
+		buf_free(&text);
+		return sp_err_set(e, SP_INTERNAL, "idempotency payload over its buffer");
+	}
+	crypto_key_hash(h->cfg->data_key, text.data, text.len, payload);
+	buf_free(&text);
+	buf_init(&body, ROUTE_BODY_MAX);
+	rc = store_idem_begin(h->sb->st, h->r->org, rt->op_id, ledger.hash, payload, IDEM_LEASE_S,
+			      &status, &body, e);
+	switch (rc) {
+	case STORE_IDEM_NEW:
+		ledger.active = 1;
+		rc = 0;
+		break;
+	case STORE_IDEM_PENDING:
+		rc = sp_err_field(e, SP_PRECONDITION, "Idempotency-Key",
+				  "idempotency_in_progress: the first request with this "
+				  "Idempotency-Key is still running; retry later");
+		break;
+	case STORE_IDEM_MISMATCH:
+		rc = sp_err_field(e, SP_PRECONDITION, "Idempotency-Key",
+				  "The Idempotency-Key was already used with a different payload.");
+		break;
+	case STORE_IDEM_DONE:
+		ledger.replay_status = status;
+		*out = body.len ? json_tokener_parse(body.data) : NULL;
+		rc = 1;
+		break;
+	default:
+		rc = -1;
+	}
+	buf_free(&body);
+	return rc;
+}
+
+/* The one place where the RF_* behaviours a route switches on run, before
+ * its handler (after route_validate). The Dokploy procedures set none.
+ * 1 when *out is a replayed answer (the handler is not run). */
+static int behaviours_before(struct handler_ctx *h, const struct route *rt, json_object *in,
+			     json_object **out, struct sp_err *e)
+{
+	const char *idem = NULL;
+
 	if (rt->flags & (RF_IDEMPOTENCY | RF_IDEMPOTENCY_REQUIRED)) {
 		const char *k = header(h->r, "HTTP_IDEMPOTENCY_KEY");
 		size_t n = k ? strlen(k) : 0;
@@ -111,11 +190,7 @@ static int behaviours_before(struct handler_ctx *h, const struct route *rt, json
 				return sp_err_field(e, SP_BAD_REQUEST, "Idempotency-Key",
 						    "Idempotency-Key: 1 to 255 printable ASCII "
 						    "characters");
-			/* the replay ledger (/v1) looks (org, op, key) up here:
-			 * the same payload answers the first result, another
-			 * one is a 409 */
-			json_object_object_add(in, ROUTE_IN_IDEMPOTENCY_KEY,
-					       json_object_new_string(k));
+			idem = k;
 		}
 	}
 	if (rt->flags & RF_IF_MATCH) {
@@ -129,21 +204,114 @@ static int behaviours_before(struct handler_ctx *h, const struct route *rt, json
 					    "If-Match: expected a quoted strong ETag");
 		json_object_object_add(in, ROUTE_IN_IF_MATCH, json_object_new_string(v));
 	}
+	/* no store (a unit test's context): nothing to replay from */
+	if (idem && h->sb && h->sb->st) {
+		/* the replay ledger looks (org, op, key) up: the same payload
+		 * answers the first result, another one is a 409. The payload
+		 * is the input without the headers the behaviours deliver. */
+		json_object *bare = NULL;
+		int rc;
+		json_object_deep_copy(in, &bare, NULL);
+		if (bare)
+			json_object_object_del(bare, ROUTE_IN_IF_MATCH);
+		rc = bare ? ledger_begin(h, rt, bare, idem, out, e)
+			  : sp_err_set(e, SP_INTERNAL, "out of memory");
+		json_object_put(bare);
+		if (rc != 0)
+			return rc;
+	}
+	if (idem)
+		json_object_object_add(in, ROUTE_IN_IDEMPOTENCY_KEY, json_object_new_string(idem));
 	return 0;
 }
 
-/* The same place, after a handler succeeded: answer headers. */
-static void behaviours_after(struct handler_ctx *h, const struct route *rt, json_object *out)
+/* The ETag of an answer: its "etag" member, or its core's (a /v1 Sandbox
+ * keeps it in core.etag); NULL when none is a valid one. */
+static const char *answer_etag(json_object *out)
 {
-	json_object *v;
+	json_object *v, *core;
 
-	if ((rt->flags & RF_ETAG) && out && json_object_object_get_ex(out, "etag", &v) &&
-	    json_object_is_type(v, json_type_string) && etag_ok(json_object_get_string(v))) {
-		size_t used = strlen(h->r->headers);
-		snprintf(h->r->headers + used, sizeof(h->r->headers) - used, "ETag: %s\r\n",
-			 json_object_get_string(v));
+	if (!out || !json_object_is_type(out, json_type_object))
+		return NULL;
+	if (!json_object_object_get_ex(out, "etag", &v) &&
+	    (!json_object_object_get_ex(out, "core", &core) ||
+	     !json_object_is_type(core, json_type_object) ||
+	     !json_object_object_get_ex(core, "etag", &v)))
+		return NULL;
+	if (!json_object_is_type(v, json_type_string) || !etag_ok(json_object_get_string(v)))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/* If-None-Match against etag, compared weakly: "*", or a comma-separated
+ * list of entity tags with or without W/. A malformed value matches
+ * nothing (the document). */
+static int none_match_hit(const char *v, const char *etag)
+{
+	size_t n = strlen(etag);
+
+	if (!v)
+		return 0;
+	while (*v) {
+		size_t seg;
+		while (*v == ' ' || *v == '\t' || *v == ',')
+			v++;
+		seg = strcspn(v, ",");
+		while (seg && (v[seg - 1] == ' ' || v[seg - 1] == '\t'))
+			seg--;
+		if (seg == 1 && *v == '*')
+			return 1;
+		if (seg > 2 && strncmp(v, "W/", 2) == 0) {
+			v += 2;
+			seg -= 2;
+		}
+		if (seg == n && memcmp(v, etag, n) == 0)
+			return 1;
+		v += seg;
+		while (*v && *v != ',')
+			v++;
 	}
-	/* the replay ledger (/v1) stores the answer of an Idempotency-Key here */
+	return 0;
+}
+
+/* The same place, after a handler succeeded: answer headers, and the
+ * status when it is not the route's (304 for a GET whose If-None-Match
+ * holds the current ETag, after the permission check and the read). */
+static int behaviours_after(struct handler_ctx *h, const struct route *rt, json_object *out)
+{
+	const char *tag = (rt->flags & RF_ETAG) ? answer_etag(out) : NULL;
+
+	if (tag) {
+		size_t used = strlen(h->r->headers);
+		snprintf(h->r->headers + used, sizeof(h->r->headers) - used, "ETag: %s\r\n", tag);
+		if (strcmp(rt->method, "GET") == 0 &&
+		    none_match_hit(header(h->r, "HTTP_IF_NONE_MATCH"), tag))
+			return 304;
+	}
+	return ledger.replay_status ? ledger.replay_status : route_status(rt);
+}
+
+/* The ledger's step after the handler: the first answer is kept for its
+ * replays; a failed first request leaves no entry (a retry runs again). */
+static void ledger_end(struct handler_ctx *h, const struct route *rt, int status, json_object *out)
+{
+	struct sp_err e;
+	size_t len = 0;
+	const char *js = "";
+
+	if (!ledger.active)
+		return;
+	ledger.active = 0;
+	if (status == 0) {
+		if (store_idem_abort(h->sb->st, h->r->org, rt->op_id, ledger.hash, &e) < 0)
+			log_warn("idempotency entry of %s left pending: %s", rt->op_id, e.msg);
+		return;
+	}
+	if (out && status != 204)
+		js = json_object_to_json_string_length(out, JSON_C_TO_STRING_PLAIN, &len);
+	if (store_idem_finish(h->sb->st, h->r->org, rt->op_id, ledger.hash, status, js, len,
+			      IDEM_KEEP_S, &e) < 0)
+		log_warn("idempotency answer of %s not kept: %s", rt->op_id, e.msg);
 }
 
 void handlers_serve(struct sandbox_ctx *sb, struct req *r)
@@ -156,8 +324,10 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 	int method_ok;
 	const char *op = "unrouted";
 	int64_t t0 = mono_us();
+	int status;
 
 	sp_err_clear(&e);
+	memset(&ledger, 0, sizeof(ledger));
 	log_set_request_id(r->request_id);
 	if (strcmp(req_param(r, "SANDPIT_AUTH"), "1") == 0) {
 		op = "auth";
@@ -187,14 +357,18 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 	/* A route without fields may have answered itself (MCP's 202). */
 	if (r->status)
 		goto done;
-	behaviours_after(&h, rt, out);
-	face_send_result(r, face, route_status(rt), r->headers[0] ? r->headers : NULL, out);
+	status = behaviours_after(&h, rt, out);
+	ledger_end(&h, rt, status, out);
+	face_send_result(r, face, status, r->headers[0] ? r->headers : NULL,
+			 status == 304 ? NULL : out);
 	goto done;
 fail:
 	if (r->status) /* a streamed answer that was cut off (handlers/exec.c) */
 		goto done;
 	if (e.code == SP_OK)
 		sp_err_set(&e, SP_INTERNAL, "Internal error");
+	if (rt)
+		ledger_end(&h, rt, 0, NULL);
 	face_send_error(r, face, &e, issues);
 done:
 	t0 = mono_us() - t0;

@@ -71,6 +71,23 @@ int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **ou
 			struct sp_err *e);
 int h_sandbox_list_files(struct handler_ctx *h, json_object *in, json_object **out,
 			 struct sp_err *e);
+/* handlers/v1_sandboxes.c: the /v1 sandboxes operations (the Docker
+ * Sandboxes API). v1_sandbox_json renders a record as its Sandbox, with
+ * core.etag; etag (may be NULL) gets the ETag too. New object. */
+json_object *v1_sandbox_json(const struct config *cfg, const struct sandbox *sb, char *etag,
+			     size_t cap);
+int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **out,
+			struct sp_err *e);
+int v1_sandboxes_get(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_sandboxes_update(struct handler_ctx *h, json_object *in, json_object **out,
+			struct sp_err *e);
+int v1_sandboxes_delete(struct handler_ctx *h, json_object *in, json_object **out,
+			struct sp_err *e);
+int v1_sandboxes_renew(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+/* handlers/v1_openapi.c: GET /v1/openapi.json, the seed's operations that
+ * the table routes. */
+int h_v1_openapi(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 /* handlers/health.c */
 int h_health(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 /* handlers/metrics.c: Prometheus text; answers the request itself. */

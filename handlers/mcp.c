@@ -74,7 +74,7 @@ static const struct route *tool_route(const char *name)
 {
 	for (const struct route *rt = handler_routes; rt->path; rt++)
 		if ((rt->kind == ROUTE_QUERY || rt->kind == ROUTE_MUTATION) &&
-		    strcmp(rt->op_id, name) == 0)
+		    route_face(rt) == &face_dokploy && strcmp(rt->op_id, name) == 0)
 			return rt;
 	return NULL;
 }
@@ -143,8 +143,10 @@ static json_object *tools_list(void)
 {
 	json_object *res = json_object_new_object(), *arr = json_object_new_array();
 
+	/* the Dokploy procedures (the /v1 operations are not tools) */
 	for (const struct route *rt = handler_routes; rt->path; rt++)
-		if (rt->kind == ROUTE_QUERY || rt->kind == ROUTE_MUTATION)
+		if ((rt->kind == ROUTE_QUERY || rt->kind == ROUTE_MUTATION) &&
+		    route_face(rt) == &face_dokploy)
 			json_object_array_add(arr, tool(rt));
 	json_object_object_add(res, "tools", arr);
 	return res;

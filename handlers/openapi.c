@@ -263,6 +263,10 @@ static json_object *field_schema(const struct field_spec *f)
 		json_object_object_add(s, "maxProperties", json_object_new_int(256));
 		break;
 	}
+	case FT_OBJECT:
+	case FT_JSON: /* /v1 only: its document is the seed's, not this one */
+		type = "object";
+		break;
 	}
 	if (f->flags & FF_NULLABLE) {
 		json_object *t = json_object_new_array();
@@ -412,8 +416,9 @@ json_object *openapi_document(void)
 	for (const struct route *rt = handler_routes; rt->path; rt++) {
 		json_object *item;
 		char path[160];
-		if (rt->kind != ROUTE_QUERY && rt->kind != ROUTE_MUTATION)
-			continue;
+		if ((rt->kind != ROUTE_QUERY && rt->kind != ROUTE_MUTATION) ||
+		    route_face(rt) != &face_dokploy)
+			continue; /* /v1's operations are the seed document's */
 		item = json_object_new_object();
 		/* the server url is /api */
 		snprintf(path, sizeof(path), "%s",

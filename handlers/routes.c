@@ -109,6 +109,144 @@ static const struct field_spec list_fields[] = {
 	END,
 };
 
+/* --- /v1: the Docker Sandboxes API's sandboxes (handlers/v1_sandboxes.c) ---
+ * Names, bounds and permissions are the seed document's
+ * (docker-sandboxes-api.v1.yaml); the face is /v1's by the path prefix. */
+static const char *const v1_pull_policies[] = { "unspecified", "always", NULL };
+
+#define V1_SANDBOX_PATH                                                                      \
+	{                                                                                    \
+		.name = "sandbox", .type = FT_ID, .flags = FF_REQUIRED, .min = 1, .max = 64, \
+		.desc = "The sandbox id", .source = FS_PATH                                  \
+	}
+
+static const struct field_spec v1_resources_fields[] = {
+	{ .name = "cpus",
+	  .type = FT_INT,
+	  .flags = FF_NULLABLE,
+	  .min = 1,
+	  .max = 64,
+	  .desc = "CPUs" },
+	{ .name = "memoryMib",
+	  .type = FT_INT,
+	  .flags = FF_NULLABLE | FF_INT64_TEXT,
+	  .min = 64,
+	  .max = 262144,
+	  .desc = "Memory in MiB (no swap)" },
+	END,
+};
+
+static const struct field_spec v1_platform_fields[] = {
+	{ .name = "os", .type = FT_STRING, .max = 64, .desc = "linux" },
+	{ .name = "architecture", .type = FT_STRING, .max = 64, .desc = "This host's" },
+	END,
+};
+
+static const struct field_spec v1_create_fields[] = {
+	{ .name = "agent", .type = FT_STRING, .max = 64, .desc = "Refused unless empty" },
+	{ .name = "displayName",
+	  .type = FT_ID,
+	  .min = 0,
+	  .max = 64,
+	  .desc = "A label: ^[a-zA-Z0-9_-]*$, at most 64" },
+	{ .name = "displayNamePrefix",
+	  .type = FT_ID,
+	  .min = 1,
+	  .max = 48,
+	  .desc = "A generated label: the prefix and the time in base 36" },
+	{ .name = "environment", .type = FT_JSON, .desc = "Refused unless empty (not yet)" },
+	{ .name = "resources",
+	  .type = FT_OBJECT,
+	  .sub = v1_resources_fields,
+	  .desc = "cpus, memoryMib" },
+	{ .name = "pullPolicy",
+	  .type = FT_ENUM,
+	  .choices = v1_pull_policies,
+	  .desc = "always is refused (no registry)" },
+	{ .name = "kits", .type = FT_JSON, .desc = "Refused unless empty" },
+	{ .name = "mcp", .type = FT_JSON, .desc = "Refused (needs mcpWrite first)" },
+	{ .name = "networkPolicies", .type = FT_JSON, .desc = "Refused unless empty" },
+	{ .name = "policyIds", .type = FT_JSON, .desc = "Refused unless empty" },
+	{ .name = "platform",
+	  .type = FT_OBJECT,
+	  .sub = v1_platform_fields,
+	  .desc = "Only this host's (linux/amd64 on x86_64)" },
+	{ .name = "startupExecution", .type = FT_JSON, .desc = "Refused (not yet)" },
+	{ .name = "labels", .type = FT_JSON, .desc = "Refused unless empty (not yet)" },
+	{ .name = "features", .type = FT_JSON, .desc = "Refused (not yet)" },
+	{ .name = "image",
+	  .type = FT_STRING,
+	  .min = 8,
+	  .max = 100,
+	  .desc = "images/<template> (the templates)" },
+	{ .name = "imageRef",
+	  .type = FT_STRING,
+	  .min = 1,
+	  .max = 255,
+	  .desc = "A local image with sh, sleep and date" },
+	END,
+};
+
+static const struct field_spec v1_list_fields[] = {
+	{ .name = "pageSize",
+	  .type = FT_INT,
+	  .min = 0,
+	  .max = 1000000,
+	  .desc = "0 = 50; more than 256 is 256",
+	  .source = FS_QUERY },
+	{ .name = "pageToken",
+	  .type = FT_STRING,
+	  .max = 512,
+	  .source = FS_QUERY,
+	  .desc = "A nextPageToken of this list" },
+	{ .name = "filter",
+	  .type = FT_STRING,
+	  .max = 1024,
+	  .source = FS_QUERY,
+	  .desc = "field=value,...: name, display_name, uid, status, agent" },
+	{ .name = "orderBy",
+	  .type = FT_STRING,
+	  .max = 64,
+	  .source = FS_QUERY,
+	  .desc = "created_at desc (the default) only" },
+	END,
+};
+
+static const struct field_spec v1_get_fields[] = { V1_SANDBOX_PATH, END };
+
+static const struct field_spec v1_update_fields[] = {
+	V1_SANDBOX_PATH,
+	{ .name = "displayName",
+	  .type = FT_ID,
+	  .flags = FF_REQUIRED,
+	  .min = 0,
+	  .max = 64,
+	  .desc = "The new label",
+	  .source = FS_BODY },
+	END,
+};
+
+static const struct field_spec v1_renew_fields[] = {
+	V1_SANDBOX_PATH,
+	{ .name = "timeout",
+	  .type = FT_STRING,
+	  .flags = FF_REQUIRED,
+	  .min = 2,
+	  .max = 32,
+	  .desc = "The new TTL from now, a Duration (300s); 10s up to the hard deadline",
+	  .source = FS_BODY },
+	END,
+};
+
+static const struct field_spec v1_delete_fields[] = {
+	V1_SANDBOX_PATH,
+	{ .name = "force",
+	  .type = FT_BOOL,
+	  .source = FS_QUERY,
+	  .desc = "Accepted; a delete always ends the container" },
+	END,
+};
+
 /* GET /sandbox-exec reaching sandpitd: a plain HTTP request, not an upgrade. */
 static int h_stream_only(struct handler_ctx *h, json_object *in, json_object **out,
 			 struct sp_err *e)
@@ -145,11 +283,74 @@ const struct route handler_routes[] = {
 	  ROUTE_QUERY, "sandbox-readFile", "Read a file", "ReadFileResult", 0 },
 	{ "GET", "/api/sandbox.listFiles", h_sandbox_list_files, list_fields, "sandbox:read",
 	  ROUTE_QUERY, "sandbox-listFiles", "List a directory", "ListFilesResult", 0 },
+	/* /v1 (the Docker Sandboxes API): the same core and records */
+	{ .method = "GET",
+	  .path = "/v1/sandboxes",
+	  .fn = v1_sandboxes_list,
+	  .fields = v1_list_fields,
+	  .perm = "sandboxesRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "listSandboxes",
+	  .summary = "List sandboxes, newest first",
+	  .output = "ListSandboxesResponse" },
+	{ .method = "POST",
+	  .path = "/v1/sandboxes",
+	  .fn = v1_sandboxes_create,
+	  .fields = v1_create_fields,
+	  .perm = "sandboxesCreate",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "createSandbox",
+	  .summary = "Create a sandbox",
+	  .output = "Sandbox",
+	  .flags = RF_ETAG | RF_IDEMPOTENCY,
+	  .status = 201 },
+	{ .method = "GET",
+	  .path = "/v1/sandboxes/{sandbox}",
+	  .fn = v1_sandboxes_get,
+	  .fields = v1_get_fields,
+	  .perm = "sandboxesRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "getSandbox",
+	  .summary = "Get a sandbox",
+	  .output = "Sandbox",
+	  .flags = RF_ETAG },
+	{ .method = "PATCH",
+	  .path = "/v1/sandboxes/{sandbox}",
+	  .fn = v1_sandboxes_update,
+	  .fields = v1_update_fields,
+	  .perm = "sandboxesRename",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "updateSandbox",
+	  .summary = "Change a sandbox's displayName",
+	  .output = "Sandbox",
+	  .flags = RF_ETAG | RF_IF_MATCH | RF_IDEMPOTENCY_REQUIRED },
+	{ .method = "DELETE",
+	  .path = "/v1/sandboxes/{sandbox}",
+	  .fn = v1_sandboxes_delete,
+	  .fields = v1_delete_fields,
+	  .perm = "sandboxesDelete",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "deleteSandbox",
+	  .summary = "Delete a sandbox (absent: 204 too)",
+	  .flags = RF_IF_MATCH | RF_IDEMPOTENCY | RF_DESTRUCTIVE,
+	  .status = 204 },
+	{ .method = "POST",
+	  .path = "/v1/sandboxes/{sandbox}/renew-timeout",
+	  .fn = v1_sandboxes_renew,
+	  .fields = v1_renew_fields,
+	  .perm = "sandboxesLifecycle",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "renewSandboxTimeout",
+	  .summary = "Restart a sandbox's TTL",
+	  .output = "Sandbox",
+	  .flags = RF_ETAG },
 	/* Not procedures: no OpenAPI operation, no MCP tool. The API description
 	 * needs a valid key (nginx checks it) but no permission: it holds no
 	 * organization data. /mcp checks each tool's permission itself. */
 	{ "GET", "/openapi.json", h_openapi, no_fields, NULL, ROUTE_META, "openapi",
 	  "The OpenAPI 3.1 document", NULL, 0 },
+	{ "GET", "/v1/openapi.json", h_v1_openapi, no_fields, NULL, ROUTE_META, "v1-openapi",
+	  "The /v1 operations sandpit implements, as the seed document states them", NULL, 0 },
 	{ "POST", "/mcp", h_mcp, NULL, NULL, ROUTE_META, "mcp", "MCP (Streamable HTTP)", NULL, 0 },
 	/* The streaming exec WebSocket: served by sandpit-stream, never by
 	 * sandpitd (nginx proxies the upgrade there). The entry exists so that

@@ -397,4 +397,11 @@ struct sandbox_template {
 int sandbox_templates(struct sandbox_ctx *ctx, struct sandbox_template **out, size_t *n,
 		      struct sp_err *e);
 
+/* /v1 (sandbox/v1.c). rename: sets the record's name when it is still
+ * seen_name (what the caller's read showed), atomically; SP_ETAG_MISMATCH
+ * when it changed meanwhile, 404 when the record is gone; *out is the
+ * record after the change. */
+int sandbox_rename(struct sandbox_ctx *ctx, const char *org, const char *id, const char *seen_name,
+		   const char *name, struct sandbox *out, struct sp_err *e);
+
 #endif

@@ -512,6 +512,54 @@ int store_sandbox_update(struct store *st, const char *org, const char *id,
 	return rc == 1 ? 0 : 1;
 }
 
+/* KEYS[1] the record; ARGV[1] the number of expected pairs n, then n
+ * field/value pairs that must all hold, then the pairs to set. */
+static const char lua_update_if[] =
+	"if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end "
+	"local n = tonumber(ARGV[1]) "
+	"for i = 0, n - 1 do "
+	"local v = redis.call('HGET', KEYS[1], ARGV[2 + 2 * i]) or '' "
+	"if v ~= ARGV[3 + 2 * i] then return 0 end end "
+	"if #ARGV > 1 + 2 * n then redis.call('HSET', KEYS[1], unpack(ARGV, 2 + 2 * n)) end "
+	"return 1";
+
+int store_sandbox_update_if(struct store *st, const char *org, const char *id,
+			    const char *const *expect, int nexpect, const char *const *kv, int nkv,
+			    struct sp_err *e)
+{
+	char k1[256], n[16];
+	const char *argv[8 + 4 * STORE_MAX_FIELDS];
+	redisReply *r;
+	int argc = 0, rc;
+
+	if (nkv > 2 * STORE_MAX_FIELDS || nkv % 2 || nexpect > 2 * STORE_MAX_FIELDS || nexpect % 2)
+		return sp_err_set(e, SP_INTERNAL,
+				  "bad record: %d values, %d expected, at most %d "
+				  "fields",
+				  nkv, nexpect, STORE_MAX_FIELDS);
+	key_sb(st, org, id, k1, sizeof(k1));
+	snprintf(n, sizeof(n), "%d", nexpect / 2);
+	argv[argc++] = "EVAL";
+	argv[argc++] = lua_update_if;
+	argv[argc++] = "1";
+	argv[argc++] = k1;
+	argv[argc++] = n;
+	for (int i = 0; i < nexpect; i++)
+		argv[argc++] = expect[i];
+	for (int i = 0; i < nkv; i++)
+		argv[argc++] = kv[i];
+	/* ONCE, as store_sandbox_update: a compare-and-set that applied
+	 * answers "changed" when run twice */
+	r = store_cmd(st, argc, argv, NULL, e);
+	if (!r)
+		return -1;
+	rc = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+	freeReplyObject(r);
+	if (rc == -1)
+		return sp_err_set(e, SP_NOT_FOUND, "Sandbox not found");
+	return rc == 1 ? 0 : 1;
+}
+
 int store_sandbox_get(struct store *st, const char *org, const char *id, struct store_rec *out,
 		      struct sp_err *e)
 {
@@ -1475,4 +1523,110 @@ long long store_pool_claims(struct store *st, const char *pool, struct sp_err *e
 		parse_ll(r->str, 0, 1LL << 62, &n);
 	freeReplyObject(r);
 	return n;
+}
+
+/* --- the Idempotency-Key replay ledger (/v1) ------------------------------- */
+
+static void key_idem(const struct store *st, const char *org, const char *op, const char *khash,
+		     char *out, size_t cap)
+{
+	snprintf(out, cap, "%s:{%s}:idem:%s:%s", st->prefix, org, op, khash);
+}
+
+/* KEYS[1] the entry; ARGV payload hash, lease seconds. A new entry is
+ * "pending" for the lease; the same payload again reads the entry. */
+static const char lua_idem_begin[] =
+	"local k = KEYS[1] "
+	"if redis.call('EXISTS', k) == 0 then "
+	"redis.call('HSET', k, 'state', 'pending', 'payload', ARGV[1]) "
+	"redis.call('EXPIRE', k, ARGV[2]) return {'new'} end "
+	"if redis.call('HGET', k, 'payload') ~= ARGV[1] then return {'mismatch'} end "
+	"if redis.call('HGET', k, 'state') ~= 'done' then return {'pending'} end "
+	"return {'done', redis.call('HGET', k, 'status'), redis.call('HGET', k, 'body')}";
+
+int store_idem_begin(struct store *st, const char *org, const char *op, const char *khash,
+		     const char *payload, int64_t lease_s, int *status, struct buf *body,
+		     struct sp_err *e)
+{
+	char k[512], lease[32];
+	const char *argv[] = { "EVAL", lua_idem_begin, "1", k, payload, lease };
+	redisReply *r;
+	int rc = -1;
+
+	key_idem(st, org, op, khash, k, sizeof(k));
+	snprintf(lease, sizeof(lease), "%lld", (long long)lease_s);
+	r = store_cmd(st, 6, argv, NULL, e); /* not sent twice: a second "new" is "pending" */
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+	    r->element[0]->type == REDIS_REPLY_STRING) {
+		const char *s = r->element[0]->str;
+		if (strcmp(s, "new") == 0)
+			rc = STORE_IDEM_NEW;
+		else if (strcmp(s, "mismatch") == 0)
+			rc = STORE_IDEM_MISMATCH;
+		else if (strcmp(s, "pending") == 0)
+			rc = STORE_IDEM_PENDING;
+		else if (strcmp(s, "done") == 0 && r->elements == 3 &&
+			 r->element[1]->type == REDIS_REPLY_STRING &&
+			 r->element[2]->type == REDIS_REPLY_STRING) {
+			long long n;
+			if (parse_ll(r->element[1]->str, 100, 599, &n) == 0 &&
+			    buf_append(body, r->element[2]->str, r->element[2]->len) == 0) {
+				*status = (int)n;
+				rc = STORE_IDEM_DONE;
+			}
+		}
+	}
+	freeReplyObject(r);
+	if (rc < 0)
+		return sp_err_set(e, SP_INTERNAL, "bad idempotency entry");
+	return rc;
+}
+
+int store_idem_finish(struct store *st, const char *org, const char *op, const char *khash,
+		      int status, const char *body, size_t len, int64_t ttl_s, struct sp_err *e)
+{
+	char k[512], ttl[32], sts[16];
+	const char *argv[] = { "EVAL",
+			       "redis.call('HSET', KEYS[1], 'state', 'done', 'status', "
+			       "ARGV[1], 'body', ARGV[2]) "
+			       "redis.call('EXPIRE', KEYS[1], ARGV[3]) return 1",
+			       "1",
+			       k,
+			       sts,
+			       body,
+			       ttl };
+	size_t lens[7];
+	redisReply *r;
+
+	key_idem(st, org, op, khash, k, sizeof(k));
+	snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_s);
+	snprintf(sts, sizeof(sts), "%d", status);
+	for (int i = 0; i < 7; i++)
+		lens[i] = strlen(argv[i]);
+	lens[5] = len;
+	r = store_cmd(st, 7, argv, lens, e);
+	if (!r)
+		return -1;
+	freeReplyObject(r);
+	return 0;
+}
+
+int store_idem_abort(struct store *st, const char *org, const char *op, const char *khash,
+		     struct sp_err *e)
+{
+	char k[512];
+	const char *argv[] = { "EVAL",
+			       "if redis.call('HGET', KEYS[1], 'state') == 'pending' then "
+			       "redis.call('DEL', KEYS[1]) end return 1",
+			       "1", k };
+	redisReply *r;
+
+	key_idem(st, org, op, khash, k, sizeof(k));
+	r = store_cmd(st, 4, argv, NULL, e);
+	if (!r)
+		return -1;
+	freeReplyObject(r);
+	return 0;
 }

@@ -72,6 +72,12 @@ int store_sandbox_put(struct store *st, const char *org, const char *id, const c
 int store_sandbox_update(struct store *st, const char *org, const char *id,
 			 const char *expect_status, const char *const *kv, int nkv, int64_t ttl_s,
 			 struct sp_err *e);
+/* Sets the kv pairs of a record only when each of the expect pairs (field,
+ * value; an absent field reads "") holds, atomically: 0 set, 1 not (a
+ * field differed), -1 (404 when the record is gone). */
+int store_sandbox_update_if(struct store *st, const char *org, const char *id,
+			    const char *const *expect, int nexpect, const char *const *kv, int nkv,
+			    struct sp_err *e);
 int store_sandbox_get(struct store *st, const char *org, const char *id, struct store_rec *out,
 		      struct sp_err *e);
 int store_sandbox_del(struct store *st, const char *org, const char *id, struct sp_err *e);
@@ -194,5 +200,23 @@ int store_pool_fill_end(struct store *st, const char *pool, struct sp_err *e);
 int store_pool_size(struct store *st, const char *pool, int64_t min_expiry_ms, struct sp_err *e);
 /* How many containers were ever claimed from the pool. */
 long long store_pool_claims(struct store *st, const char *pool, struct sp_err *e);
+
+/* The Idempotency-Key replay ledger (/v1, RELIABILITY I1): one entry per
+ * (org, operation, keyed hash of the key), holding the payload's hash and,
+ * once the first request finished, its status and answer body. begin: a
+ * new entry is made "pending" for lease_s (STORE_IDEM_NEW); the same
+ * payload again answers STORE_IDEM_PENDING while the first runs and
+ * STORE_IDEM_DONE with *status and body (appended) after; another payload
+ * STORE_IDEM_MISMATCH. finish: stores the answer, kept ttl_s. abort: drops
+ * a pending entry (the first request failed: a retry runs again). */
+enum { STORE_IDEM_NEW, STORE_IDEM_PENDING, STORE_IDEM_DONE, STORE_IDEM_MISMATCH };
+struct buf;
+int store_idem_begin(struct store *st, const char *org, const char *op, const char *khash,
+		     const char *payload, int64_t lease_s, int *status, struct buf *body,
+		     struct sp_err *e);
+int store_idem_finish(struct store *st, const char *org, const char *op, const char *khash,
+		      int status, const char *body, size_t len, int64_t ttl_s, struct sp_err *e);
+int store_idem_abort(struct store *st, const char *org, const char *op, const char *khash,
+		     struct sp_err *e);
 
 #endif

@@ -160,7 +160,11 @@ static void check_accepted_value(const struct field_spec *f, json_object *v)
 			FUZZ_CHECK(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '-');
 		break;
 	case FT_INT:
-		if (json_object_is_type(v, json_type_double)) {
+		if ((f->flags & FF_INT64_TEXT) && json_object_is_type(v, json_type_string)) {
+			char *end;
+			long long n = strtoll(json_object_get_string(v), &end, 10);
+			FUZZ_CHECK(*end == '\0' && n >= f->min && n <= f->max);
+		} else if (json_object_is_type(v, json_type_double)) {
 			double d = json_object_get_double(v);
 			FUZZ_CHECK(isfinite(d) && d == floor(d));
 			FUZZ_CHECK(d >= (double)f->min && d <= (double)f->max);
@@ -179,6 +183,11 @@ static void check_accepted_value(const struct field_spec *f, json_object *v)
 		break;
 	case FT_BOOL:
 		FUZZ_CHECK(json_object_is_type(v, json_type_boolean));
+		break;
+	case FT_OBJECT: /* its members were checked as fields of their own */
+		FUZZ_CHECK(json_object_is_type(v, json_type_object));
+		break;
+	case FT_JSON: /* any value: the handler decides */
 		break;
 	case FT_ENVMAP: {
 		int count = 0;

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "common/pathtmpl.h"
+#include "common/perms.h"
 #include "fcgi/face.h"
 #include "fcgi/request.h"
 #include "fcgi/route.h"
@@ -493,8 +494,13 @@ static void test_status_and_flags(void **state)
 	assert_int_equal(route_status(rt_of("POST", "/v1/sandboxes/x/ports")), 201);
 	assert_int_equal(route_status(rt_of("DELETE", "/v1/sandboxes/x/ports/1")), 204);
 	assert_int_equal(route_status(rt_of("GET", "/v1/sandboxes/x/ports/1")), 200);
-	/* the Dokploy procedures: 200, none of the /v1 behaviours */
+	/* the Dokploy procedures: 200, none of the /v1 behaviours (the /v1
+	 * operations in the same table have theirs and the /v1 face) */
 	for (const struct route *rt = handler_routes; rt->path; rt++) {
+		if (strncmp(rt->path, "/v1/", 4) == 0) {
+			assert_ptr_equal(route_face(rt), &face_v1);
+			continue;
+		}
 		assert_int_equal(route_status(rt), 200);
 		assert_int_equal(rt->flags & (RF_IDEMPOTENCY | RF_IDEMPOTENCY_REQUIRED |
 					      RF_IF_MATCH | RF_ETAG),
@@ -641,6 +647,113 @@ static void test_behaviours(void **state)
 	req_cleanup(r);
 }
 
+/* The /v1 face: the document's codes and pinned statuses, its details. */
+static void test_v1_face(void **state)
+{
+	struct sp_err e;
+	json_object *o, *d;
+
+	(void)state;
+	assert_int_equal(face_status(&face_v1, SP_BAD_REQUEST), 400);
+	assert_string_equal(face_code_name(&face_v1, SP_BAD_REQUEST), "invalidArgument");
+	assert_string_equal(face_code_name(&face_v1, SP_UNAUTHORIZED), "unauthenticated");
+	assert_string_equal(face_code_name(&face_v1, SP_FORBIDDEN), "permissionDenied");
+	assert_string_equal(face_code_name(&face_v1, SP_NOT_FOUND), "notFound");
+	assert_int_equal(face_status(&face_v1, SP_PRECONDITION), 409);
+	assert_string_equal(face_code_name(&face_v1, SP_PRECONDITION), "failedPrecondition");
+	assert_int_equal(face_status(&face_v1, SP_ETAG_MISMATCH), 412);
+	assert_int_equal(face_status(&face_v1, SP_PRECONDITION_REQUIRED), 428);
+	assert_string_equal(face_code_name(&face_v1, SP_TOO_MANY), "resourceExhausted");
+	assert_int_equal(face_status(&face_v1, SP_UNIMPLEMENTED), 501);
+	assert_string_equal(face_code_name(&face_v1, SP_UNAVAILABLE), "unavailable");
+	assert_string_equal(face_code_name(&face_v1, SP_OUT_OF_RANGE), "outOfRange");
+	for (int c = SP_OK; c < SP_CODE_COUNT; c++)
+		assert_non_null(face_v1.codes[c].name);
+	assert_ptr_equal(face_of_path("/v1/sandboxes"), &face_v1);
+	/* a 400 names its field in a BadRequest detail */
+	sp_err_field(&e, SP_BAD_REQUEST, "resources.cpus", "resources.cpus: bad");
+	o = face_v1.error_body(&face_v1, &e, NULL);
+	d = json_object_array_get_idx(json_object_object_get(o, "details"), 0);
+	assert_string_equal(json_object_get_string(json_object_object_get(d, "@type")),
+			    "type.googleapis.com/google.rpc.BadRequest");
+	assert_string_equal(
+		json_object_get_string(json_object_object_get(
+			json_object_array_get_idx(json_object_object_get(d, "fieldViolations"), 0),
+			"field")),
+		"resources.cpus");
+	json_object_put(o);
+	/* a 412 carries the current ETag */
+	sp_err_set(&e, SP_ETAG_MISMATCH, "etag_mismatch: stale");
+	snprintf(e.field, sizeof(e.field), "\"abc\"");
+	o = face_v1.error_body(&face_v1, &e, NULL);
+	d = json_object_array_get_idx(json_object_object_get(o, "details"), 0);
+	assert_string_equal(json_object_get_string(json_object_object_get(d, "currentEtag")),
+			    "\"abc\"");
+	json_object_put(o);
+}
+
+/* sandpit's own permissions grant the document's through one table. */
+static void test_perm_aliases(void **state)
+{
+	(void)state;
+	assert_true(perms_has("sandbox:read", "sandboxesRead"));
+	assert_true(perms_has("sandbox:read", "sandboxesFilesRead"));
+	assert_false(perms_has("sandbox:read", "sandboxesCreate"));
+	assert_true(perms_has("sandbox:create", "sandboxesRename"));
+	assert_true(perms_has("sandbox:create", "sandboxesLifecycle"));
+	assert_false(perms_has("sandbox:create", "sandboxesDelete"));
+	assert_true(perms_has("sandbox:delete", "sandboxesDelete"));
+	assert_true(perms_has("sandboxesRead", "sandboxesRead"));
+	assert_false(perms_has("sandboxesRead", "sandbox:read")); /* one way only */
+	assert_false(perms_has("", "sandboxesRead"));
+	for (const char *const *k = perms_known; *k; k++)
+		assert_true(perms_has(perms_builtin_role("owner"), *k));
+	assert_true(perms_has(perms_builtin_role("admin"), "mcpWrite"));
+	assert_string_equal(perms_builtin_role("member"), "");
+}
+
+/* FT_OBJECT: nested members checked and named, unknown ones refused;
+ * FF_INT64_TEXT takes a string of digits. */
+static void test_nested_fields(void **state)
+{
+	static const struct field_spec sub[] = {
+		{ .name = "n",
+		  .type = FT_INT,
+		  .flags = FF_NULLABLE | FF_INT64_TEXT,
+		  .min = 1,
+		  .max = 9 },
+		{ .name = NULL },
+	};
+	static const struct field_spec fields[] = {
+		{ .name = "o", .type = FT_OBJECT, .sub = sub },
+		{ .name = "j", .type = FT_JSON },
+		{ .name = NULL },
+	};
+	static const struct route rt = { .method = "POST", .path = "/v1/x", .fields = fields };
+	static const char *const ok[] = { "{\"o\":{\"n\":3}}", "{\"o\":{\"n\":\"3\"}}",
+					  "{\"o\":{\"n\":null}}", "{\"o\":{}}", "{\"j\":[1,{}]}" };
+	static const char *const bad[][2] = { { "{\"o\":{\"n\":10}}", "o.n" },
+					      { "{\"o\":{\"n\":\"x\"}}", "o.n" },
+					      { "{\"o\":{\"m\":1}}", "o.m" },
+					      { "{\"o\":1}", "o" } };
+	struct sp_err e;
+	json_object *issues;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		json_object *in = json_tokener_parse(ok[i]);
+		assert_int_equal(route_validate(&rt, in, 0, &e, &issues), 0);
+		json_object_put(in);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_object *in = json_tokener_parse(bad[i][0]);
+		assert_int_equal(route_validate(&rt, in, 0, &e, &issues), -1);
+		assert_string_equal(e.field, bad[i][1]);
+		json_object_put(issues);
+		json_object_put(in);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -654,6 +767,9 @@ int main(void)
 		cmocka_unit_test(test_table_check),
 		cmocka_unit_test(test_face_table),
 		cmocka_unit_test(test_behaviours),
+		cmocka_unit_test(test_v1_face),
+		cmocka_unit_test(test_perm_aliases),
+		cmocka_unit_test(test_nested_fields),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

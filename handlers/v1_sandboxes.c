@@ -1,0 +1,683 @@
+/*
+ * The /v1 sandboxes operations, the management plane of the Docker
+ * Sandboxes API (../shared/seeds/docker-sandboxes-api.v1.yaml): list,
+ * create, get, update (rename), delete, on the same core and the same
+ * records as the Dokploy procedures, so a sandbox made on one face is read,
+ * renamed and deleted on the other. Renders struct sandbox as the
+ * document's Sandbox; its strong ETag is a keyed hash of that rendering,
+ * so it changes with every visible change (a status catch-up included)
+ * and with nothing else. A pageToken is the core's cursor under a MAC
+ * bound to the organization, the filter and the order. Fields sandpit
+ * cannot honour are refused, never ignored. Never touches Docker or Redis
+ * (the core does).
+ */
+#include "handlers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "../common/buf.h"
+#include "../common/crypto.h"
+#include "../common/util.h"
+
+#define V1_PAGE_DEFAULT 50
+#define V1_ETAG_HEX 24	/* hex digits of the keyed hash an ETag shows */
+#define V1_TOKEN_MAC 32 /* hex digits of a pageToken's MAC */
+
+/* The document's SandboxStatus of a record. killed and error are both
+ * "failed" (with a failure saying which): the container is gone and
+ * cannot be started again. */
+static const char *v1_status(const struct sandbox *sb)
+{
+	switch (sb->status) {
+	case SB_CREATING:
+		return "creating";
+	case SB_RUNNING:
+		return "running";
+	default:
+		return "failed";
+	}
+}
+
+static json_object *time_json(int64_t ms)
+{
+	char iso[40];
+
+	iso8601_ms(ms, iso, sizeof(iso));
+	return json_object_new_string(iso);
+}
+
+static json_object *i64_json(int64_t v)
+{
+	char n[32];
+
+	snprintf(n, sizeof(n), "%lld", (long long)v);
+	return json_object_new_string(n);
+}
+
+/* The Sandbox without its etag. New object. */
+static json_object *sandbox_body(const struct sandbox *sb)
+{
+	json_object *o = json_object_new_object(), *core = json_object_new_object(),
+		    *res = json_object_new_object(), *ef = json_object_new_object(),
+		    *lc = json_object_new_object(), *ret = json_object_new_object();
+	char name[SANDBOX_ID_LEN + 16];
+
+	snprintf(name, sizeof(name), "sandboxes/%s", sb->id);
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "uid", json_object_new_string(sb->id));
+	if (sb->name[0])
+		json_object_object_add(o, "displayName", json_object_new_string(sb->name));
+
+	json_object_object_add(core, "agent", json_object_new_string(""));
+	json_object_object_add(core, "status", json_object_new_string(v1_status(sb)));
+	/* cpus is an integer: a fractional CPU count (Dokploy's cpu 0.5) has
+	 * no /v1 form and is left out */
+	if (sb->cpu >= 1 && sb->cpu == (double)(int64_t)sb->cpu)
+		json_object_object_add(res, "cpus", json_object_new_int64((int64_t)sb->cpu));
+	json_object_object_add(res, "memoryMib", i64_json(sb->memory_mb));
+	json_object_object_add(core, "resources", res);
+	json_object_object_add(core, "ports", json_object_new_array());
+	json_object_object_add(core, "createdAt", time_json(sb->created_at));
+	if (sb->template_name[0]) {
+		char img[64];
+		snprintf(img, sizeof(img), "images/%s", sb->template_name);
+		json_object_object_add(core, "image", json_object_new_string(img));
+	} else {
+		json_object_object_add(core, "imageRef", json_object_new_string(sb->image));
+	}
+	json_object_object_add(o, "core", core);
+
+	/* always emitted: the only advertisement of the stop guarantee and of
+	 * output retention. The decided stop is a pause (memory kept); an
+	 * exec's answer carries up to 1 MiB of each stream (SB_EXEC_OUTPUT_MAX) */
+	json_object_object_add(lc, "stopMemoryOutcome", json_object_new_string("preserve"));
+	json_object_object_add(lc, "canCaptureMemory", json_object_new_boolean(0));
+	json_object_object_add(ef, "lifecycle", lc);
+	json_object_object_add(ret, "minBytes", i64_json(SB_EXEC_OUTPUT_MAX));
+	json_object_object_add(ef, "outputRetention", ret);
+	/* what is in force: at expiry the container is ended and removed (the
+	 * record stays, failed); activity moves the expiry (sandpit's timeout
+	 * is an inactivity timeout), never past the hard deadline */
+	if (sb->timeout_ms > 0) {
+		json_object *to = json_object_new_object();
+		char d[32];
+		snprintf(d, sizeof(d), "%llds", (long long)(sb->timeout_ms / 1000));
+		json_object_object_add(to, "onTimeout", json_object_new_string("delete"));
+		json_object_object_add(to, "autoResume", json_object_new_boolean(0));
+		json_object_object_add(to, "initialTimeout", json_object_new_string(d));
+		if (sb->status == SB_RUNNING && sb->expires_at > 0)
+			json_object_object_add(to, "expiresAt", time_json(sb->expires_at));
+		json_object_object_add(ef, "timeouts", to);
+	}
+	json_object_object_add(o, "effectiveFeatures", ef);
+
+	if (sb->status == SB_KILLED || sb->status == SB_ERROR) {
+		json_object *f = json_object_new_object();
+		json_object_object_add(
+			f, "code",
+			json_object_new_string(sb->status == SB_KILLED ? "aborted" : "internal"));
+		json_object_object_add(
+			f, "message",
+			json_object_new_string(
+				sb->status == SB_KILLED
+					? (sb->error_message[0] ? sb->error_message
+								: "the sandbox was killed")
+					: (sb->error_message[0] ? sb->error_message
+								: "the sandbox failed")));
+		json_object_object_add(f, "details", json_object_new_array());
+		json_object_object_add(o, "failure", f);
+	}
+	return o;
+}
+
+/* The strong ETag of a rendering (without its etag): "<24 hex>" of the
+ * data key's keyed hash over it. out holds V1_ETAG_HEX + 3. */
+static void etag_of(const struct config *cfg, json_object *body, char *out, size_t cap)
+{
+	size_t len = 0;
+	const char *t = json_object_to_json_string_length(body, JSON_C_TO_STRING_PLAIN, &len);
+	char hex[65];
+	struct buf b;
+
+	buf_init(&b, len + 64);
+	if (buf_puts(&b, "sandpit v1 etag\n") < 0 || buf_append(&b, t, len) < 0) {
+		/* cannot happen (the cap is the size); an ETag that never matches */
+		snprintf(out, cap, "\"x\"");
+		buf_free(&b);
+		return;
+	}
+	crypto_key_hash(cfg->data_key, b.data, b.len, hex);
+	buf_free(&b);
+	snprintf(out, cap, "\"%.*s\"", V1_ETAG_HEX, hex);
+}
+
+json_object *v1_sandbox_json(const struct config *cfg, const struct sandbox *sb, char *etag,
+			     size_t cap)
+{
+	json_object *o = sandbox_body(sb), *core;
+	char tag[V1_ETAG_HEX + 3];
+
+	etag_of(cfg, o, tag, sizeof(tag));
+	json_object_object_get_ex(o, "core", &core);
+	json_object_object_add(core, "etag", json_object_new_string(tag));
+	if (etag)
+		str_copy(etag, cap, tag);
+	return o;
+}
+
+/* 412 with the current ETag (the face's EtagMismatch detail). */
+static int etag_mismatch(struct sp_err *e, const char *current)
+{
+	sp_err_set(e, SP_ETAG_MISMATCH,
+		   "etag_mismatch: If-Match is not the sandbox's current ETag (read it again)");
+	str_copy(e->field, sizeof(e->field), current);
+	return -1;
+}
+
+int v1_sandboxes_get(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	struct sandbox sb;
+
+	if (sandbox_get(h->sb, h->r->org, hin_str(in, "sandbox", NULL), &sb, e) < 0)
+		return -1;
+	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
+	return 0;
+}
+
+/* --- list ------------------------------------------------------------------ */
+
+struct v1_filter {
+	char name[96], display_name[96], uid[96], status[32], agent[64];
+	int has_name, has_display_name, has_uid, has_status, has_agent;
+};
+
+/* filter: comma-separated exact field=value terms over the document's
+ * portable fields (snake_case); a value may be double-quoted. */
+static int filter_parse(const char *s, struct v1_filter *f, struct sp_err *e)
+{
+	memset(f, 0, sizeof(*f));
+	while (s && *s) {
+		size_t seg = strcspn(s, ","), klen;
+		const char *eq = memchr(s, '=', seg), *v, *k = s;
+		size_t vlen;
+		char *dst = NULL;
+		int *has = NULL;
+		size_t cap = 0;
+		if (!eq)
+			return sp_err_field(e, SP_BAD_REQUEST, "filter",
+					    "filter: expected field=value terms separated by ','");
+		klen = (size_t)(eq - k);
+		while (klen && k[klen - 1] == ' ')
+			klen--;
+		while (klen && *k == ' ')
+			k++, klen--;
+		v = eq + 1;
+		vlen = (size_t)(s + seg - v);
+		while (vlen && *v == ' ')
+			v++, vlen--;
+		while (vlen && v[vlen - 1] == ' ')
+			vlen--;
+		if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"')
+			v++, vlen -= 2;
+#define KEY(lit, member)                                        \
+	if (klen == strlen(lit) && memcmp(k, lit, klen) == 0) { \
+		dst = f->member;                                \
+		cap = sizeof(f->member);                        \
+		has = &f->has_##member;                         \
+	}
+		KEY("name", name)
+		KEY("display_name", display_name)
+		KEY("uid", uid)
+		KEY("status", status)
+		KEY("agent", agent)
+#undef KEY
+		if (!dst)
+			return sp_err_field(
+				e, SP_BAD_REQUEST, "filter",
+				"filter: unknown field '%.*s' (name, display_name, uid, "
+				"status, agent)",
+				(int)(klen > 40 ? 40 : klen), k);
+		if (*has)
+			return sp_err_field(e, SP_BAD_REQUEST, "filter",
+					    "filter: '%.*s' given twice", (int)klen, k);
+		if (vlen >= cap)
+			return sp_err_field(e, SP_BAD_REQUEST, "filter",
+					    "filter: the value of '%.*s' is too long", (int)klen,
+					    s);
+		memcpy(dst, v, vlen);
+		dst[vlen] = '\0';
+		*has = 1;
+		s += seg;
+		if (*s == ',')
+			s++;
+	}
+	return 0;
+}
+
+static int filter_match(const struct v1_filter *f, const struct sandbox *sb)
+{
+	char name[SANDBOX_ID_LEN + 16];
+
+	snprintf(name, sizeof(name), "sandboxes/%s", sb->id);
+	return (!f->has_name || strcmp(f->name, name) == 0) &&
+	       (!f->has_uid || strcmp(f->uid, sb->id) == 0) &&
+	       (!f->has_display_name || strcmp(f->display_name, sb->name) == 0) &&
+	       (!f->has_status || strcmp(f->status, v1_status(sb)) == 0) &&
+	       (!f->has_agent || f->agent[0] == '\0');
+}
+
+/* The MAC of a page token: the data key's keyed hash over the org, the
+ * filter, the order and the cursor, so a token is refused by another org,
+ * another filter or order, and when edited. hex holds 65. */
+static void token_mac(const struct config *cfg, const char *org, const char *filter,
+		      const char *order, const char *cursor, char *hex)
+{
+	struct buf b;
+
+	buf_init(&b, 8192);
+	if (buf_printf(&b, "sandpit v1 listSandboxes\n%s\n%s\n%s\n%s", org, filter, order, cursor) <
+	    0) {
+		memset(hex, 0, 65); /* over 8 KiB: the inputs' caps forbid it */
+		buf_free(&b);
+		return;
+	}
+	crypto_key_hash(cfg->data_key, b.data, b.len, hex);
+	buf_free(&b);
+}
+
+/* token = hex(cursor) "." MAC. out holds 2 * 96 + V1_TOKEN_MAC + 2. */
+static void token_make(const struct config *cfg, const char *org, const char *filter,
+		       const char *order, const char *cursor, char *out, size_t cap)
+{
+	char mac[65];
+	size_t o = 0;
+
+	token_mac(cfg, org, filter, order, cursor, mac);
+	for (const char *c = cursor; *c && o + 3 < cap; c++)
+		o += (size_t)snprintf(out + o, cap - o, "%02x", (unsigned char)*c);
+	snprintf(out + o, cap - o, ".%.*s", V1_TOKEN_MAC, mac);
+}
+
+static int token_read(const struct config *cfg, const char *org, const char *filter,
+		      const char *order, const char *tok, char *cursor, size_t cap,
+		      struct sp_err *e)
+{
+	const char *dot = strchr(tok, '.');
+	size_t n = dot ? (size_t)(dot - tok) : 0, o = 0;
+	char mac[65];
+	unsigned diff = 0;
+
+	if (!dot || n % 2 || n / 2 >= cap || strlen(dot + 1) != V1_TOKEN_MAC)
+		goto bad;
+	for (size_t i = 0; i < n; i += 2) {
+		int hi = hex_digit((unsigned char)tok[i]),
+		    lo = hex_digit((unsigned char)tok[i + 1]);
+		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+			goto bad;
+		cursor[o++] = (char)(hi * 16 + lo);
+	}
+	cursor[o] = '\0';
+	token_mac(cfg, org, filter, order, cursor, mac);
+	for (size_t i = 0; i < V1_TOKEN_MAC; i++)
+		diff |= (unsigned)(mac[i] ^ dot[1 + i]);
+	if (diff)
+		goto bad;
+	return 0;
+bad:
+	return sp_err_field(e, SP_BAD_REQUEST, "pageToken",
+			    "pageToken: not a token this list gave (with this filter and orderBy)");
+}
+
+int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *filter = hin_str(in, "filter", NULL), *order = hin_str(in, "orderBy", NULL),
+		   *tok = hin_str(in, "pageToken", NULL);
+	int64_t size = hin_i64(in, "pageSize", 0);
+	struct sandbox_page_req pg = { 0, NULL };
+	struct sandbox_page page = { 0 };
+	struct v1_filter f;
+	char cursor[sizeof(page.next_cursor)] = "", next[2 * sizeof(page.next_cursor) + 40] = "";
+	json_object *o, *arr;
+
+	filter = filter ? filter : "";
+	order = order ? order : "";
+	if (filter_parse(filter, &f, e) < 0)
+		return -1;
+	/* the core lists newest first and nothing else */
+	if (order[0] && strcmp(order, "created_at desc") != 0) {
+		if (strcmp(order, "created_at") == 0 || strcmp(order, "created_at asc") == 0 ||
+		    strncmp(order, "name", 4) == 0)
+			return sp_err_field(e, SP_UNIMPLEMENTED, "orderBy",
+					    "orderBy: only 'created_at desc' (newest first, the "
+					    "default) is supported");
+		return sp_err_field(e, SP_BAD_REQUEST, "orderBy",
+				    "orderBy: expected a field (created_at, name) and an optional "
+				    "direction (asc, desc)");
+	}
+	if (tok && *tok &&
+	    token_read(h->cfg, h->r->org, filter, order, tok, cursor, sizeof(cursor), e) < 0)
+		return -1;
+	arr = json_object_new_array();
+	if ((f.has_uid || f.has_name) && !cursor[0]) {
+		/* one sandbox at most: read it instead of paging */
+		struct sandbox sb;
+		const char *id = f.has_uid ? f.uid : f.name;
+		if (!f.has_uid && strncmp(id, "sandboxes/", 10) == 0)
+			id += 10;
+		if (sandbox_get(h->sb, h->r->org, id, &sb, e) == 0) {
+			if (filter_match(&f, &sb))
+				json_object_array_add(arr, v1_sandbox_json(h->cfg, &sb, NULL, 0));
+		} else if (e->code != SP_NOT_FOUND && e->code != SP_BAD_REQUEST) {
+			json_object_put(arr);
+			return -1;
+		}
+		sp_err_clear(e);
+	} else {
+		pg.limit = size <= 0		     ? V1_PAGE_DEFAULT
+			   : size > SB_LIST_PAGE_MAX ? SB_LIST_PAGE_MAX
+						     : (int)size;
+		pg.cursor = cursor;
+		if (sandbox_list(h->sb, h->r->org, &pg, &page, e) < 0) {
+			json_object_put(arr);
+			if (e->code == SP_BAD_REQUEST) /* a cursor the core refuses */
+				return sp_err_field(e, SP_BAD_REQUEST, "pageToken",
+						    "pageToken: no longer valid");
+			return -1;
+		}
+		for (size_t i = 0; i < page.n; i++)
+			if (filter_match(&f, &page.items[i]))
+				json_object_array_add(
+					arr, v1_sandbox_json(h->cfg, &page.items[i], NULL, 0));
+		if (page.next_cursor[0])
+			token_make(h->cfg, h->r->org, filter, order, page.next_cursor, next,
+				   sizeof(next));
+		sandbox_page_free(&page);
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "sandboxes", arr);
+	json_object_object_add(o, "nextPageToken", json_object_new_string(next));
+	*out = o;
+	return 0;
+}
+
+/* --- create ---------------------------------------------------------------- */
+
+/* True when a refused field was given a value other than empty. */
+static int given(json_object *in, const char *name)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(in, name, &v) || !v)
+		return 0;
+	if (json_object_is_type(v, json_type_array))
+		return json_object_array_length(v) > 0;
+	if (json_object_is_type(v, json_type_object))
+		return json_object_object_length(v) > 0;
+	if (json_object_is_type(v, json_type_string))
+		return json_object_get_string_len(v) > 0;
+	return 1;
+}
+
+/* This host's OCI architecture. */
+static const char *host_arch(void)
+{
+	static struct utsname u;
+
+	if (!u.machine[0] && uname(&u) < 0)
+		return "";
+	if (strcmp(u.machine, "x86_64") == 0)
+		return "amd64";
+	if (strcmp(u.machine, "aarch64") == 0)
+		return "arm64";
+	return u.machine;
+}
+
+/* The fields sandpit cannot honour on plain Docker, refused before
+ * anything happens (the document: "fail explicitly"). */
+static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_err *e)
+{
+	static const struct {
+		const char *field, *why;
+	} unsupported[] = {
+		{ "kits", "kits are not supported by this backend" },
+		{ "networkPolicies", "inline network policies are not supported yet" },
+		{ "policyIds", "governance policies are not supported yet" },
+		{ "startupExecution", "startupExecution is not supported yet" },
+		{ "features",
+		  "features (managedVolumes, timeouts, storedSecrets) are not supported "
+		  "yet" },
+		{ "environment",
+		  "environment is not supported yet (the Dokploy face's envVars are)" },
+		{ "labels", "labels are not supported yet" },
+		{ NULL, NULL },
+	};
+	json_object *plat, *v;
+	const char *agent = hin_str(in, "agent", NULL), *pull = hin_str(in, "pullPolicy", NULL);
+
+	/* the conditional permission comes first: a caller without it learns
+	 * nothing of what this server supports */
+	if (json_object_object_get_ex(in, "mcp", NULL)) {
+		if (!route_has_perm(h->r->perms, "mcpWrite"))
+			return sp_err_set(e, SP_FORBIDDEN,
+					  "Your role lacks the mcpWrite permission");
+		return sp_err_field(e, SP_UNIMPLEMENTED, "mcp",
+				    "mcp: MCP gateways are not supported");
+	}
+	if (agent && *agent)
+		return sp_err_field(e, SP_BAD_REQUEST, "agent",
+				    "agent: unknown agent profile (this backend has none)");
+	if (pull && strcmp(pull, "always") == 0)
+		return sp_err_field(e, SP_UNIMPLEMENTED, "pullPolicy",
+				    "pullPolicy: always needs a registry; images here are local");
+	for (int i = 0; unsupported[i].field; i++)
+		if (given(in, unsupported[i].field))
+			return sp_err_field(e, SP_UNIMPLEMENTED, unsupported[i].field, "%s: %s",
+					    unsupported[i].field, unsupported[i].why);
+	if (json_object_object_get_ex(in, "platform", &plat) && plat) {
+		const char *os = json_object_object_get_ex(plat, "os", &v)
+					 ? json_object_get_string(v)
+					 : NULL;
+		const char *arch = json_object_object_get_ex(plat, "architecture", &v)
+					   ? json_object_get_string(v)
+					   : NULL;
+		if (!os || !arch)
+			return sp_err_field(
+				e, SP_BAD_REQUEST, "platform",
+				"platform: an explicit platform needs os and architecture");
+		if (strcmp(os, "linux") != 0 || strcmp(arch, host_arch()) != 0)
+			return sp_err_field(e, SP_UNIMPLEMENTED, "platform",
+					    "platform: only linux/%s runs here", host_arch());
+	}
+	return 0;
+}
+
+int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	struct sandbox_create_req rq = { 0 };
+	struct sandbox sb;
+	const char *img = hin_str(in, "image", NULL), *ref = hin_str(in, "imageRef", NULL),
+		   *dn = hin_str(in, "displayName", NULL),
+		   *prefix = hin_str(in, "displayNamePrefix", NULL);
+	char name[65];
+	json_object *res;
+
+	if (refuse_unsupported(h, in, e) < 0)
+		return -1;
+	if (img && ref)
+		return sp_err_field(e, SP_BAD_REQUEST, "image",
+				    "image: give image or imageRef, not both");
+	if (dn && prefix)
+		return sp_err_field(
+			e, SP_BAD_REQUEST, "displayNamePrefix",
+			"displayNamePrefix: give displayName or displayNamePrefix, not both");
+	rq.cpu = rq.memory_mb = -1;
+	rq.pids_limit = rq.disk_mb = rq.timeout_ms = rq.max_lifetime_ms = -1;
+	if (img) {
+		/* a managed image is a template: images/<template> */
+		if (strncmp(img, "images/", 7) != 0 || !config_template(h->cfg, img + 7))
+			return sp_err_field(e, SP_NOT_FOUND, "image",
+					    "image: no such image (images/<template>, see "
+					    "/api/sandbox.templates)");
+		rq.template_name = img + 7;
+	} else if (ref) {
+		rq.image = ref;
+	} else {
+		if (h->cfg->ntemplates < 1)
+			return sp_err_field(e, SP_BAD_REQUEST, "imageRef",
+					    "imageRef: required (no template is configured)");
+		rq.template_name = h->cfg->templates[0].name;
+	}
+	if (prefix) {
+		/* a generated label: the prefix and the time in base 36 */
+		char t[16];
+		int64_t ms = now_ms();
+		size_t n = 0;
+		char rev[16];
+		do {
+			rev[n++] = "0123456789abcdefghijklmnopqrstuvwxyz"[ms % 36];
+			ms /= 36;
+		} while (ms && n < sizeof(rev));
+		for (size_t i = 0; i < n; i++)
+			t[i] = rev[n - 1 - i];
+		t[n] = '\0';
+		snprintf(name, sizeof(name), "%.*s%s", (int)(sizeof(name) - 1 - n), prefix, t);
+		rq.name = name;
+	} else if (dn && *dn) {
+		rq.name = dn;
+	}
+	if (json_object_object_get_ex(in, "resources", &res) && res) {
+		rq.cpu = hin_dbl(res, "cpus", -1);
+		rq.memory_mb = hin_i64(res, "memoryMib", -1);
+	}
+	if (sandbox_create(h->sb, h->r->org, &rq, &sb, e) < 0)
+		return -1;
+	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
+	return 0;
+}
+
+/* --- update, delete -------------------------------------------------------- */
+
+int v1_sandboxes_update(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *id = hin_str(in, "sandbox", NULL), *want = hin_str(in, ROUTE_IN_IF_MATCH, NULL);
+	struct sandbox sb;
+	char tag[V1_ETAG_HEX + 3];
+	json_object *cur;
+
+	if (sandbox_get(h->sb, h->r->org, id, &sb, e) < 0)
+		return -1;
+	cur = v1_sandbox_json(h->cfg, &sb, tag, sizeof(tag));
+	json_object_put(cur);
+	if (!want || strcmp(want, tag) != 0)
+		return etag_mismatch(e, tag);
+	if (sandbox_rename(h->sb, h->r->org, id, sb.name, hin_str(in, "displayName", NULL), &sb,
+			   e) < 0) {
+		if (e->code != SP_ETAG_MISMATCH || sandbox_get(h->sb, h->r->org, id, &sb, e) < 0)
+			return -1;
+		json_object_put(v1_sandbox_json(h->cfg, &sb, tag, sizeof(tag)));
+		return etag_mismatch(e, tag);
+	}
+	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
+	return 0;
+}
+
+/* Ends the container and the record: 204. An absent sandbox is a 204 too
+ * (the document: "an empty message when absent"). */
+int v1_sandboxes_delete(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *id = hin_str(in, "sandbox", NULL), *want = hin_str(in, ROUTE_IN_IF_MATCH, NULL);
+	struct sandbox sb;
+	char tag[V1_ETAG_HEX + 3];
+
+	*out = NULL;
+	if (sandbox_get(h->sb, h->r->org, id, &sb, e) < 0) {
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e);
+		return 0;
+	}
+	json_object_put(v1_sandbox_json(h->cfg, &sb, tag, sizeof(tag)));
+	if (!want || strcmp(want, tag) != 0)
+		return etag_mismatch(e, tag);
+	if (sandbox_remove(h->sb, h->r->org, id, e) < 0) {
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e);
+	}
+	return 0;
+}
+
+/* --- renewSandboxTimeout ----------------------------------------------------- */
+
+/* A Duration (^-?\d+(\.\d{1,9})?s$) in ms, rounded up; -1 when it is not one. */
+static int64_t duration_ms(const char *s)
+{
+	int64_t whole = 0, frac_ms = 0;
+	int digits = 0, fd = 0, neg = 0;
+	size_t n = strlen(s);
+
+	if (n < 2 || s[n - 1] != 's')
+		return -1;
+	if (*s == '-') {
+		neg = 1;
+		s++;
+	}
+	for (; *s >= '0' && *s <= '9'; s++, digits++)
+		if (digits >= 12 || (whole = whole * 10 + (*s - '0')) < 0)
+			return -1;
+	if (!digits)
+		return -1;
+	if (*s == '.') {
+		int round_up = 0;
+		for (s++; *s >= '0' && *s <= '9'; s++, fd++) {
+			if (fd < 3)
+				frac_ms = frac_ms * 10 + (*s - '0');
+			else if (*s != '0')
+				round_up = 1;
+		}
+		if (fd < 1 || fd > 9)
+			return -1;
+		for (int i = fd; i < 3; i++)
+			frac_ms *= 10;
+		frac_ms += round_up;
+	}
+	if (strcmp(s, "s") != 0 || neg)
+		return neg && strcmp(s, "s") == 0 ? -2 : -1;
+	return whole * 1000 + frac_ms;
+}
+
+/* The TTL restarts at acceptance: the expiry becomes now + timeout, and
+ * the interval the container's watcher keeps becomes timeout. Past the
+ * hard deadline (maxLifetime) is outOfRange naming it. */
+int v1_sandboxes_renew(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *id = hin_str(in, "sandbox", NULL), *t = hin_str(in, "timeout", NULL);
+	int64_t ms = duration_ms(t ? t : ""), now = now_ms();
+	struct sandbox sb;
+	char iso[40];
+
+	if (ms == -1)
+		return sp_err_field(e, SP_BAD_REQUEST, "timeout",
+				    "timeout: expected a Duration such as 300s or 1.5s");
+	if (ms == -2 || ms < SB_MIN_TIMEOUT_MS)
+		return sp_err_field(e, SP_OUT_OF_RANGE, "timeout", "timeout: at least %ds",
+				    SB_MIN_TIMEOUT_MS / 1000);
+	if (sandbox_get_running(h->sb, h->r->org, id, &sb, e) < 0)
+		return -1;
+	if (now + ms > sb.deadline_at) {
+		iso8601_ms(sb.deadline_at, iso, sizeof(iso));
+		return sp_err_field(
+			e, SP_OUT_OF_RANGE, "timeout",
+			"timeout: beyond the sandbox's hard deadline %s (its maxLifetime, "
+			"%llds after creation); at most %llds from now",
+			iso, (long long)(sb.max_lifetime_ms / 1000),
+			(long long)((sb.deadline_at - now) / 1000));
+	}
+	if (sandbox_set_timeout(h->sb, h->r->org, id, ms, &sb, e) < 0)
+		return -1;
+	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
+	return 0;
+}
