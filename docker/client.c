@@ -35,6 +35,8 @@ static const struct {
 	{ "POST", "/containers/{id}/start" },
 	{ "POST", "/containers/{id}/stop" },
 	{ "POST", "/containers/{id}/kill" },
+	{ "POST", "/containers/{id}/pause" },
+	{ "POST", "/containers/{id}/unpause" },
 	{ "POST", "/containers/{id}/update" },
 	{ "DELETE", "/containers/{id}" },
 	{ "PUT", "/containers/{id}/archive" },

@@ -1,5 +1,6 @@
 /*
- * Container endpoints: create, start, stop, kill, remove, inspect, list.
+ * Container endpoints: create, start, stop, kill, pause, unpause, remove,
+ * inspect, list.
  * Thin: each builds one allow-listed request from validated ids and escaped
  * query values and maps the answer. It must never interpret sandbox rules;
  * the create body comes whole from the caller.
@@ -110,6 +111,36 @@ int docker_container_kill(struct docker_client *c, const char *id, const char *s
 done:
 	docker_req_cleanup(&r);
 	return rc;
+}
+
+/* POST pause or unpause (op). Docker answers a pause of a paused or
+ * stopped container 409 and an unpause of one that is not paused 500
+ * ("is not paused"): both SP_CONFLICT here, with Docker's message. */
+static int pause_call(struct docker_client *c, const char *id, const char *op, struct sp_err *e)
+{
+	struct docker_req r;
+	int rc = -1;
+
+	docker_req_init(&r, "POST");
+	if (docker_check_id(id, "container", e) < 0 ||
+	    docker_req_path(&r, e, "/containers/%s/%s", id, op) < 0)
+		goto done;
+	rc = docker_call(c, &r, NULL, NULL, e);
+	if (rc < 0 && e && e->code == SP_INTERNAL && strstr(e->msg, "is not paused"))
+		e->code = SP_CONFLICT;
+done:
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+int docker_container_pause(struct docker_client *c, const char *id, struct sp_err *e)
+{
+	return pause_call(c, id, "pause", e);
+}
+
+int docker_container_unpause(struct docker_client *c, const char *id, struct sp_err *e)
+{
+	return pause_call(c, id, "unpause", e);
 }
 
 /* DELETE with v=1 (anonymous volumes go too). Missing: SP_NOT_FOUND; a

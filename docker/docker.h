@@ -123,6 +123,12 @@ int docker_container_start(struct docker_client *c, const char *id, struct sp_er
 int docker_container_stop(struct docker_client *c, const char *id, int grace_s, struct sp_err *e);
 int docker_container_kill(struct docker_client *c, const char *id, const char *signal,
 			  struct sp_err *e);
+/* pause: freezes every process of a running container (its cgroup's
+ * freezer; under gVisor the sandbox); unpause thaws them. A pause of a
+ * paused or stopped container, and an unpause of one that is not paused,
+ * are SP_CONFLICT; a missing one SP_NOT_FOUND. */
+int docker_container_pause(struct docker_client *c, const char *id, struct sp_err *e);
+int docker_container_unpause(struct docker_client *c, const char *id, struct sp_err *e);
 int docker_container_remove(struct docker_client *c, const char *id, int force, struct sp_err *e);
 int docker_container_inspect(struct docker_client *c, const char *id, json_object **out,
 			     struct sp_err *e);

@@ -85,6 +85,8 @@ int v1_sandboxes_update(struct handler_ctx *h, json_object *in, json_object **ou
 int v1_sandboxes_delete(struct handler_ctx *h, json_object *in, json_object **out,
 			struct sp_err *e);
 int v1_sandboxes_renew(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_sandboxes_stop(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_sandboxes_start(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 /* handlers/v1_openapi.c: GET /v1/openapi.json, the seed's operations that
  * the table routes. */
 int h_v1_openapi(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);

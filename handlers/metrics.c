@@ -29,8 +29,8 @@
  * appends one sandpit_org_sandboxes line per org and status to per_org;
  * *truncated says the bound was hit. -1 on a store error or past per_org's
  * cap. */
-static int count_sandboxes(struct store *st, int64_t counts[4], struct buf *per_org, int *truncated,
-			   struct sp_err *e)
+static int count_sandboxes(struct store *st, int64_t counts[SB_STATUS_COUNT], struct buf *per_org,
+			   int *truncated, struct sp_err *e)
 {
 	char **orgs = NULL;
 	int norgs = 0, left = METRICS_SCAN_MAX, rc = -1;
@@ -48,7 +48,7 @@ static int count_sandboxes(struct store *st, int64_t counts[4], struct buf *per_
 		*truncated = 1;
 	for (int i = 0; i < norgs && i < METRICS_ORGS_MAX && left > 0; i++) {
 		/* one more than allowed tells a full index from a truncated one */
-		int64_t mine[4] = { 0 };
+		int64_t mine[SB_STATUS_COUNT] = { 0 };
 		int n = store_sandbox_list(st, orgs[i], recs, left + 1, e);
 		if (n < 0)
 			goto out;
@@ -59,7 +59,7 @@ static int count_sandboxes(struct store *st, int64_t counts[4], struct buf *per_
 		}
 		for (int k = 0; k < n; k++) {
 			const char *s = store_rec_get(&recs[k], "status");
-			for (int j = 0; s && j < 4; j++)
+			for (int j = 0; s && j < SB_STATUS_COUNT; j++)
 				if (strcmp(s, sandbox_status_name((enum sandbox_status)j)) == 0) {
 					counts[j]++;
 					mine[j]++;
@@ -67,7 +67,7 @@ static int count_sandboxes(struct store *st, int64_t counts[4], struct buf *per_
 			store_rec_free(&recs[k]);
 		}
 		/* org names are [a-z0-9_-] (store/), safe as label values */
-		for (int j = 0; n > 0 && j < 4; j++)
+		for (int j = 0; n > 0 && j < SB_STATUS_COUNT; j++)
 			if (buf_printf(per_org,
 				       "sandpit_org_sandboxes{org=\"%s\",status=\"%s\"} %lld\n",
 				       orgs[i], sandbox_status_name((enum sandbox_status)j),
@@ -93,7 +93,7 @@ int h_metrics(struct handler_ctx *h, json_object *in, json_object **out, struct 
 {
 	struct req *r = h->r;
 	struct buf body, per_org, labeled;
-	int64_t counts[4] = { 0 };
+	int64_t counts[SB_STATUS_COUNT] = { 0 };
 	int truncated = 0, store_ok;
 	char head[256], inst[128];
 	int rc = -1;
@@ -109,7 +109,7 @@ int h_metrics(struct handler_ctx *h, json_object *in, json_object **out, struct 
 	if (buf_puts(&body, "# HELP sandpit_sandboxes Sandbox records by status (all "
 			    "organizations).\n# TYPE sandpit_sandboxes gauge\n") < 0)
 		goto too_big;
-	for (int j = 0; store_ok && j < 4; j++)
+	for (int j = 0; store_ok && j < SB_STATUS_COUNT; j++)
 		if (buf_printf(&body, "sandpit_sandboxes{status=\"%s\"} %lld\n",
 			       sandbox_status_name((enum sandbox_status)j),
 			       (long long)counts[j]) < 0)

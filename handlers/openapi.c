@@ -37,7 +37,10 @@ static const struct component {
 	  "\"image\":{\"type\":\"string\"},"
 	  "\"template\":{\"type\":[\"string\",\"null\"]},"
 	  "\"containerId\":{\"type\":[\"string\",\"null\"]},"
-	  "\"status\":{\"type\":\"string\",\"enum\":[\"creating\",\"running\",\"killed\",\"error\"]},"
+	  "\"status\":{\"type\":\"string\",\"enum\":[\"creating\",\"running\",\"killed\",\"error\",\"stopped\"],"
+	  "\"description\":\"stopped (a sandpit extension): paused through /v1 stopSandbox, "
+	  "processes and memory kept; commands and files are refused with 412 until it is "
+	  "started\"},"
 	  "\"cpu\":{\"type\":\"number\"},"
 	  "\"memoryMb\":{\"type\":\"integer\"},"
 	  "\"pidsLimit\":{\"type\":\"integer\"},"
@@ -137,7 +140,8 @@ static const struct {
 	  "The key's role lacks the permission, or the sandbox is not the "
 	  "organization's" },
 	{ "404", "NotFound", "No such sandbox, file or directory" },
-	{ "412", "PreconditionFailed", "The sandbox is not running (\"Sandbox is killed\")" },
+	{ "412", "PreconditionFailed",
+	  "The sandbox is not running (\"Sandbox is killed\", \"Sandbox is stopped\")" },
 	{ "413", "PayloadTooLarge", "A file or body over its limit" },
 	{ "422", "UnprocessableContent", "The content cannot be returned as asked (not UTF-8)" },
 	{ "429", "TooManyRequests",

@@ -1,7 +1,7 @@
 /*
  * The /v1 sandboxes operations, the management plane of the Docker
  * Sandboxes API (../shared/seeds/docker-sandboxes-api.v1.yaml): list,
- * create, get, update (rename), delete, on the same core and the same
+ * create, get, update (rename), delete, stop, start, on the same core and the same
  * records as the Dokploy procedures, so a sandbox made on one face is read,
  * renamed and deleted on the other. Renders struct sandbox as the
  * document's Sandbox; its strong ETag is a keyed hash of that rendering,
@@ -36,6 +36,8 @@ static const char *v1_status(const struct sandbox *sb)
 		return "creating";
 	case SB_RUNNING:
 		return "running";
+	case SB_STOPPED:
+		return "stopped";
 	default:
 		return "failed";
 	}
@@ -100,7 +102,9 @@ static json_object *sandbox_body(const struct sandbox *sb)
 	json_object_object_add(ef, "outputRetention", ret);
 	/* what is in force: at expiry the container is ended and removed (the
 	 * record stays, failed); activity moves the expiry (sandpit's timeout
-	 * is an inactivity timeout), never past the hard deadline */
+	 * is an inactivity timeout), never past the hard deadline. It stays
+	 * armed while stopped (sandpit ends a stopped sandbox at expiry), and
+	 * a start re-arms it for the interval (resumeTimeout) */
 	if (sb->timeout_ms > 0) {
 		json_object *to = json_object_new_object();
 		char d[32];
@@ -108,7 +112,8 @@ static json_object *sandbox_body(const struct sandbox *sb)
 		json_object_object_add(to, "onTimeout", json_object_new_string("delete"));
 		json_object_object_add(to, "autoResume", json_object_new_boolean(0));
 		json_object_object_add(to, "initialTimeout", json_object_new_string(d));
-		if (sb->status == SB_RUNNING && sb->expires_at > 0)
+		json_object_object_add(to, "resumeTimeout", json_object_new_string(d));
+		if ((sb->status == SB_RUNNING || sb->status == SB_STOPPED) && sb->expires_at > 0)
 			json_object_object_add(to, "expiresAt", time_json(sb->expires_at));
 		json_object_object_add(ef, "timeouts", to);
 	}
@@ -608,6 +613,47 @@ int v1_sandboxes_delete(struct handler_ctx *h, json_object *in, json_object **ou
 		sp_err_clear(e);
 	}
 	return 0;
+}
+
+/* --- stop, start ------------------------------------------------------------ */
+
+/* stop pauses the container (processes and memory kept), start resumes
+ * it; both need the current ETag. Stopping a stopped sandbox or starting
+ * a running one answers 200 with it unchanged (the document names no
+ * error for them); a sandbox that is creating or failed is a 409 naming
+ * its state. Always synchronous: 200, never 202. */
+static int lifecycle(struct handler_ctx *h, json_object *in, json_object **out, int start,
+		     struct sp_err *e)
+{
+	const char *id = hin_str(in, "sandbox", NULL), *want = hin_str(in, ROUTE_IN_IF_MATCH, NULL);
+	struct sandbox sb;
+	char tag[V1_ETAG_HEX + 3];
+
+	if (sandbox_get(h->sb, h->r->org, id, &sb, e) < 0)
+		return -1;
+	json_object_put(v1_sandbox_json(h->cfg, &sb, tag, sizeof(tag)));
+	if (!want || strcmp(want, tag) != 0)
+		return etag_mismatch(e, tag);
+	if ((start ? sandbox_start : sandbox_stop)(h->sb, h->r->org, id, &sb, e) < 0) {
+		if (e->code == SP_PRECONDITION)
+			sp_err_set(e, SP_PRECONDITION,
+				   "sandbox_%s: the sandbox is %s (%s), it cannot be %s",
+				   v1_status(&sb), v1_status(&sb), sandbox_status_name(sb.status),
+				   start ? "started" : "stopped");
+		return -1;
+	}
+	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
+	return 0;
+}
+
+int v1_sandboxes_stop(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	return lifecycle(h, in, out, 0, e);
+}
+
+int v1_sandboxes_start(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	return lifecycle(h, in, out, 1, e);
 }
 
 /* --- renewSandboxTimeout ----------------------------------------------------- */

@@ -109,6 +109,12 @@ static void kill_container(struct sandbox_ctx *ctx, struct sandbox *sb, const ch
 {
 	struct sp_err e;
 
+	/* a sandbox stopped under a running command: the command is frozen
+	 * with it (and goes on when it is started), the sandbox is kept */
+	if (sandbox_container_paused(ctx, sb)) {
+		log_warn("sandbox %s: %s: it was stopped meanwhile; left frozen", sb->id, why);
+		return;
+	}
 	log_warn("sandbox %s: %s; killing the container", sb->id, why);
 	if (docker_container_kill(ctx->dk, sb->container_id, "KILL", &e) < 0 &&
 	    e.code != SP_NOT_FOUND && e.code != SP_CONFLICT)
@@ -483,10 +489,8 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	if (!rq->no_activity && sandbox_touch_record(ctx, sb, timeout, e) < 0)
 		goto out;
 	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
-			sandbox_mark_gone(ctx, sb);
-			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
-		}
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
+			sandbox_container_gone(ctx, sb, e);
 		goto out;
 	}
 	if (rq->input)
@@ -497,10 +501,8 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		started = docker_exec_start(ctx->dk, eid, timeout, pass_output, watch_stop, &watch,
 					    &timed_out, e);
 	if (started < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
-			sandbox_mark_gone(ctx, sb);
-			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
-		}
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
+			sandbox_container_gone(ctx, sb, e);
 		goto out;
 	}
 	done = exec_outcome(ctx, sb, rq, eid, marker, timed_out, &watch, res, e);

@@ -106,7 +106,7 @@ int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id
 
 /* Moves the container's expiry to cover the record's, if it does not yet
  * (short operations the watcher may not have seen). */
-static void sync_expiry(struct sandbox_ctx *ctx, struct sandbox *sb)
+void sandbox_sync_expiry(struct sandbox_ctx *ctx, struct sandbox *sb)
 {
 	struct sp_err e;
 	int64_t target;
@@ -139,7 +139,7 @@ void sandbox_flush_expiry(struct sandbox_ctx *ctx)
 		if (sb.status == SB_RUNNING && docker_client_suspect(ctx->dk))
 			return;
 		if (sandbox_docker_ready(ctx, &e) == 0)
-			sync_expiry(ctx, &sb);
+			sandbox_sync_expiry(ctx, &sb);
 	}
 	ctx->pending_id[0] = '\0';
 }
@@ -163,7 +163,7 @@ int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t ex
 	 * wait (sandbox_idle), else now */
 	if (extra_ms == 0 && sb->expires_at > sb->container_expires_at) {
 		if (!ctx->defer_expiry) {
-			sync_expiry(ctx, sb);
+			sandbox_sync_expiry(ctx, sb);
 		} else {
 			if (ctx->pending_id[0] && strcmp(ctx->pending_id, sb->id) != 0)
 				sandbox_flush_expiry(ctx);

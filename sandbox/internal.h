@@ -5,7 +5,7 @@
  * its own line or above, so there is no circle:
  *
  *   create.c  files.c  reaper.c       the entry points of sandbox.h
- *   exec.c  kill.c  pool.c
+ *   exec.c  kill.c  pool.c  pause.c
  *   image.c  expiry.c  list.c
  *   ctx.c  state.c  templates.c
  *   servers.c
@@ -167,9 +167,15 @@ int sandbox_catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb);
  * that cannot be reached, ctx->dk is NULL and ctx->server_err says why). */
 int sandbox_load(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *sb,
 		 struct sp_err *e);
-/* Maps a Docker "no such container" on a running sandbox to killed: marks
- * it gone, 412 "Sandbox is killed". */
+/* Maps Docker's refusal to act on a sandbox's container (e: no such
+ * container, or a 409) to its state: a paused container makes the record
+ * stopped, 412 "Sandbox is stopped"; else it is marked gone, 412 "Sandbox
+ * is killed". */
 int sandbox_container_gone(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
+/* 1 when Docker says sb's container is paused (a stop came in meanwhile):
+ * a running record is made stopped. 0 otherwise, or when Docker cannot
+ * say. */
+int sandbox_container_paused(struct sandbox_ctx *ctx, struct sandbox *sb);
 
 /* templates.c: a local inspect answer of a template image (img NULL: the
  * image is not there), for sandbox_templates. */
@@ -189,6 +195,9 @@ int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_
 /* expiry.c: drops a deferred expiry write of sandbox id (it is being
  * killed or removed). */
 void sandbox_drop_pending_expiry(struct sandbox_ctx *ctx, const char *id);
+/* Writes the container's expiry now when it does not cover the record's
+ * (a running sandbox; a failure is logged). */
+void sandbox_sync_expiry(struct sandbox_ctx *ctx, struct sandbox *sb);
 
 /* list.c: catches every record of org up (list pages read and dropped). */
 void sandbox_catch_up_org(struct sandbox_ctx *ctx, const char *org);

@@ -10,7 +10,8 @@
  * turn, listing containers by label: it ends those past their deadline
  * label, those whose record is gone (a container is never adopted: its
  * record is looked up by the org and id of its own labels), killed,
- * failed, expired, stuck creating, or pointing at another container; and
+ * failed, expired (a stopped sandbox's too: its frozen keeper cannot end
+ * it), stuck creating, or pointing at another container; and
  * it releases quota shares whose container Docker no longer lists. It
  * only ever touches containers labelled with its own installation's id
  * (<prefix>.install): installations sharing a dockerd, and containers of
@@ -120,6 +121,7 @@ static const char *verdict(struct sandbox_ctx *ctx, json_object *c, const char *
 	case SB_CREATING:
 		return now > sandbox_creating_end(cfg, sb) ? "its creation did not finish" : NULL;
 	case SB_RUNNING:
+	case SB_STOPPED: /* paused: its own keeper cannot end it, so this does */
 		if (json_object_object_get_ex(c, "Id", &v) && sb->container_id[0] &&
 		    strcmp(json_object_get_string(v), sb->container_id) != 0)
 			return "its record points at another container";
@@ -191,7 +193,7 @@ static void sweep_server(struct sandbox_ctx *ctx, const char *server, struct rea
 			continue;
 		}
 		log_warn("reaper: sandbox %s: %s; its container was ended", sid, why);
-		if (have && sb.status == SB_RUNNING) {
+		if (have && (sb.status == SB_RUNNING || sb.status == SB_STOPPED)) {
 			sandbox_transition(ctx, &sb, SB_KILLED, NULL, 1);
 		} else if (have && sb.status == SB_CREATING) {
 			char msg[128];

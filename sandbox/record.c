@@ -11,7 +11,8 @@
 
 #include "../common/util.h"
 
-static const char *const status_names[] = { "creating", "running", "killed", "error" };
+static const char *const status_names[SB_STATUS_COUNT] = { "creating", "running", "killed", "error",
+							   "stopped" };
 
 const char *sandbox_status_name(enum sandbox_status s)
 {
@@ -20,7 +21,7 @@ const char *sandbox_status_name(enum sandbox_status s)
 
 static int status_parse(const char *s, enum sandbox_status *out)
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < SB_STATUS_COUNT; i++)
 		if (s && strcmp(s, status_names[i]) == 0) {
 			*out = (enum sandbox_status)i;
 			return 0;

@@ -53,7 +53,10 @@ struct sandbox_ctx {
 		[33]; /* this installation's id, as its containers are labelled ("" = not read yet) */
 };
 
-enum sandbox_status { SB_CREATING, SB_RUNNING, SB_KILLED, SB_ERROR };
+/* stopped: the container is paused (sandbox_stop), its processes and
+ * memory kept; its expiry and deadline still count. */
+enum sandbox_status { SB_CREATING, SB_RUNNING, SB_KILLED, SB_ERROR, SB_STOPPED };
+#define SB_STATUS_COUNT 5
 
 #define SANDBOX_ID_LEN 20
 
@@ -403,5 +406,18 @@ int sandbox_templates(struct sandbox_ctx *ctx, struct sandbox_template **out, si
  * record after the change. */
 int sandbox_rename(struct sandbox_ctx *ctx, const char *org, const char *id, const char *seen_name,
 		   const char *name, struct sandbox *out, struct sp_err *e);
+
+/* Stop and start (pause.c). stop pauses a running sandbox's container
+ * (its processes and memory kept) and makes the record stopped; start
+ * unpauses it and makes it running again, which counts as activity
+ * (expiresAt = now + timeoutMs, never past deadlineAt). Stopping a stopped
+ * sandbox, or starting a running one, changes nothing and succeeds. A
+ * sandbox that is creating, killed or error (an expiry or the deadline
+ * passed while stopped included: the read that finds it ends it) is 412
+ * "Sandbox is <status>". *out is the record after the change. */
+int sandbox_stop(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
+		 struct sp_err *e);
+int sandbox_start(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
+		  struct sp_err *e);
 
 #endif

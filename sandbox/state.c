@@ -22,7 +22,7 @@ int64_t sandbox_record_ttl(const struct config *cfg, const struct sandbox *sb)
 {
 	int64_t left = (sb->deadline_at - now_ms()) / 1000;
 
-	if (sb->status != SB_RUNNING && sb->status != SB_CREATING)
+	if (sb->status != SB_RUNNING && sb->status != SB_CREATING && sb->status != SB_STOPPED)
 		left = 0;
 	if (left < 0)
 		left = 0;
@@ -87,7 +87,7 @@ static void transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox
 
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb)
 {
-	if (sb->status == SB_RUNNING)
+	if (sb->status == SB_RUNNING || sb->status == SB_STOPPED)
 		transition(ctx, sb, SB_KILLED, now_ms(), NULL, 1);
 }
 
@@ -102,6 +102,14 @@ static int listed_running(json_object *c)
 	s = json_object_get_string(st);
 	return s && (strcmp(s, "running") == 0 || strcmp(s, "paused") == 0 ||
 		     strcmp(s, "restarting") == 0);
+}
+
+static int listed_paused(json_object *c)
+{
+	json_object *st;
+
+	return json_object_object_get_ex(c, "State", &st) &&
+	       strcmp(json_object_get_string(st), "paused") == 0;
 }
 
 int sandbox_end_containers(struct sandbox_ctx *ctx, const char *id, int grace_s, struct sp_err *e)
@@ -120,6 +128,12 @@ int sandbox_end_containers(struct sandbox_ctx *ctx, const char *id, int grace_s,
 		int r;
 		if (!json_object_object_get_ex(c, "Id", &cid) || !(s = json_object_get_string(cid)))
 			continue;
+		/* a paused container (a stopped sandbox) is thawed first: Docker
+		 * ends a paused runc container at once, but a paused gVisor one
+		 * only after waiting 10 s for the signal to land */
+		if (listed_paused(c) && docker_container_unpause(ctx->dk, s, e) < 0 &&
+		    e->code != SP_NOT_FOUND && e->code != SP_CONFLICT)
+			goto out;
 		if (!listed_running(c))
 			r = docker_container_remove(ctx->dk, s, 1, e); /* created or exited */
 		else if (grace_s > 0)
@@ -198,7 +212,8 @@ int sandbox_catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb)
 		transition(ctx, sb, SB_ERROR, 0, why, gone);
 		return 1;
 	}
-	if (sb->status == SB_RUNNING) {
+	/* a stopped sandbox cannot end itself (its keeper is frozen) */
+	if (sb->status == SB_RUNNING || sb->status == SB_STOPPED) {
 		int64_t end = min64(sb->expires_at, sb->deadline_at);
 		if (now >= end) {
 			int gone = end_sandbox_containers(ctx, sb, 0);
@@ -234,21 +249,27 @@ static int seen_slot(const char *cid)
 	return (int)(h % (sizeof(seen_running) / sizeof(seen_running[0])));
 }
 
+/* Docker's word on a record that is running or stopped: gone (no such
+ * container, or not running) reads killed; a container paused or thawed
+ * behind the record's back (a stop or start that died between Docker and
+ * Redis, or one made by hand) moves the record to match. A running
+ * record seen running within SEEN_RUNNING_MS is trusted. */
 static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 {
-	json_object *info = NULL, *state, *running;
+	json_object *info = NULL, *state, *v;
 	struct sp_err e;
-	int slot = seen_slot(sb->container_id), fresh;
+	int slot = seen_slot(sb->container_id), fresh, paused, running;
 	int64_t now = mono_ms();
 
 	/* a server that is not answering: the record as it is (RELIABILITY L2) */
-	if (sb->status != SB_RUNNING || !ctx->dk || docker_client_suspect(ctx->dk))
+	if ((sb->status != SB_RUNNING && sb->status != SB_STOPPED) || !ctx->dk ||
+	    docker_client_suspect(ctx->dk))
 		return;
 	pthread_mutex_lock(&seen_mu);
 	fresh = strcmp(seen_running[slot].id, sb->container_id) == 0 &&
 		now - seen_running[slot].at < SEEN_RUNNING_MS;
 	pthread_mutex_unlock(&seen_mu);
-	if (fresh)
+	if (fresh && sb->status == SB_RUNNING)
 		return;
 	docker_client_next_timeout(ctx->dk, CATCH_UP_TIMEOUT_MS);
 	if (docker_container_inspect(ctx->dk, sb->container_id, &info, &e) < 0) {
@@ -256,11 +277,18 @@ static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 			sandbox_mark_gone(ctx, sb);
 		return;
 	}
-	if (json_object_object_get_ex(info, "State", &state) &&
-	    json_object_object_get_ex(state, "Running", &running) &&
-	    !json_object_get_boolean(running)) {
+	if (!json_object_object_get_ex(info, "State", &state) ||
+	    !json_object_object_get_ex(state, "Running", &v)) {
+		json_object_put(info);
+		return;
+	}
+	running = json_object_get_boolean(v);
+	paused = json_object_object_get_ex(state, "Paused", &v) && json_object_get_boolean(v);
+	if (!running) {
 		sandbox_mark_gone(ctx, sb);
-	} else {
+	} else if (paused != (sb->status == SB_STOPPED)) {
+		transition(ctx, sb, paused ? SB_STOPPED : SB_RUNNING, 0, NULL, 0);
+	} else if (!paused) {
 		pthread_mutex_lock(&seen_mu);
 		str_copy(seen_running[slot].id, sizeof(seen_running[slot].id), sb->container_id);
 		seen_running[slot].at = now;
@@ -313,9 +341,31 @@ int sandbox_get_running(struct sandbox_ctx *ctx, const char *org, const char *id
 	return sandbox_docker_ready(ctx, e);
 }
 
-/* Maps a Docker "no such container" on a running sandbox to killed. */
+int sandbox_container_paused(struct sandbox_ctx *ctx, struct sandbox *sb)
+{
+	json_object *info = NULL, *state, *v;
+	int paused = 0;
+	struct sp_err e;
+
+	if (!ctx->dk || docker_container_inspect(ctx->dk, sb->container_id, &info, &e) < 0)
+		return 0;
+	paused = json_object_object_get_ex(info, "State", &state) &&
+		 json_object_object_get_ex(state, "Paused", &v) && json_object_get_boolean(v);
+	json_object_put(info);
+	if (paused && sb->status == SB_RUNNING)
+		transition(ctx, sb, SB_STOPPED, 0, NULL, 0);
+	return paused;
+}
+
+/* Maps Docker's refusal to act on sb's container (no such container, or
+ * a 409: not running, or paused) to the record's state: a paused
+ * container is a stopped sandbox (412 "Sandbox is stopped": a stop that
+ * came in meanwhile), anything else a killed one. */
 int sandbox_container_gone(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
+	if (e->code == SP_CONFLICT && sandbox_container_paused(ctx, sb))
+		return sp_err_set(e, SP_PRECONDITION, "Sandbox is %s",
+				  sandbox_status_name(sb->status));
 	sandbox_mark_gone(ctx, sb);
 	return sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
 }

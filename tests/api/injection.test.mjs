@@ -40,6 +40,8 @@ const ALLOWED = [
   ['POST', '/containers/{cid}/start', []],
   ['POST', '/containers/{cid}/stop', ['t']],
   ['POST', '/containers/{cid}/kill', ['signal']],
+  ['POST', '/containers/{cid}/pause', []],
+  ['POST', '/containers/{cid}/unpause', []],
   ['POST', '/containers/{cid}/update', []],
   ['DELETE', '/containers/{cid}', ['v', 'force']],
   ['PUT', '/containers/{cid}/archive', ['path', 'noOverwriteDirNonDir']],

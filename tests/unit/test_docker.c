@@ -129,6 +129,8 @@ static void test_path_allowed(void **state)
 		{ "POST", "/v1.41/containers/abc/start" },
 		{ "POST", "/v1.41/containers/abc/stop" },
 		{ "POST", "/v1.41/containers/abc/kill" },
+		{ "POST", "/v1.41/containers/abc/pause" },
+		{ "POST", "/v1.41/containers/abc/unpause" },
 		{ "DELETE", "/v1.41/containers/abc" },
 		{ "GET", "/v1.41/containers/abc/json" },
 		{ "GET", "/v1.41/containers/json" },

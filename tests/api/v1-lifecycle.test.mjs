@@ -1,0 +1,286 @@
+// /v1 stopSandbox and startSandbox (issue 15, "Lifecycle mapping,
+// decided"): stop pauses the container (processes and memory kept:
+// stopMemoryOutcome preserve), start resumes it. Both faces know a stopped
+// sandbox: /api commands, files, setTimeout and the /sandbox-exec
+// WebSocket refuse it ("Sandbox is stopped", 412 / close 4003), /v1 answers
+// 409 failedPrecondition. If-Match (428, 412 EtagMismatch), If-None-Match
+// (304), Idempotency-Key replay, and a stopped sandbox past its expiry or
+// its deadline ended by sandpit (its frozen keeper cannot) with nobody
+// reading it. Every /v1 answer is validated against the seed's schema for
+// its operation and status, as in v1.test.mjs.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import WebSocket from 'ws';
+import YAML from 'yaml';
+import { repoRoot, startStack, waitFor } from './lib/stack.mjs';
+
+const seed = YAML.parse(fs.readFileSync(process.env.SANDPIT_V1_SEED ||
+  path.join(repoRoot, 'tests/api/spec/docker-sandboxes-api.v1.yaml'), 'utf8'));
+const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
+addFormats(ajv);
+ajv.addSchema(seed, 'seed');
+const ptr = (x) => x.replace(/~/g, '~0').replace(/\//g, '~1');
+const validators = new Map();
+function validatorFor(method, tmpl, status) {
+  const op = seed.paths[tmpl]?.[method.toLowerCase()];
+  assert.ok(op, `the seed has no ${method} ${tmpl}`);
+  const key = op.responses[String(status)] ? String(status) : 'default';
+  if (!op.responses[key].content) return null;
+  const id = `${method} ${tmpl} ${key}`;
+  if (!validators.has(id)) {
+    validators.set(id, ajv.compile({
+      $ref: `seed#/paths/${ptr(tmpl)}/${method.toLowerCase()}/responses/${key}/content/${ptr('application/json')}/schema`,
+    }));
+  }
+  return validators.get(id);
+}
+
+let s, checked = 0;
+async function v1(method, tmpl, params = {}, o = {}) {
+  let p = tmpl;
+  for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
+  const r = await s.api(method, p, o);
+  const v = validatorFor(method, tmpl, r.status);
+  if (v) {
+    assert.ok(r.json !== undefined, `${method} ${p} ${r.status}: not JSON: ${r.text}`);
+    assert.ok(v(r.json), `${method} ${p} ${r.status} breaks the seed's schema: ${ajv.errorsText(v.errors)}\n${r.text}`);
+    checked++;
+  } else {
+    assert.equal(r.text, '', `${method} ${p} ${r.status} must have no body`);
+  }
+  if (r.status >= 400) assert.equal(typeof r.json?.code, 'string', r.text);
+  return r;
+}
+const SBX = '/v1/sandboxes';
+const ONE = '/v1/sandboxes/{sandbox}';
+const STOP = '/v1/sandboxes/{sandbox}/stop';
+const START = '/v1/sandboxes/{sandbox}/start';
+const RENEW = '/v1/sandboxes/{sandbox}/renew-timeout';
+
+const made = [];
+async function createV1(body = {}) {
+  const r = await v1('POST', SBX, {}, { body: { image: 'images/alpine', ...body } });
+  assert.equal(r.status, 201, r.text);
+  made.push(r.json.uid);
+  return r;
+}
+async function dokployCreate(body) {
+  const r = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', ...body } });
+  assert.equal(r.status, 200, r.text);
+  made.push(r.json.sandboxId);
+  return r.json;
+}
+const exec = (id, cmd) => s.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd } });
+const etagOf = async (id) => (await v1('GET', ONE, { sandbox: id })).headers.etag;
+// Docker's view of a container: 'gone', or its State
+function dockerState(cid) {
+  try {
+    return JSON.parse(execFileSync('docker', ['inspect', '-f', '{{json .State}}', cid], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+  } catch {
+    return 'gone';
+  }
+}
+const cidOf = async (id) => (await s.api('GET', '/api/sandbox.one', { query: { sandboxId: id } })).json.containerId;
+// Opens /sandbox-exec for id; resolves to how the server ended it
+function wsClose(id) {
+  const ws = new WebSocket(`${s.url.replace(/^https/, 'wss')}/sandbox-exec?sandboxId=${id}`, { ca: s.ca, headers: { 'x-api-key': s.key } });
+  ws.on('error', () => {});
+  const msgs = [];
+  ws.on('message', (d) => msgs.push(JSON.parse(d.toString())));
+  return new Promise((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString(), msgs })));
+}
+
+before(async () => {
+  s = await startStack({ env: { SANDPIT_RATE: '100r/s', SANDPIT_BURST: '50' } });
+});
+after(async () => {
+  for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
+  await s?.stop();
+  assert.ok(checked > 0);
+});
+
+test('stop pauses the container, every path refuses the stopped sandbox, start resumes it with its processes', { timeout: 180000 }, async () => {
+  const c = await createV1({ displayName: 'pausable' });
+  const id = c.json.uid;
+  const cid = await cidOf(id);
+  // a background process left by a command: a counter written 5 times a second
+  let r = await exec(id, "nohup sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.2; done' >/dev/null 2>&1 & echo $!");
+  assert.equal(r.status, 200, r.text);
+  const pid = r.json.stdout.trim();
+  assert.match(pid, /^\d+$/);
+  await waitFor(async () => Number((await exec(id, 'cat /tmp/counter')).json.stdout) > 2, 20000);
+
+  const tag = await etagOf(id);
+  r = await v1('POST', STOP, { sandbox: id }, { body: {}, headers: { 'if-match': tag } });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.core.status, 'stopped');
+  assert.equal(r.headers.etag, r.json.core.etag);
+  assert.notEqual(r.json.core.etag, tag);
+  assert.equal(r.json.effectiveFeatures.lifecycle.stopMemoryOutcome, 'preserve');
+  // the deadline stays armed while stopped
+  assert.ok(r.json.effectiveFeatures.timeouts.expiresAt, JSON.stringify(r.json.effectiveFeatures));
+  const stoppedTag = r.json.core.etag;
+  let st = dockerState(cid);
+  assert.equal(st.Paused, true, JSON.stringify(st));
+  assert.equal(st.Running, true);
+
+  // both faces read it stopped; the read does not take it for gone
+  const g = await v1('GET', ONE, { sandbox: id });
+  assert.equal(g.json.core.status, 'stopped');
+  assert.equal(g.headers.etag, stoppedTag);
+  assert.equal((await v1('GET', ONE, { sandbox: id }, { headers: { 'if-none-match': stoppedTag } })).status, 304);
+  const d = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: id } });
+  assert.equal(d.json.status, 'stopped');
+  assert.ok((await v1('GET', SBX, {}, { query: { filter: 'status=stopped' } })).json.sandboxes.some((x) => x.uid === id));
+
+  // the Dokploy face: 412 "Sandbox is stopped" for what needs the container
+  for (const [m, p, o] of [
+    ['POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd: 'true' } }],
+    ['POST', '/api/sandbox.writeFile', { body: { sandboxId: id, path: '/tmp/x', content: 'x' } }],
+    ['GET', '/api/sandbox.readFile', { query: { sandboxId: id, path: '/tmp/counter' } }],
+    ['GET', '/api/sandbox.listFiles', { query: { sandboxId: id, path: '/tmp' } }],
+    ['POST', '/api/sandbox.setTimeout', { body: { sandboxId: id, timeoutMs: 60000 } }],
+  ]) {
+    r = await s.api(m, p, o);
+    assert.equal(r.status, 412, `${p}: ${r.text}`);
+    assert.equal(r.json.message, 'Sandbox is stopped', p);
+  }
+  // the WebSocket refuses it before anything runs
+  const w = await wsClose(id);
+  assert.equal(w.code, 4003);
+  assert.equal(w.reason, 'Sandbox is stopped');
+  assert.equal(w.msgs.length, 0);
+  // /v1: 409 failedPrecondition
+  r = await v1('POST', RENEW, { sandbox: id }, { body: { timeout: '60s' } });
+  assert.equal(r.status, 409, r.text);
+  assert.equal(r.json.code, 'failedPrecondition');
+  // none of that changed it: still paused, still stopped
+  assert.equal(dockerState(cid).Paused, true);
+  assert.equal(await etagOf(id), stoppedTag);
+
+  // stopping a stopped sandbox changes nothing
+  r = await v1('POST', STOP, { sandbox: id }, { headers: { 'if-match': stoppedTag } });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.core.etag, stoppedTag);
+
+  r = await v1('POST', START, { sandbox: id }, { body: {}, headers: { 'if-match': stoppedTag } });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.core.status, 'running');
+  assert.equal(r.headers.etag, r.json.core.etag);
+  st = dockerState(cid);
+  assert.equal(st.Paused, false, JSON.stringify(st));
+  assert.equal(st.Running, true);
+  // the process started before the stop is the same one, and runs on
+  r = await exec(id, `kill -0 ${pid} && echo alive`);
+  assert.equal(r.json.stdout, 'alive\n', r.text);
+  const n1 = Number((await exec(id, 'cat /tmp/counter')).json.stdout);
+  await waitFor(async () => Number((await exec(id, 'cat /tmp/counter')).json.stdout) > n1 + 2, 20000);
+  // starting a running sandbox changes nothing
+  const runTag = await etagOf(id);
+  r = await v1('POST', START, { sandbox: id }, { headers: { 'if-match': runTag } });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.core.status, 'running');
+  // the sandbox works as before; the WebSocket takes it again
+  assert.equal((await exec(id, 'echo ok')).json.stdout, 'ok\n');
+  const ws = new WebSocket(`${s.url.replace(/^https/, 'wss')}/sandbox-exec?sandboxId=${id}`, { ca: s.ca, headers: { 'x-api-key': s.key } });
+  const ready = await new Promise((resolve, reject) => {
+    ws.on('message', (m) => resolve(JSON.parse(m.toString())));
+    ws.on('error', reject);
+  });
+  assert.equal(ready.type, 'ready');
+  ws.close();
+});
+
+test('stop and start: If-Match required (428) and current (412 EtagMismatch); 404; a failed sandbox is a 409 naming its state', { timeout: 120000 }, async () => {
+  const c = await createV1();
+  const id = c.json.uid;
+  for (const op of [STOP, START]) {
+    let r = await v1('POST', op, { sandbox: id });
+    assert.equal(r.status, 428, r.text);
+    assert.equal(r.json.code, 'failedPrecondition');
+    assert.match(r.json.message, /^etag_required: /);
+    r = await v1('POST', op, { sandbox: id }, { headers: { 'if-match': '"stale"' } });
+    assert.equal(r.status, 412, r.text);
+    assert.match(r.json.message, /^etag_mismatch: /);
+    assert.deepEqual(r.json.details, [{ '@type': 'type.googleapis.com/docker.sandboxes.v1.EtagMismatch', currentEtag: await etagOf(id) }]);
+    r = await v1('POST', op, { sandbox: 'nosuchsandbox' }, { headers: { 'if-match': '"x"' } });
+    assert.equal(r.status, 404, r.text);
+    r = await v1('POST', op, { sandbox: id }, { body: { bogus: 1 }, headers: { 'if-match': await etagOf(id) } });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.json.details[0].fieldViolations[0].field, 'bogus');
+  }
+  // a stale If-Match did nothing
+  assert.equal(dockerState(await cidOf(id)).Paused, false);
+  // killed on the other face: failed, and neither can act on it
+  await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: id } });
+  for (const op of [STOP, START]) {
+    const tag = await etagOf(id);
+    const r = await v1('POST', op, { sandbox: id }, { headers: { 'if-match': tag } });
+    assert.equal(r.status, 409, r.text);
+    assert.equal(r.json.code, 'failedPrecondition');
+    assert.match(r.json.message, /^sandbox_failed: the sandbox is failed \(killed\)/);
+  }
+});
+
+test('Idempotency-Key on stop and start: a retry gets the first answer; the key on another sandbox is another payload', { timeout: 120000 }, async () => {
+  const a = await createV1();
+  const id = a.json.uid;
+  const h = { 'if-match': a.json.core.etag, 'idempotency-key': `stop-${Date.now()}` };
+  const s1 = await v1('POST', STOP, { sandbox: id }, { headers: h });
+  assert.equal(s1.status, 200, s1.text);
+  // the retry's If-Match is stale by now, yet it is the same request
+  const s2 = await v1('POST', STOP, { sandbox: id }, { headers: h });
+  assert.equal(s2.status, 200, s2.text);
+  assert.deepEqual(s2.json, s1.json);
+  assert.equal(s2.headers.etag, s1.headers.etag);
+  const b = await createV1();
+  const r = await v1('POST', STOP, { sandbox: b.json.uid }, { headers: { ...h, 'if-match': b.json.core.etag } });
+  assert.equal(r.status, 409, r.text);
+  assert.equal(r.json.message, 'The Idempotency-Key was already used with a different payload.');
+  assert.equal(dockerState(await cidOf(b.json.uid)).Paused, false);
+  const k = { 'if-match': s1.json.core.etag, 'idempotency-key': `start-${Date.now()}` };
+  const t1 = await v1('POST', START, { sandbox: id }, { headers: k });
+  assert.equal(t1.status, 200, t1.text);
+  const t2 = await v1('POST', START, { sandbox: id }, { headers: k });
+  assert.deepEqual(t2.json, t1.json);
+  assert.equal(t1.json.core.status, 'running');
+});
+
+test('a stopped sandbox past its expiry or its deadline is ended by sandpit (its frozen keeper cannot), with or without a read', { timeout: 180000 }, async () => {
+  // three stopped sandboxes: one past its expiry that nobody reads (the
+  // reaper), one read just past its expiry (the catch-up), one past its
+  // hard deadline that nobody reads
+  const byReaper = await dokployCreate({ timeoutMs: 10000 });
+  const byRead = await dokployCreate({ timeoutMs: 10000 });
+  const byDeadline = await dokployCreate({ timeoutMs: 300000, maxLifetimeMs: 15000 });
+  for (const sb of [byReaper, byRead, byDeadline]) {
+    const r = await v1('POST', STOP, { sandbox: sb.sandboxId }, { headers: { 'if-match': await etagOf(sb.sandboxId) } });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(dockerState(sb.containerId).Paused, true);
+  }
+  const exp = Date.parse((await s.api('GET', '/api/sandbox.one', { query: { sandboxId: byRead.sandboxId } })).json.expiresAt);
+  // the read: just past its expiry (before the reaper's grace), it ends
+  // the container before it answers
+  while (Date.now() < exp + 100) await new Promise((res) => setTimeout(res, 50));
+  const g = await v1('GET', ONE, { sandbox: byRead.sandboxId });
+  assert.equal(g.json.core.status, 'failed', g.text);
+  assert.equal(g.json.failure.code, 'aborted');
+  const st = dockerState(byRead.containerId);
+  assert.ok(st === 'gone' || st.Running === false, JSON.stringify(st));
+  // the others: gone within a generous cap, without a read or a kill
+  await waitFor(() => dockerState(byReaper.containerId) === 'gone' && dockerState(byDeadline.containerId) === 'gone', 90000, 500);
+  for (const sb of [byReaper, byDeadline]) {
+    const r = await v1('GET', ONE, { sandbox: sb.sandboxId });
+    assert.equal(r.json.core.status, 'failed', r.text);
+    // a start after the expiry is refused
+    const t = await v1('POST', START, { sandbox: sb.sandboxId }, { headers: { 'if-match': r.headers.etag } });
+    assert.equal(t.status, 409, t.text);
+    assert.equal(t.json.code, 'failedPrecondition');
+  }
+  assert.equal((await s.api('GET', '/api/sandbox.one', { query: { sandboxId: byReaper.sandboxId } })).json.status, 'killed');
+});
