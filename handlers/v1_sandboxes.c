@@ -38,6 +38,8 @@ static const char *v1_status(const struct sandbox *sb)
 		return "running";
 	case SB_STOPPED:
 		return "stopped";
+	case SB_STOPPING:
+		return "stopping";
 	default:
 		return "failed";
 	}
@@ -113,7 +115,8 @@ static json_object *sandbox_body(const struct sandbox *sb)
 		json_object_object_add(to, "autoResume", json_object_new_boolean(0));
 		json_object_object_add(to, "initialTimeout", json_object_new_string(d));
 		json_object_object_add(to, "resumeTimeout", json_object_new_string(d));
-		if ((sb->status == SB_RUNNING || sb->status == SB_STOPPED) && sb->expires_at > 0)
+		if (sb->status != SB_CREATING && sb->status != SB_KILLED &&
+		    sb->status != SB_ERROR && sb->expires_at > 0)
 			json_object_object_add(to, "expiresAt", time_json(sb->expires_at));
 		json_object_object_add(ef, "timeouts", to);
 	}

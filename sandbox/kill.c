@@ -41,7 +41,7 @@ int sandbox_kill(struct sandbox_ctx *ctx, const char *org, const char *id, struc
 	if (gone < 0)
 		return -1;
 	gone = gone == 0;
-	if (out->status == SB_RUNNING || out->status == SB_STOPPED) {
+	if (out->status == SB_RUNNING || out->status == SB_STOPPED || out->status == SB_STOPPING) {
 		sandbox_transition(ctx, out, SB_KILLED, NULL, gone);
 		log_info("sandbox %s killed", out->id);
 	} else if (gone) {

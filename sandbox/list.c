@@ -44,7 +44,7 @@ static int list_item(struct sandbox_ctx *ctx, const struct store_rec *rec, struc
 	if (sandbox_from_rec(rec, sb) < 0)
 		return -1;
 	if (!sandbox_catch_up_time(ctx, sb) &&
-	    (sb->status == SB_RUNNING || sb->status == SB_STOPPED)) {
+	    (sb->status == SB_RUNNING || sb->status == SB_STOPPED || sb->status == SB_STOPPING)) {
 		for (k = 0; k < *nsrv && strcmp(srv[k].id, sb->server_id) != 0; k++)
 			;
 		if (k == *nsrv && *nsrv < max_srv) {

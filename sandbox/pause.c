@@ -4,14 +4,33 @@
  * memory kept (/v1's stopMemoryOutcome "preserve"). While stopped its
  * expiry and deadline still count, but the container cannot end itself
  * (its keeper is frozen with it): the read that finds it past them
- * (state.c) and the reaper end it. It never pauses a container its record
- * does not point at, and never claims a state Docker did not confirm.
+ * (state.c) and the reaper end it.
+ *
+ * A stop must never freeze a container while a `docker exec` into it is
+ * being set up: runc's exec then waits for the frozen cgroup, and Docker
+ * answers nothing about that container (not even an unpause) until the
+ * cgroup is thawed by hand (seen on Docker 20.10.24, runc 1.1.5). So a
+ * stop first makes the record `stopping` (no worker starts anything in it
+ * from then on: sandbox_get_running refuses it), then waits until Docker
+ * lists no exec of the container that is created but not yet running,
+ * and only then pauses. Never pauses a container its record does not
+ * point at, and never claims a state Docker did not confirm.
  * May call: state.c, expiry.c, prepare.c.
  */
 #include "internal.h"
 
+#include <time.h>
+
 #include "../common/log.h"
+#include "../common/util.h"
 #include "../docker/docker.h"
+
+/* How long a stop waits for execs that are being set up: at least the
+ * first (a worker that read the record just before it turned stopping
+ * makes its exec within it), at most the second (an exec created and
+ * never started, by a worker that died, is left behind). */
+#define STOP_SETTLE_MIN_MS 150
+#define STOP_SETTLE_MAX_MS 5000
 
 static int state_refusal(const struct sandbox *sb, struct sp_err *e)
 {
@@ -28,6 +47,81 @@ static int server_ready(struct sandbox_ctx *ctx, struct sp_err *e)
 	return sandbox_docker_ready(ctx, e);
 }
 
+/* 1 while Docker lists an exec of container cid that does not run yet
+ * (created, or being started), 0 when none, -1 when Docker cannot say.
+ * Docker lists an exec there until it has ended. */
+static int execs_pending(struct sandbox_ctx *ctx, const char *cid, struct sp_err *e)
+{
+	json_object *info = NULL, *ids;
+	int pending = 0;
+
+	if (docker_container_inspect(ctx->dk, cid, &info, e) < 0)
+		return -1;
+	if (json_object_object_get_ex(info, "ExecIDs", &ids) &&
+	    json_object_is_type(ids, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(ids) && !pending; i++) {
+			const char *eid = json_object_get_string(json_object_array_get_idx(ids, i));
+			int code = -1, running = 0;
+			struct sp_err ie;
+			if (eid && docker_exec_inspect(ctx->dk, eid, &code, &running, &ie) == 0 &&
+			    !running)
+				pending = 1;
+		}
+	json_object_put(info);
+	return pending;
+}
+
+/* Waits until no exec of sb's container is being set up (see above). */
+static int settle(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e)
+{
+	int64_t t0 = mono_ms();
+	struct timespec ts = { 0, 30 * 1000 * 1000 };
+
+	for (;;) {
+		int64_t waited = mono_ms() - t0;
+		if (waited >= STOP_SETTLE_MIN_MS) {
+			int p = execs_pending(ctx, sb->container_id, e);
+			if (p <= 0)
+				return p;
+			if (waited >= STOP_SETTLE_MAX_MS) {
+				log_warn(
+					"sandbox %s: an exec was created but not started for %d ms; "
+					"stopping anyway",
+					sb->id, STOP_SETTLE_MAX_MS);
+				return 0;
+			}
+		}
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* From stopping: the settle, the pause, and the record stopped. */
+static int freeze(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	if (settle(ctx, sb, e) < 0)
+		return -1;
+	if (docker_container_pause(ctx->dk, sb->container_id, e) < 0) {
+		if (e->code != SP_NOT_FOUND && e->code != SP_CONFLICT)
+			return -1;
+		/* paused already (an interrupted stop), or gone */
+		if (!sandbox_container_paused(ctx, sb)) {
+			sandbox_mark_gone(ctx, sb);
+			return state_refusal(sb, e);
+		}
+		sp_err_clear(e);
+	}
+	sandbox_transition(ctx, sb, SB_STOPPED, NULL, 0);
+	if (sb->status != SB_STOPPED) {
+		/* started or killed meanwhile: what it is now stands */
+		struct sp_err ignore;
+		if (sb->status == SB_RUNNING)
+			docker_container_unpause(ctx->dk, sb->container_id, &ignore);
+		return state_refusal(sb, e);
+	}
+	log_info("sandbox %s stopped", sb->id);
+	return 0;
+}
+
 int sandbox_stop(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
 		 struct sp_err *e)
 {
@@ -35,30 +129,23 @@ int sandbox_stop(struct sandbox_ctx *ctx, const char *org, const char *id, struc
 		return -1;
 	if (out->status == SB_STOPPED)
 		return 0;
-	if (out->status != SB_RUNNING)
+	if (out->status != SB_RUNNING && out->status != SB_STOPPING)
 		return state_refusal(out, e);
 	if (server_ready(ctx, e) < 0)
 		return -1;
-	/* the container's expiry must cover the record's before it freezes
-	 * (a deferred write would meet a paused container), so that its
-	 * watcher, thawed by a start, does not find it past */
-	sandbox_drop_pending_expiry(ctx, id);
-	sandbox_sync_expiry(ctx, out);
-	if (docker_container_pause(ctx->dk, out->container_id, e) < 0) {
-		if (e->code != SP_NOT_FOUND && e->code != SP_CONFLICT)
-			return -1;
-		/* paused already (a stop at the same time), or gone */
-		sandbox_container_gone(ctx, out, e);
-		if (out->status != SB_STOPPED)
-			return -1;
-		sp_err_clear(e);
-		return 0;
+	if (out->status == SB_RUNNING) {
+		/* the container's expiry must cover the record's before it
+		 * freezes (a deferred write would meet a paused container), so
+		 * that its watcher, thawed by a start, does not find it past */
+		sandbox_drop_pending_expiry(ctx, id);
+		sandbox_sync_expiry(ctx, out);
+		sandbox_transition(ctx, out, SB_STOPPING, NULL, 0);
+		if (out->status == SB_STOPPED)
+			return 0;
+		if (out->status != SB_STOPPING)
+			return state_refusal(out, e);
 	}
-	sandbox_transition(ctx, out, SB_STOPPED, NULL, 0);
-	if (out->status != SB_STOPPED)
-		return state_refusal(out, e); /* killed meanwhile */
-	log_info("sandbox %s stopped", out->id);
-	return 0;
+	return freeze(ctx, out, e);
 }
 
 int sandbox_start(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
@@ -68,20 +155,22 @@ int sandbox_start(struct sandbox_ctx *ctx, const char *org, const char *id, stru
 		return -1;
 	if (out->status == SB_RUNNING)
 		return 0;
-	if (out->status != SB_STOPPED)
+	if (out->status != SB_STOPPED && out->status != SB_STOPPING)
 		return state_refusal(out, e);
 	if (server_ready(ctx, e) < 0)
 		return -1;
 	if (docker_container_unpause(ctx->dk, out->container_id, e) < 0) {
 		if (e->code != SP_NOT_FOUND && e->code != SP_CONFLICT)
 			return -1;
-		/* thawed already (a start at the same time), or gone: the
-		 * read says which */
+		/* not paused: thawed already (a start at the same time), not
+		 * yet paused (an interrupted stop), or gone */
 		if (sandbox_get(ctx, org, id, out, e) < 0)
 			return -1;
-		if (out->status != SB_RUNNING)
+		if (out->status != SB_RUNNING && out->status != SB_STOPPING)
 			return state_refusal(out, e);
-	} else {
+		sp_err_clear(e);
+	}
+	if (out->status != SB_RUNNING) {
 		sandbox_transition(ctx, out, SB_RUNNING, NULL, 0);
 		if (out->status != SB_RUNNING)
 			return state_refusal(out, e);

@@ -122,6 +122,7 @@ static const char *verdict(struct sandbox_ctx *ctx, json_object *c, const char *
 		return now > sandbox_creating_end(cfg, sb) ? "its creation did not finish" : NULL;
 	case SB_RUNNING:
 	case SB_STOPPED: /* paused: its own keeper cannot end it, so this does */
+	case SB_STOPPING:
 		if (json_object_object_get_ex(c, "Id", &v) && sb->container_id[0] &&
 		    strcmp(json_object_get_string(v), sb->container_id) != 0)
 			return "its record points at another container";
@@ -193,7 +194,8 @@ static void sweep_server(struct sandbox_ctx *ctx, const char *server, struct rea
 			continue;
 		}
 		log_warn("reaper: sandbox %s: %s; its container was ended", sid, why);
-		if (have && (sb.status == SB_RUNNING || sb.status == SB_STOPPED)) {
+		if (have && (sb.status == SB_RUNNING || sb.status == SB_STOPPED ||
+			     sb.status == SB_STOPPING)) {
 			sandbox_transition(ctx, &sb, SB_KILLED, NULL, 1);
 		} else if (have && sb.status == SB_CREATING) {
 			char msg[128];

@@ -11,8 +11,8 @@
 
 #include "../common/util.h"
 
-static const char *const status_names[SB_STATUS_COUNT] = { "creating", "running", "killed", "error",
-							   "stopped" };
+static const char *const status_names[SB_STATUS_COUNT] = { "creating", "running", "killed",
+							   "error",    "stopped", "stopping" };
 
 const char *sandbox_status_name(enum sandbox_status s)
 {

@@ -22,7 +22,8 @@ int64_t sandbox_record_ttl(const struct config *cfg, const struct sandbox *sb)
 {
 	int64_t left = (sb->deadline_at - now_ms()) / 1000;
 
-	if (sb->status != SB_RUNNING && sb->status != SB_CREATING && sb->status != SB_STOPPED)
+	if (sb->status != SB_RUNNING && sb->status != SB_CREATING && sb->status != SB_STOPPED &&
+	    sb->status != SB_STOPPING)
 		left = 0;
 	if (left < 0)
 		left = 0;
@@ -87,7 +88,7 @@ static void transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox
 
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb)
 {
-	if (sb->status == SB_RUNNING || sb->status == SB_STOPPED)
+	if (sb->status == SB_RUNNING || sb->status == SB_STOPPED || sb->status == SB_STOPPING)
 		transition(ctx, sb, SB_KILLED, now_ms(), NULL, 1);
 }
 
@@ -213,7 +214,7 @@ int sandbox_catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb)
 		return 1;
 	}
 	/* a stopped sandbox cannot end itself (its keeper is frozen) */
-	if (sb->status == SB_RUNNING || sb->status == SB_STOPPED) {
+	if (sb->status == SB_RUNNING || sb->status == SB_STOPPED || sb->status == SB_STOPPING) {
 		int64_t end = min64(sb->expires_at, sb->deadline_at);
 		if (now >= end) {
 			int gone = end_sandbox_containers(ctx, sb, 0);

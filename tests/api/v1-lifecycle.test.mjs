@@ -63,6 +63,7 @@ const START = '/v1/sandboxes/{sandbox}/start';
 const RENEW = '/v1/sandboxes/{sandbox}/renew-timeout';
 
 const made = [];
+const hung = new Set(); // containers a test found frozen under an exec
 async function createV1(body = {}) {
   const r = await v1('POST', SBX, {}, { body: { image: 'images/alpine', ...body } });
   assert.equal(r.status, 201, r.text);
@@ -99,6 +100,12 @@ before(async () => {
   s = await startStack({ env: { SANDPIT_RATE: '100r/s', SANDPIT_BURST: '50' } });
 });
 after(async () => {
+  // a container frozen under a half-made exec answers Docker nothing until
+  // its cgroup is thawed (only ours: the ones a test of this file made)
+  for (const cid of hung) {
+    const f = `/sys/fs/cgroup/freezer/docker/${cid}/freezer.state`;
+    if (fs.existsSync(f) && fs.readFileSync(f, 'utf8').trim() === 'FROZEN') fs.writeFileSync(f, 'THAWED');
+  }
   for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
   await s?.stop();
   assert.ok(checked > 0);
@@ -108,8 +115,9 @@ test('stop pauses the container, every path refuses the stopped sandbox, start r
   const c = await createV1({ displayName: 'pausable' });
   const id = c.json.uid;
   const cid = await cidOf(id);
-  // a background process left by a command: a counter written 5 times a second
-  let r = await exec(id, "nohup sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.2; done' >/dev/null 2>&1 & echo $!");
+  // a background process left by a command: a counter written 5 times a
+  // second (setsid: the test image's busybox has no nohup)
+  let r = await exec(id, "setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.2; done' >/dev/null 2>&1 & echo $!");
   assert.equal(r.status, 200, r.text);
   const pid = r.json.stdout.trim();
   assert.match(pid, /^\d+$/);
@@ -283,4 +291,77 @@ test('a stopped sandbox past its expiry or its deadline is ended by sandpit (its
     assert.equal(t.json.code, 'failedPrecondition');
   }
   assert.equal((await s.api('GET', '/api/sandbox.one', { query: { sandboxId: byReaper.sandboxId } })).json.status, 'killed');
+});
+
+test('a container paused behind sandpit\'s back reads stopped, never killed (Docker\'s 409 "is paused" is not "gone")', { timeout: 120000 }, async () => {
+  const sb = await dokployCreate({});
+  assert.equal((await exec(sb.sandboxId, 'true')).status, 200);
+  // a pause by hand must not meet an exec being set up (sandpit's own
+  // expiry write after an answer): runc's exec would then hang on the
+  // frozen cgroup, and Docker with it (sandbox_stop waits for that)
+  await new Promise((res) => setTimeout(res, 1000));
+  await waitFor(() => JSON.parse(execFileSync('docker', ['inspect', '-f', '{{json .ExecIDs}}', sb.containerId], { encoding: 'utf8' })) === null, 20000);
+  execFileSync('docker', ['pause', sb.containerId], { stdio: 'ignore' });
+  // the exec path meets the paused container (a running record's read
+  // before an exec does not ask Docker)
+  let r = await exec(sb.sandboxId, 'echo hi');
+  assert.equal(r.status, 412, r.text);
+  assert.equal(r.json.message, 'Sandbox is stopped');
+  r = await v1('GET', ONE, { sandbox: sb.sandboxId });
+  assert.equal(r.json.core.status, 'stopped', r.text);
+  assert.equal(dockerState(sb.containerId).Paused, true);
+  r = await v1('POST', START, { sandbox: sb.sandboxId }, { headers: { 'if-match': r.headers.etag } });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.core.status, 'running');
+  assert.equal((await exec(sb.sandboxId, 'echo hi')).json.stdout, 'hi\n');
+  // and thawed behind its back: a read follows Docker
+  const tag = await etagOf(sb.sandboxId);
+  assert.equal((await v1('POST', STOP, { sandbox: sb.sandboxId }, { headers: { 'if-match': tag } })).status, 200);
+  execFileSync('docker', ['unpause', sb.containerId], { stdio: 'ignore' });
+  r = await v1('GET', ONE, { sandbox: sb.sandboxId });
+  assert.equal(r.json.core.status, 'running', r.text);
+});
+
+test('a stop beside commands never freezes an exec half-made (runc would hang on it, and Docker with it)', { timeout: 300000 }, async () => {
+  const c = await createV1();
+  const id = c.json.uid;
+  const cid = await cidOf(id);
+  const seen = new Set();
+  hung.add(cid); // thawed in after() if this fails with it frozen
+  for (let round = 0; round < 10; round++) {
+    // commands sent with the stop, some started a moment after it, and
+    // sandpit's own expiry write that follows an answer
+    const tag = await etagOf(id);
+    const cmds = [0, 2, 5, 10].map((ms) => new Promise((res) => setTimeout(res, ms)).then(() =>
+      s.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd: 'echo x', timeoutMs: 3000 }, timeoutMs: 60000 })));
+    // (a command's activity moves expiresAt, and the ETag with it: the
+    // stop then retries with the current one, as a client would)
+    const stop = (async () => {
+      let cur = tag, r;
+      for (let i = 0; i < 5; i++) {
+        r = await v1('POST', STOP, { sandbox: id }, { headers: { 'if-match': cur }, timeoutMs: 60000 });
+        if (r.status !== 412) break;
+        cur = r.json.details[0].currentEtag;
+      }
+      return r;
+    })();
+    const [r, ...rs] = await Promise.all([stop, ...cmds]);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.core.status, 'stopped');
+    for (const x of rs) {
+      // ran before the stop, refused after it, or frozen with the sandbox
+      assert.ok(x.status === 200 || (x.status === 412 && /^Sandbox is stop/.test(x.json.message)), x.text);
+      seen.add(x.status === 200 ? (x.json.timedOut ? 'frozen' : 'ran') : 'refused');
+    }
+    // Docker still answers about the container
+    const st = await Promise.race([s.docker('GET', `/v1.41/containers/${cid}/json`),
+      new Promise((res) => setTimeout(() => res(null), 15000))]);
+    assert.ok(st, `round ${round}: Docker does not answer about the stopped container`);
+    assert.equal(st.json.State.Paused, true);
+    const t = await v1('POST', START, { sandbox: id }, { headers: { 'if-match': r.json.core.etag } });
+    assert.equal(t.status, 200, t.text);
+  }
+  assert.ok(seen.has('refused'), [...seen].join());
+  assert.equal((await exec(id, 'echo done')).json.stdout, 'done\n');
+  hung.delete(cid);
 });
