@@ -456,6 +456,9 @@ test('permissions: each operation needs its x-sbx-required-permissions; sandpit\
     ['updateSandbox', 'PATCH', ONE, { sandbox: id }, { body: { displayName: 'perm' }, headers: { 'if-match': '"x"' } }],
     ['deleteSandbox', 'DELETE', ONE, { sandbox: id }, { headers: { 'if-match': '"x"' } }],
     ['renewSandboxTimeout', 'POST', '/v1/sandboxes/{sandbox}/renew-timeout', { sandbox: id }, { body: { timeout: '1s' } }],
+    // a stale If-Match: 412 once allowed, nothing stopped
+    ['stopSandbox', 'POST', '/v1/sandboxes/{sandbox}/stop', { sandbox: id }, { headers: { 'if-match': '"x"' } }],
+    ['startSandbox', 'POST', '/v1/sandboxes/{sandbox}/start', { sandbox: id }, { headers: { 'if-match': '"x"' } }],
   ];
   const need = (opId) => {
     for (const [tmpl, item] of Object.entries(seed.paths))
@@ -662,6 +665,7 @@ test('/v1/openapi.json: the implemented operations exactly as the seed states th
   assert.deepEqual(ops.sort(), [
     `DELETE ${ONE} deleteSandbox`, `GET ${ONE} getSandbox`, `GET ${SBX} listSandboxes`,
     `PATCH ${ONE} updateSandbox`, `POST ${RENEW} renewSandboxTimeout`, `POST ${SBX} createSandbox`,
+    `POST ${ONE}/start startSandbox`, `POST ${ONE}/stop stopSandbox`,
   ].sort());
   for (const [kind, all] of Object.entries(doc.components))
     for (const [name, c] of Object.entries(all)) assert.deepEqual(c, seed.components[kind][name], `${kind}/${name}`);
