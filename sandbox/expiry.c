@@ -94,8 +94,13 @@ int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id
 		r = store_sandbox_update(ctx->st, org, id, "running", kv, 4, 0, e);
 		if (r < 0)
 			return -1;
-		if (r == 1)
-			return sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
+		if (r == 1) { /* killed or stopped meanwhile: say which */
+			struct sandbox now_sb;
+			if (sandbox_load(ctx, org, id, &now_sb, e) < 0)
+				return -1;
+			return sp_err_set(e, SP_PRECONDITION, "Sandbox is %s",
+					  sandbox_status_name(now_sb.status));
+		}
 	}
 	return 0;
 }

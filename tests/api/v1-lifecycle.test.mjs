@@ -135,6 +135,10 @@ test('stop pauses the container, every path refuses the stopped sandbox, start r
   const stoppedTag = r.json.core.etag;
   let st = dockerState(cid);
   assert.equal(st.Paused, true, JSON.stringify(st));
+  // the gVisor pass (SANDPIT_TEST_RUNTIME=gvisor) pauses runsc sandboxes
+  const runtime = execFileSync('docker', ['inspect', '-f', '{{.HostConfig.Runtime}}', cid], { encoding: 'utf8' }).trim();
+  if (process.env.SANDPIT_TEST_RUNTIME === 'gvisor') assert.match(runtime, /^runsc-/);
+  else assert.equal(runtime, 'runc');
   assert.equal(st.Running, true);
 
   // both faces read it stopped; the read does not take it for gone
