@@ -108,9 +108,10 @@ static int listed_running(json_object *c)
 static int listed_paused(json_object *c)
 {
 	json_object *st;
+	const char *s;
 
-	return json_object_object_get_ex(c, "State", &st) &&
-	       strcmp(json_object_get_string(st), "paused") == 0;
+	return json_object_object_get_ex(c, "State", &st) && (s = json_object_get_string(st)) &&
+	       strcmp(s, "paused") == 0;
 }
 
 int sandbox_end_containers(struct sandbox_ctx *ctx, const char *id, int grace_s, struct sp_err *e)
