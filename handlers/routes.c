@@ -247,6 +247,22 @@ static const struct field_spec v1_delete_fields[] = {
 	END,
 };
 
+static const struct field_spec v1_credential_fields[] = {
+	V1_SANDBOX_PATH,
+	{ .name = "permissions",
+	  .type = FT_JSON,
+	  .flags = FF_REQUIRED,
+	  .desc = "sandboxesExec, sandboxesFilesRead, sandboxesFilesWrite: 1 to 3, distinct, held",
+	  .source = FS_BODY },
+	{ .name = "ttl",
+	  .type = FT_STRING,
+	  .min = 2,
+	  .max = 32,
+	  .desc = "A Duration; default 300s, clamped to 1s..300s",
+	  .source = FS_BODY },
+	END,
+};
+
 /* GET /sandbox-exec reaching sandpitd: a plain HTTP request, not an upgrade. */
 static int h_stream_only(struct handler_ctx *h, json_object *in, json_object **out,
 			 struct sp_err *e)
@@ -344,6 +360,17 @@ const struct route handler_routes[] = {
 	  .summary = "Restart a sandbox's TTL",
 	  .output = "Sandbox",
 	  .flags = RF_ETAG },
+	/* no Idempotency-Key, no If-Match: a credential never enters the
+	 * replay ledger (the document) */
+	{ .method = "POST",
+	  .path = "/v1/sandboxes/{sandbox}/endpoint-credentials",
+	  .fn = v1_endpoint_credential_create,
+	  .fields = v1_credential_fields,
+	  .perm = "sandboxesCredential",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "createEndpointCredential",
+	  .summary = "A short-lived credential for the sandbox's endpoint",
+	  .output = "EndpointCredential" },
 	/* Not procedures: no OpenAPI operation, no MCP tool. The API description
 	 * needs a valid key (nginx checks it) but no permission: it holds no
 	 * organization data. /mcp checks each tool's permission itself. */

@@ -612,8 +612,7 @@ int v1_sandboxes_delete(struct handler_ctx *h, json_object *in, json_object **ou
 
 /* --- renewSandboxTimeout ----------------------------------------------------- */
 
-/* A Duration (^-?\d+(\.\d{1,9})?s$) in ms, rounded up; -1 when it is not one. */
-static int64_t duration_ms(const char *s)
+int64_t v1_duration_ms(const char *s)
 {
 	int64_t whole = 0, frac_ms = 0;
 	int digits = 0, fd = 0, neg = 0;
@@ -655,7 +654,7 @@ static int64_t duration_ms(const char *s)
 int v1_sandboxes_renew(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	const char *id = hin_str(in, "sandbox", NULL), *t = hin_str(in, "timeout", NULL);
-	int64_t ms = duration_ms(t ? t : ""), now = now_ms();
+	int64_t ms = v1_duration_ms(t ? t : ""), now = now_ms();
 	struct sandbox sb;
 	char iso[40];
 

@@ -662,6 +662,7 @@ test('/v1/openapi.json: the implemented operations exactly as the seed states th
   assert.deepEqual(ops.sort(), [
     `DELETE ${ONE} deleteSandbox`, `GET ${ONE} getSandbox`, `GET ${SBX} listSandboxes`,
     `PATCH ${ONE} updateSandbox`, `POST ${RENEW} renewSandboxTimeout`, `POST ${SBX} createSandbox`,
+    `POST ${ONE}/endpoint-credentials createEndpointCredential`,
   ].sort());
   for (const [kind, all] of Object.entries(doc.components))
     for (const [name, c] of Object.entries(all)) assert.deepEqual(c, seed.components[kind][name], `${kind}/${name}`);
