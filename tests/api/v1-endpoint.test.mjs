@@ -111,6 +111,11 @@ test('createEndpointCredential: 200 EndpointCredential, no-store, default ttl 30
   const x = await cred(A, { permissions: ['sandboxesExec'] }, { key: null, headers: { authorization: `Bearer ${r.json.token}` } });
   assert.equal(x.status, 401);
   assert.equal(x.json.code, 'unauthenticated');
+  // every answer of the operation is no-store, nginx's own errors included
+  assert.equal(x.headers['cache-control'], 'no-store');
+  const bad = await cred(A, { permissions: [] });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.headers['cache-control'], 'no-store');
 });
 
 test('createEndpointCredential: ttl is clamped to 1s..300s; a malformed or negative one is a 400 naming ttl', async () => {
@@ -174,6 +179,7 @@ test('permissions: createEndpointCredential needs sandboxesCredential, and each 
   assert.equal(r.status, 403, r.text);
   assert.equal(r.json.code, 'permissionDenied');
   assert.match(r.json.message, /sandboxesCredential/);
+  assert.equal(r.headers['cache-control'], 'no-store');
   // sandboxesCredential and sandboxesFilesRead: that one only
   await s.cli('roles', 'create', '--org', 'default', 'ep-reader', '--perms', 'sandboxesCredential,sandboxesFilesRead');
   const k2 = await s.newKey('default', 'ep-reader');
