@@ -282,10 +282,20 @@ void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 	struct auth_entry id;
 	struct sp_err e;
 	size_t len;
+	int ep;
 	int n;
 
 	sp_err_clear(&e);
-	if (strncmp(uri, V1_EP_PREFIX, strlen(V1_EP_PREFIX)) == 0) {
+	/* the endpoint's location asks through /_auth_endpoint (which says
+	 * so); a raw path that only reaches the other location after nginx's
+	 * normalisation (dot segments, escapes), or the reverse, is no path
+	 * of either */
+	ep = strcmp(req_param(r, "SANDPIT_AUTH_ENDPOINT"), "1") == 0;
+	if (ep != (strncmp(uri, V1_EP_PREFIX, strlen(V1_EP_PREFIX)) == 0)) {
+		answer(r, 403, "X-Sandpit-Deny: 404\r\nX-Sandpit-Error: Not found\r\n");
+		return;
+	}
+	if (ep) {
 		auth_endpoint(sb, r, uri);
 		return;
 	}

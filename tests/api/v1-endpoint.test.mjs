@@ -216,6 +216,18 @@ test('the endpoint: a credential gets past auth (404 notFound: no endpoint opera
   r = await s.api('GET', '/endpoints', { key: null });
   assert.equal(r.status, 404);
   assert.equal(r.json.code, 'notFound');
+  // a raw path that reaches the other location only once nginx has
+  // normalised it is no path of either: the management API is not
+  // reached through the endpoint's prefix, nor the endpoint through /v1
+  for (const [p, o] of [
+    [`/endpoints/${A}/%2e%2e/%2e%2e/v1/sandboxes`, {}],
+    [`/endpoints/${A}/../../v1/sandboxes`, {}],
+    [`/v1/%2e%2e/endpoints/${A}/v1/processes`, { key: null, headers: { authorization: `Bearer ${t}` } }],
+  ]) {
+    r = await s.api('GET', p, o);
+    assert.equal(r.status, 404, `${p}: ${r.text}`);
+    assert.equal(r.json.code, 'notFound', p);
+  }
   // SandboxEndpoint.capabilities needs at least one operation: none yet
   const g = await call('GET', ONE, { sandbox: A });
   assert.equal(g.status, 200);
