@@ -4,7 +4,8 @@
  * edited, for another sandbox or origin, expired, made with another data
  * key), its permissions through /_auth's route decision on a table with an
  * endpoint operation (a permission it lacks: 403), the endpoint's origin
- * (public_url, else the request's scheme and Host), and core.endpoint as
+ * (public_url, else the request's scheme and Host; public_url's checks),
+ * and core.endpoint as
  * the document's SandboxEndpoint wants it (not emitted without an
  * operation: capabilities needs one).
  */
@@ -13,7 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -163,6 +167,46 @@ static void test_origin(void **state)
 	assert_string_equal(out, "https://sandpit.example/base");
 }
 
+/* public_url in the configuration: an origin and optional prefix, or
+ * nothing; never a trailing '/', a query or what a URL escapes. */
+static void test_public_url_config(void **state)
+{
+	static const char *const good[] = { "https://sandpit.example.com", "http://10.0.0.1:8080",
+					    "https://h.example/pre/fix", "https://[::1]:8443" };
+	static const char *const bad[] = { "https://h.example/", "ftp://h",	    "h.example",
+					   "https://",		 "https://h/x?y=1", "https://h/#f",
+					   "https://h x",	 "https://h/%2e" };
+	char dir[] = "/tmp/sandpit-unit-XXXXXX", path[256], key[256], err[512];
+	static struct config cfg;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(key, sizeof(key), "%s/key", dir);
+	snprintf(path, sizeof(path), "%s/conf", dir);
+	f = fopen(key, "w");
+	fputs("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", f);
+	fclose(f);
+	chmod(key, 0600);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		f = fopen(path, "w");
+		fprintf(f, "data_key_file = %s\npublic_url = %s\n", key, good[i]);
+		fclose(f);
+		assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
+		assert_string_equal(cfg.public_url, good[i]);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = fopen(path, "w");
+		fprintf(f, "data_key_file = %s\npublic_url = %s\n", key, bad[i]);
+		fclose(f);
+		assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "public_url"));
+	}
+	unlink(path);
+	unlink(key);
+	rmdir(dir);
+}
+
 static void test_advertisement(void **state)
 {
 	struct sandbox sb;
@@ -209,9 +253,8 @@ static void test_advertisement(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_token),
-		cmocka_unit_test(test_permissions),
-		cmocka_unit_test(test_origin),
+		cmocka_unit_test(test_token),	      cmocka_unit_test(test_permissions),
+		cmocka_unit_test(test_origin),	      cmocka_unit_test(test_public_url_config),
 		cmocka_unit_test(test_advertisement),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
