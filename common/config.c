@@ -198,6 +198,8 @@ static int public_url_check(const char *u, char *msg, size_t cap)
 		rest = u + 7;
 	else
 		return snprintf(msg, cap, "must start with https:// or http://"), -1;
+	if (strlen(u) > 200)
+		return snprintf(msg, cap, "at most 200 bytes"), -1;
 	if (!*rest || *rest == '/' || u[strlen(u) - 1] == '/')
 		return snprintf(msg, cap, "expected scheme://host[:port][/path], no trailing '/'"),
 		       -1;

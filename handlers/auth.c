@@ -195,15 +195,18 @@ static void auth_endpoint(struct sandbox_ctx *sb, struct req *r, const char *uri
 {
 	const char *id = uri + strlen(V1_EP_PREFIX), *a = req_param(r, "HTTP_AUTHORIZATION");
 	size_t idlen = strcspn(id, "/?"), len;
-	char sandbox[65], origin[V1_EP_TOKEN_MAX / 2], perms[128], bucket[96];
+	char sandbox[65], origin[V1_EP_ORIGIN_MAX], perms[128], bucket[96];
 	char hdr[PERMS_LIST_MAX + 256];
 	const char *tok;
 	struct v1_ep_claims c;
 	struct sp_err e;
 	int64_t retry_ms;
-	int rc;
+	int rc, ok = idlen > 0 && idlen < sizeof(sandbox) && id[idlen] == '/';
 
-	if (idlen == 0 || idlen >= sizeof(sandbox) || id[idlen] != '/') {
+	for (size_t i = 0; ok && i < idlen; i++)
+		ok = (id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
+		     (id[i] >= '0' && id[i] <= '9') || id[i] == '_' || id[i] == '-';
+	if (!ok) {
 		answer(r, 403,
 		       "X-Sandpit-Deny: 404\r\nX-Sandpit-Error: No sandbox endpoint here\r\n");
 		return;

@@ -95,6 +95,7 @@ int64_t v1_duration_ms(const char *s);
 #define V1_EP_TTL_MIN_MS 1000
 #define V1_EP_TTL_MAX_MS 300000 /* the document's defaultTtl = maxTtl = 300s */
 #define V1_EP_TOKEN_MAX 512
+#define V1_EP_ORIGIN_MAX 300 /* public_url (at most 200) or scheme://Host (Host at most 255) */
 /* The endpoint permissions a credential can carry, as bits. */
 #define V1_EP_EXEC 1u
 #define V1_EP_FILES_READ 2u

@@ -329,7 +329,7 @@ int v1_endpoint_credential_create(struct handler_ctx *h, json_object *in, json_o
 	const char *id = hin_str(in, "sandbox", NULL);
 	struct v1_ep_claims c = { 0 };
 	struct sandbox sb;
-	char origin[V1_EP_TOKEN_MAX / 2], aud[V1_EP_TOKEN_MAX], tok[V1_EP_TOKEN_MAX], iso[40];
+	char origin[V1_EP_ORIGIN_MAX], aud[V1_EP_TOKEN_MAX], tok[V1_EP_TOKEN_MAX], iso[40];
 	char name[SANDBOX_ID_LEN + 16];
 	int64_t ttl;
 	json_object *o, *arr;
@@ -349,9 +349,10 @@ int v1_endpoint_credential_create(struct handler_ctx *h, json_object *in, json_o
 				  "The sandbox has failed; its endpoint serves nothing");
 	if (v1_endpoint_origin(h->cfg, h->r, origin, sizeof(origin)) < 0 ||
 	    endpoint_uri(origin, sb.id, aud, sizeof(aud)) < 0)
-		return sp_err_set(e, SP_BAD_REQUEST,
-				  "No endpoint origin: the request's Host is not usable and "
-				  "public_url is not configured");
+		return sp_err_field(
+			e, SP_BAD_REQUEST, "Host",
+			"Host: not usable for the endpoint's URI, and public_url is not "
+			"configured");
 	if (str_copy(c.org, sizeof(c.org), h->r->org) < 0 ||
 	    str_copy(c.sandbox, sizeof(c.sandbox), sb.id) < 0)
 		return sp_err_set(e, SP_INTERNAL, "organization or sandbox id over 64 bytes");

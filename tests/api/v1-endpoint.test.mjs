@@ -223,6 +223,9 @@ test('the endpoint: a credential gets past auth (404 notFound: no endpoint opera
     [`/endpoints/${A}/%2e%2e/%2e%2e/v1/sandboxes`, {}],
     [`/endpoints/${A}/../../v1/sandboxes`, {}],
     [`/v1/%2e%2e/endpoints/${A}/v1/processes`, { key: null, headers: { authorization: `Bearer ${t}` } }],
+    // no sandbox id in the first segment
+    ['/endpoints/a%20b/v1/processes', { key: null, headers: { authorization: `Bearer ${t}` } }],
+    ['/endpoints//v1/processes', { key: null, headers: { authorization: `Bearer ${t}` } }],
   ]) {
     r = await s.api('GET', p, o);
     assert.equal(r.status, 404, `${p}: ${r.text}`);
