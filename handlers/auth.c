@@ -3,14 +3,16 @@
  * Maps the API key (x-api-key or "Authorization: Bearer") to its
  * organization, role and permissions (at a sandbox endpoint, /endpoints/:
  * the endpoint credential to its organization and permissions instead,
- * never a key), and checks the permission of the route being called: 200 with X-Sandpit-* identity headers, 401 for a
- * missing or unknown key, 403 for a missing permission or for a path no
+ * never a key), and checks the permission of the route being called: 200
+ * with X-Sandpit-* identity headers, 401 for a missing or unknown key (or
+ * credential), 403 for a missing permission or for a path no
  * route has (X-Sandpit-Deny: 404 or 405 then), 503 when the store
  * cannot answer (nginx then denies). Answers are cached in the worker for
  * AUTH_CACHE_MS by the key's keyed hash, never by the key, so a burst costs
  * one Redis lookup per worker; nginx keeps 200s for 1 s more (see
- * sandpit.conf.tmpl), so a revoked key stops working within 3 s. Never logs
- * or echoes a key.
+ * sandpit.conf.tmpl), so a revoked key stops working within 3 s; endpoint
+ * credentials are never cached (they are charged to the sandbox's rate on
+ * each request). Never logs or echoes a key or a credential.
  */
 #include "handlers.h"
 
@@ -140,7 +142,8 @@ static int lookup(struct sandbox_ctx *sb, const char *hash, struct auth_entry *o
 
 /* The route decision of an authenticated request (a key's or an endpoint
  * credential's perms), answered: 1 when allowed (nothing sent yet), 0 when
- * a refusal was sent. */
+ * a refusal was sent. who names the caller in a 403's message, none starts
+ * a 404's. */
 static int route_check(struct req *r, const char *uri, const char *perms, const char *who,
 		       const char *none)
 {
@@ -285,8 +288,7 @@ void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 	struct auth_entry id;
 	struct sp_err e;
 	size_t len;
-	int ep;
-	int n;
+	int ep, n;
 
 	sp_err_clear(&e);
 	/* the endpoint's location asks through /_auth_endpoint (which says
