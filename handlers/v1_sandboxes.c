@@ -494,6 +494,30 @@ static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_
 	return 0;
 }
 
+/* The core's create under the Idempotency-Key's resource id (the ledger
+ * chose it before any effect, RELIABILITY I2): a first request creates
+ * with it; a retry that took over from a first one whose worker is gone
+ * (or whose time passed) resumes it, and while that first one is still
+ * under way it is the ledger's 409 idempotency_in_progress. */
+static int v1_create_call(struct handler_ctx *h, json_object *in, struct sandbox_create_req *rq,
+			  struct sandbox *sb, struct sp_err *e)
+{
+	const char *resume = hin_str(in, ROUTE_IN_IDEM_RESUME, NULL);
+	int rc;
+
+	rq->id = hin_str(in, ROUTE_IN_IDEM_RESOURCE, NULL);
+	if (rq->id && resume)
+		rc = sandbox_create_resume(h->sb, h->r->org, rq, strcmp(resume, "gone") == 0, sb,
+					   e);
+	else
+		rc = sandbox_create(h->sb, h->r->org, rq, sb, e);
+	if (rc < 0 && rq->id && e->code == SP_CONFLICT)
+		return sp_err_field(e, SP_PRECONDITION, "Idempotency-Key",
+				    "idempotency_in_progress: the first request with this "
+				    "Idempotency-Key is still running; retry later");
+	return rc;
+}
+
 int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	struct sandbox_create_req rq = { 0 };
@@ -552,7 +576,7 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 		rq.cpu = hin_dbl(res, "cpus", -1);
 		rq.memory_mb = hin_i64(res, "memoryMib", -1);
 	}
-	if (sandbox_create(h->sb, h->r->org, &rq, &sb, e) < 0)
+	if (v1_create_call(h, in, &rq, &sb, e) < 0)
 		return -1;
 	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
 	return 0;

@@ -9,7 +9,9 @@
  * lifetime (sandbox/sh/main.sh): nothing here has to run for a sandbox to
  * die on time. Never returns envVars; never puts a caller value into a
  * Docker URL unescaped (docker/ escapes) or into ExecCreate's User or
- * Privileged.
+ * Privileged. A caller-chosen id (an Idempotency-Key's, RELIABILITY I2)
+ * is never a warm container's, and a create that finds that id's disk or
+ * container name taken leaves them to the request that holds them.
  * May call: every file below it: state.c, list.c (catch up an org),
  * spec.c, image.c, owner.c, disk.c, prepare.c, servers.c, pool.c, ctx.c.
  */
@@ -24,6 +26,13 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+
+int sandbox_id_ok(const char *id)
+{
+	size_t n = id ? strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789") : 0;
+
+	return n == SANDBOX_ID_LEN && id[n] == '\0';
+}
 
 /* Names the request field behind Docker refusing a container (a limit the
  * host cannot give, such as more CPUs than it has). */
@@ -188,8 +197,17 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 	} else {
 		str_copy(sb->image, sizeof(sb->image), rq->image);
 	}
-	crypto_random_id(sb->id, SANDBOX_ID_LEN);
-	sandbox_pool_claim(ctx, rq, sb); /* a warm container brings its own id */
+	if (rq->id) {
+		/* chosen by the caller before any effect (an Idempotency-Key's
+		 * ledger entry holds it): never a warm container, which brings
+		 * its own */
+		if (!sandbox_id_ok(rq->id))
+			return sp_err_set(e, SP_INTERNAL, "bad caller-chosen sandbox id");
+		str_copy(sb->id, sizeof(sb->id), rq->id);
+	} else {
+		crypto_random_id(sb->id, SANDBOX_ID_LEN);
+		sandbox_pool_claim(ctx, rq, sb); /* a warm container brings its own id */
+	}
 	str_copy(sb->org, sizeof(sb->org), org);
 	if (rq->name)
 		str_copy(sb->name, sizeof(sb->name), rq->name);
@@ -354,13 +372,14 @@ static int create_cold(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 	}
 	tm->image_us = lap(mark);
 	if (sandbox_disk_prepare(ctx, sb, e) < 0)
-		goto out;
+		goto taken;
 	tm->disk_us = mono_us() - *mark;
 	body = sandbox_container_spec(ctx, sb, env);
 	for (;;) {
 		int64_t made;
-		if (container_create(ctx, sb, body, &retried, e) < 0 ||
-		    container_check(ctx, rq, t, sb, img, e) < 0)
+		if (container_create(ctx, sb, body, &retried, e) < 0)
+			goto taken;
+		if (container_check(ctx, rq, t, sb, img, e) < 0)
 			goto out;
 		made = mono_us();
 		tm->create_us = made - *mark;
@@ -379,9 +398,19 @@ static int create_cold(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 		if (sandbox_ensure_networks(ctx, e) < 0)
 			goto out;
 	}
+taken:
+	/* a caller-chosen id whose disk or container name is in use: another
+	 * request creates this sandbox (a retry that took over from a first
+	 * it thought gone, or that first): everything is left to it */
+	if (rq->id && e->code == SP_CONFLICT) {
+		sp_err_set(e, SP_CONFLICT, "Sandbox %s is being created by another request",
+			   sb->id);
+		goto keep;
+	}
 out:
 	if (rc < 0)
 		create_failed(ctx, sb, e);
+keep:
 	json_object_put(img);
 	json_object_put(body);
 	return rc;

@@ -4,6 +4,7 @@
  * a lower line below (its opening comment names which), none calls one on
  * its own line or above, so there is no circle:
  *
+ *   resume.c                          (calls create.c's entry point)
  *   create.c  files.c  reaper.c       the entry points of sandbox.h
  *   exec.c  kill.c  pool.c
  *   image.c  expiry.c  list.c

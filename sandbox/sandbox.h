@@ -113,6 +113,7 @@ struct sandbox_timing {
 /* A create request as validated at the edge; strings NULL when not given,
  * numbers < 0 when not given. */
 struct sandbox_create_req {
+	const char *id; /* caller-chosen (sandbox_id_ok), made cold; NULL: a random one */
 	const char *template_name;
 	const char *image;
 	const char *name;
@@ -151,6 +152,20 @@ void sandbox_ctx_cleanup(struct sandbox_ctx *ctx);
 
 int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbox_create_req *rq,
 		   struct sandbox *out, struct sp_err *e);
+/* 1 when id has the form of a sandbox id (SANDBOX_ID_LEN of [a-z0-9]). */
+int sandbox_id_ok(const char *id);
+/* A create whose first attempt with the same caller-chosen id (rq->id) may
+ * have died midway (sandbox/resume.c, RELIABILITY I2): the sandbox that
+ * attempt finished is answered, a container it started with its record
+ * still "creating" is adopted, and otherwise whatever it left is ended and
+ * the sandbox created again under the same id, so there is never more
+ * than one container for it. owner_gone: the first attempt's process is
+ * known to be gone; else the first counts as gone only once its record's
+ * creation time has passed (or it left none). 409 SP_CONFLICT while the
+ * first attempt is still under way. */
+int sandbox_create_resume(struct sandbox_ctx *ctx, const char *org,
+			  const struct sandbox_create_req *rq, int owner_gone, struct sandbox *out,
+			  struct sp_err *e);
 /* Reads a record and brings its status up to date (past expiresAt or
  * deadlineAt, container gone, creation stuck). */
 int sandbox_get(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
