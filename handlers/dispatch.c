@@ -202,11 +202,28 @@ static int ledger_begin(struct handler_ctx *h, const struct route *rt, json_obje
 		rc = sp_err_field(e, SP_PRECONDITION, "Idempotency-Key",
 				  "The Idempotency-Key was already used with a different payload.");
 		break;
-	case STORE_IDEM_DONE:
+	case STORE_IDEM_DONE: {
+		/* the answer is kept sealed (a /v1 environment is in it) */
+		struct buf plain;
+		char ad[256];
+		snprintf(ad, sizeof(ad), "idem/%s/%s", rt->op_id, ledger.hash);
+		buf_init(&plain, ROUTE_BODY_MAX);
 		ledger.replay_status = status;
-		*out = body.len ? json_tokener_parse(body.data) : NULL;
+		if (body.len && body.data[0] == '{') {
+			/* kept in clear by a sandpit before the answers were sealed */
+			if (buf_append(&plain, body.data, body.len) < 0)
+				plain.len = 0;
+		} else if (body.len &&
+			   crypto_open(h->cfg->data_key, ad, body.data, body.len, &plain) < 0) {
+			rc = sp_err_set(e, SP_INTERNAL, "The kept answer cannot be opened");
+			buf_free(&plain);
+			break;
+		}
+		*out = plain.len ? json_tokener_parse(plain.data) : NULL;
+		buf_wipe(&plain);
 		rc = 1;
 		break;
+	}
 	default:
 		rc = -1;
 	}
@@ -356,6 +373,8 @@ static void ledger_end(struct handler_ctx *h, const struct route *rt, int status
 	struct sp_err e;
 	size_t len = 0;
 	const char *js = "";
+	struct buf sealed;
+	char ad[256];
 
 	if (!ledger.active)
 		return;
@@ -371,9 +390,15 @@ static void ledger_end(struct handler_ctx *h, const struct route *rt, int status
 	}
 	if (out && status != 204)
 		js = json_object_to_json_string_length(out, JSON_C_TO_STRING_PLAIN, &len);
-	if (store_idem_finish(h->sb->st, h->r->org, rt->op_id, ledger.hash, status, js, len,
-			      IDEM_KEEP_S, &e) < 0)
+	/* sealed to the entry (Redis never holds an answer in clear) */
+	snprintf(ad, sizeof(ad), "idem/%s/%s", rt->op_id, ledger.hash);
+	buf_init(&sealed, 2 * len + 256);
+	if (len && crypto_seal(h->cfg->data_key, ad, js, len, &sealed) < 0)
+		log_warn("idempotency answer of %s not sealed", rt->op_id);
+	else if (store_idem_finish(h->sb->st, h->r->org, rt->op_id, ledger.hash, status,
+				   sealed.len ? sealed.data : "", sealed.len, IDEM_KEEP_S, &e) < 0)
 		log_warn("idempotency answer of %s not kept: %s", rt->op_id, e.msg);
+	buf_free(&sealed);
 }
 
 void handlers_serve(struct sandbox_ctx *sb, struct req *r)

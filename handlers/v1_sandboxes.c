@@ -80,6 +80,13 @@ static json_object *sandbox_body(const struct sandbox *sb)
 	json_object_object_add(res, "memoryMib", i64_json(sb->memory_mb));
 	json_object_object_add(core, "resources", res);
 	json_object_object_add(core, "ports", json_object_new_array());
+	if (sb->labels[0]) {
+		json_object *l = json_tokener_parse(sb->labels);
+		if (l && json_object_is_type(l, json_type_object))
+			json_object_object_add(core, "labels", l);
+		else
+			json_object_put(l);
+	}
 	json_object_object_add(core, "createdAt", time_json(sb->created_at));
 	if (sb->template_name[0]) {
 		char img[64];
@@ -168,6 +175,33 @@ json_object *v1_sandbox_json(const struct config *cfg, const struct sandbox *sb,
 	return o;
 }
 
+/* v1_sandbox_json with core.environment, the create's environment as
+ * given (the document: non-secret metadata; Redis holds it sealed). It is
+ * left out of the ETag: it never changes after the create. NULL with e
+ * set when the record's environment cannot be read. */
+static json_object *v1_render(struct handler_ctx *h, const struct sandbox *sb, struct sp_err *e)
+{
+	json_object *o = v1_sandbox_json(h->cfg, sb, NULL, 0), *core, *env;
+	struct buf plain;
+
+	if (!sb->has_environment)
+		return o;
+	buf_init(&plain, SB_ENV_TOTAL_MAX + 65536);
+	if (sandbox_environment(h->sb, sb, &plain, e) < 0) {
+		buf_wipe(&plain);
+		json_object_put(o);
+		return NULL;
+	}
+	env = plain.len ? json_tokener_parse(plain.data) : NULL;
+	buf_wipe(&plain);
+	if (env && json_object_is_type(env, json_type_object) &&
+	    json_object_object_get_ex(o, "core", &core))
+		json_object_object_add(core, "environment", env);
+	else
+		json_object_put(env);
+	return o;
+}
+
 /* 412 with the current ETag (the face's EtagMismatch detail). */
 static int etag_mismatch(struct sp_err *e, const char *current)
 {
@@ -183,8 +217,8 @@ int v1_sandboxes_get(struct handler_ctx *h, json_object *in, json_object **out, 
 
 	if (sandbox_get(h->sb, h->r->org, hin_str(in, "sandbox", NULL), &sb, e) < 0)
 		return -1;
-	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
-	return 0;
+	*out = v1_render(h, &sb, e);
+	return *out ? 0 : -1;
 }
 
 /* --- list ------------------------------------------------------------------ */
@@ -368,8 +402,13 @@ int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out,
 		if (!f.has_uid && strncmp(id, "sandboxes/", 10) == 0)
 			id += 10;
 		if (sandbox_get(h->sb, h->r->org, id, &sb, e) == 0) {
-			if (filter_match(&f, &sb))
-				json_object_array_add(arr, v1_sandbox_json(h->cfg, &sb, NULL, 0));
+			json_object *one = filter_match(&f, &sb) ? v1_render(h, &sb, e) : NULL;
+			if (one)
+				json_object_array_add(arr, one);
+			else if (e->code != SP_OK) {
+				json_object_put(arr);
+				return -1;
+			}
 		} else if (e->code != SP_NOT_FOUND && e->code != SP_BAD_REQUEST) {
 			json_object_put(arr);
 			return -1;
@@ -387,10 +426,18 @@ int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out,
 						    "pageToken: no longer valid");
 			return -1;
 		}
-		for (size_t i = 0; i < page.n; i++)
-			if (filter_match(&f, &page.items[i]))
-				json_object_array_add(
-					arr, v1_sandbox_json(h->cfg, &page.items[i], NULL, 0));
+		for (size_t i = 0; i < page.n; i++) {
+			json_object *one = filter_match(&f, &page.items[i])
+						   ? v1_render(h, &page.items[i], e)
+						   : NULL;
+			if (one) {
+				json_object_array_add(arr, one);
+			} else if (e->code != SP_OK) {
+				sandbox_page_free(&page);
+				json_object_put(arr);
+				return -1;
+			}
+		}
 		if (page.next_cursor[0])
 			token_make(h->cfg, h->r->org, filter, order, page.next_cursor, next,
 				   sizeof(next));
@@ -449,9 +496,6 @@ static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_
 		{ "features",
 		  "features (managedVolumes, timeouts, storedSecrets) are not supported "
 		  "yet" },
-		{ "environment",
-		  "environment is not supported yet (the Dokploy face's envVars are)" },
-		{ "labels", "labels are not supported yet" },
 		{ NULL, NULL },
 	};
 	json_object *plat, *v;
@@ -494,6 +538,87 @@ static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_
 	return 0;
 }
 
+/* environment: an object of strings, as the core's variables (their
+ * names, sizes and count are the core's exec rules, sandbox_env_check).
+ * *v is allocated (and points into in). */
+static int environment_list(json_object *in, struct sandbox_env_var **v, size_t *n,
+			    struct sp_err *e)
+{
+	json_object *env;
+	size_t i = 0;
+
+	*v = NULL;
+	*n = 0;
+	if (!json_object_object_get_ex(in, "environment", &env) || !env)
+		return 0;
+	if (!json_object_is_type(env, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "environment",
+				    "environment: expected an object of strings");
+	*v = calloc((size_t)json_object_object_length(env) + 1, sizeof(**v));
+	if (!*v)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	json_object_object_foreach(env, k, val)
+	{
+		if (!json_object_is_type(val, json_type_string))
+			return sp_err_field(e, SP_BAD_REQUEST, "environment",
+					    "environment.%.64s: expected a string", k);
+		(*v)[i].key = k;
+		(*v)[i].value = json_object_get_string(val);
+		(*v)[i].value_len = (size_t)json_object_get_string_len(val);
+		i++;
+	}
+	*n = i;
+	return 0;
+}
+
+/* labels: an object of at most SB_LABELS_COUNT_MAX string values; a key 1
+ * to 128 bytes without control characters, a value at most 1024 bytes
+ * without NUL, and all of it at most SB_LABELS_MAX bytes as JSON (its
+ * text into out, "" for none). */
+static int labels_text(json_object *in, char *out, size_t cap, struct sp_err *e)
+{
+	json_object *l;
+	const char *js;
+	size_t len = 0;
+
+	out[0] = '\0';
+	if (!json_object_object_get_ex(in, "labels", &l) || !l)
+		return 0;
+	if (!json_object_is_type(l, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "labels",
+				    "labels: expected an object of strings");
+	if (json_object_object_length(l) > SB_LABELS_COUNT_MAX)
+		return sp_err_field(e, SP_BAD_REQUEST, "labels", "labels: at most %d",
+				    SB_LABELS_COUNT_MAX);
+	if (json_object_object_length(l) == 0)
+		return 0;
+	json_object_object_foreach(l, k, val)
+	{
+		size_t kl = strlen(k);
+		int ok = kl >= 1 && kl <= 128;
+		for (size_t i = 0; ok && i < kl; i++)
+			ok = (unsigned char)k[i] >= 0x20 && k[i] != 0x7f;
+		if (!ok)
+			return sp_err_field(e, SP_BAD_REQUEST, "labels",
+					    "labels: a key is 1 to 128 bytes without control "
+					    "characters");
+		if (!json_object_is_type(val, json_type_string))
+			return sp_err_field(e, SP_BAD_REQUEST, "labels",
+					    "labels.%.64s: expected a string", k);
+		if (json_object_get_string_len(val) > 1024 ||
+		    memchr(json_object_get_string(val), '\0',
+			   (size_t)json_object_get_string_len(val)))
+			return sp_err_field(e, SP_BAD_REQUEST, "labels",
+					    "labels.%.64s: at most 1024 bytes, no NUL", k);
+	}
+	js = json_object_to_json_string_length(l, JSON_C_TO_STRING_PLAIN, &len);
+	if (len >= cap)
+		return sp_err_field(e, SP_BAD_REQUEST, "labels",
+				    "labels: at most %d bytes in all as JSON", SB_LABELS_MAX);
+	memcpy(out, js, len + 1);
+	return 0;
+}
+
 /* The core's create under the Idempotency-Key's resource id (the ledger
  * chose it before any effect, RELIABILITY I2): a first request creates
  * with it; a retry that took over from a first one whose worker is gone
@@ -525,10 +650,12 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 	const char *img = hin_str(in, "image", NULL), *ref = hin_str(in, "imageRef", NULL),
 		   *dn = hin_str(in, "displayName", NULL),
 		   *prefix = hin_str(in, "displayNamePrefix", NULL);
-	char name[65];
+	char name[65], labels[SB_LABELS_MAX + 1];
 	json_object *res;
+	struct sandbox_env_var *vars = NULL;
+	int rc;
 
-	if (refuse_unsupported(h, in, e) < 0)
+	if (refuse_unsupported(h, in, e) < 0 || labels_text(in, labels, sizeof(labels), e) < 0)
 		return -1;
 	if (img && ref)
 		return sp_err_field(e, SP_BAD_REQUEST, "image",
@@ -576,10 +703,19 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 		rq.cpu = hin_dbl(res, "cpus", -1);
 		rq.memory_mb = hin_i64(res, "memoryMib", -1);
 	}
-	if (v1_create_call(h, in, &rq, &sb, e) < 0)
+	if (labels[0])
+		rq.labels = labels;
+	if (environment_list(in, &vars, &rq.nenv, e) < 0) {
+		free(vars);
 		return -1;
-	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
-	return 0;
+	}
+	rq.env = vars;
+	rc = v1_create_call(h, in, &rq, &sb, e);
+	free(vars);
+	if (rc < 0)
+		return -1;
+	*out = v1_render(h, &sb, e);
+	return *out ? 0 : -1;
 }
 
 /* --- update, delete -------------------------------------------------------- */
@@ -604,8 +740,8 @@ int v1_sandboxes_update(struct handler_ctx *h, json_object *in, json_object **ou
 		json_object_put(v1_sandbox_json(h->cfg, &sb, tag, sizeof(tag)));
 		return etag_mismatch(e, tag);
 	}
-	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
-	return 0;
+	*out = v1_render(h, &sb, e);
+	return *out ? 0 : -1;
 }
 
 /* Ends the container and the record: 204. An absent sandbox is a 204 too
@@ -702,6 +838,6 @@ int v1_sandboxes_renew(struct handler_ctx *h, json_object *in, json_object **out
 	}
 	if (sandbox_set_timeout(h->sb, h->r->org, id, ms, &sb, e) < 0)
 		return -1;
-	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
-	return 0;
+	*out = v1_render(h, &sb, e);
+	return *out ? 0 : -1;
 }

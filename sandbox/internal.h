@@ -22,7 +22,7 @@
 #include "../store/store.h"
 #include "sandbox.h"
 
-#define SB_RECORD_FIELDS 28
+#define SB_RECORD_FIELDS 29
 /* The home and default workdir of a template sandbox. */
 #define TEMPLATE_HOME "/home/user"
 /* A status catch-up or a template-info inspect is optional: a server
