@@ -493,9 +493,6 @@ static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_
 		{ "networkPolicies", "inline network policies are not supported yet" },
 		{ "policyIds", "governance policies are not supported yet" },
 		{ "startupExecution", "startupExecution is not supported yet" },
-		{ "features",
-		  "features (managedVolumes, timeouts, storedSecrets) are not supported "
-		  "yet" },
 		{ NULL, NULL },
 	};
 	json_object *plat, *v;
@@ -534,6 +531,93 @@ static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_
 		if (strcmp(os, "linux") != 0 || strcmp(arch, host_arch()) != 0)
 			return sp_err_field(e, SP_UNIMPLEMENTED, "platform",
 					    "platform: only linux/%s runs here", host_arch());
+	}
+	return 0;
+}
+
+static int64_t duration_ms(const char *s);
+
+/* features: only timeouts (the sandbox's TTL: timeout becomes the core's
+ * inactivity timeout, at least 10 s and within the hard deadline;
+ * onTimeout delete, as sandpit does at expiry; no autoResume).
+ * managedVolumes and storedSecrets are a 501; unknown fields a 400. */
+static int features_parse(json_object *in, struct sandbox_create_req *rq, struct sp_err *e)
+{
+	json_object *f, *to = NULL, *v;
+
+	if (!json_object_object_get_ex(in, "features", &f) || !f)
+		return 0;
+	if (!json_object_is_type(f, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "features", "features: expected an object");
+	json_object_object_foreach(f, k, val)
+	{
+		if (strcmp(k, "timeouts") == 0) {
+			to = val;
+		} else if (strcmp(k, "managedVolumes") == 0 || strcmp(k, "storedSecrets") == 0) {
+			if (val)
+				return sp_err_field(e, SP_UNIMPLEMENTED, "features",
+						    "features: %s is not supported yet", k);
+		} else {
+			return sp_err_field(e, SP_BAD_REQUEST, "features",
+					    "features: unknown field '%.40s' (managedVolumes, "
+					    "timeouts, storedSecrets)",
+					    k);
+		}
+	}
+	if (!to)
+		return 0;
+	if (!json_object_is_type(to, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "features.timeouts",
+				    "features.timeouts: expected an object");
+	json_object_object_foreach(to, tk, tv)
+	{
+		(void)tv;
+		if (strcmp(tk, "timeout") != 0 && strcmp(tk, "onTimeout") != 0 &&
+		    strcmp(tk, "autoResume") != 0)
+			return sp_err_field(e, SP_BAD_REQUEST, "features.timeouts",
+					    "features.timeouts: unknown field '%.40s' (timeout, "
+					    "onTimeout, autoResume)",
+					    tk);
+	}
+	if (json_object_object_get_ex(to, "onTimeout", &v) && v) {
+		const char *a =
+			json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+		if (strcmp(a, "stop") == 0 || strcmp(a, "keep") == 0 || strcmp(a, "restart") == 0)
+			return sp_err_field(e, SP_UNIMPLEMENTED, "features.timeouts.onTimeout",
+					    "features.timeouts.onTimeout: only delete is supported "
+					    "(at expiry the container is ended)");
+		if (strcmp(a, "delete") != 0)
+			return sp_err_field(e, SP_BAD_REQUEST, "features.timeouts.onTimeout",
+					    "features.timeouts.onTimeout: expected delete, stop, "
+					    "keep or restart");
+	}
+	if (json_object_object_get_ex(to, "autoResume", &v) && v) {
+		if (!json_object_is_type(v, json_type_boolean))
+			return sp_err_field(e, SP_BAD_REQUEST, "features.timeouts.autoResume",
+					    "features.timeouts.autoResume: expected a boolean");
+		if (json_object_get_boolean(v))
+			return sp_err_field(e, SP_UNIMPLEMENTED, "features.timeouts.autoResume",
+					    "features.timeouts.autoResume: a deleted sandbox "
+					    "cannot resume");
+	}
+	if (json_object_object_get_ex(to, "timeout", &v) && v) {
+		int64_t ms = json_object_is_type(v, json_type_string)
+				     ? duration_ms(json_object_get_string(v))
+				     : -1;
+		if (ms == -1)
+			return sp_err_field(e, SP_BAD_REQUEST, "features.timeouts.timeout",
+					    "features.timeouts.timeout: expected a Duration such "
+					    "as 300s");
+		if (ms == -2 || ms < SB_MIN_TIMEOUT_MS)
+			return sp_err_field(e, SP_OUT_OF_RANGE, "features.timeouts.timeout",
+					    "features.timeouts.timeout: at least %ds",
+					    SB_MIN_TIMEOUT_MS / 1000);
+		if (ms > SB_MAX_LIFETIME_MS)
+			return sp_err_field(e, SP_OUT_OF_RANGE, "features.timeouts.timeout",
+					    "features.timeouts.timeout: beyond the hard deadline "
+					    "(%ds after creation)",
+					    SB_MAX_LIFETIME_MS / 1000);
+		rq->timeout_ms = ms;
 	}
 	return 0;
 }
@@ -703,6 +787,8 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 		rq.cpu = hin_dbl(res, "cpus", -1);
 		rq.memory_mb = hin_i64(res, "memoryMib", -1);
 	}
+	if (features_parse(in, &rq, e) < 0)
+		return -1;
 	if (labels[0])
 		rq.labels = labels;
 	if (environment_list(in, &vars, &rq.nenv, e) < 0) {

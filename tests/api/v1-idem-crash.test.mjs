@@ -3,13 +3,16 @@
 // retry with the same key create a second container. A proxy in front of
 // the Docker socket (lib/dockerproxy.mjs) stalls one Docker call of the
 // create, so the kill lands at a known step: after the container started
-// but before the record says so (the retry adopts that container), after
+// but before the record says so (the retry adopts that container); after
 // the container was created but not started (the retry ends it and makes
-// the sandbox again under the same id), and before Docker saw the create
-// (the retry makes it). While the first request is stalled and its worker
-// alive, a retry gets 409 idempotency_in_progress. Every worker of the
-// stack is killed (the stalled one among them); the master starts new
-// ones. Containers are counted by label, as `docker ps -a` would.
+// the sandbox again under the same id); before Docker saw the create (the
+// retry makes it); and with its start still on the way to Docker, let
+// through after the kill so that the container starts while the retry
+// runs (the retry adopts it or ends it and makes it again, whichever it
+// sees). While the first request is stalled and its worker alive, a retry
+// gets 409 idempotency_in_progress. Every worker of the stack is killed
+// (the stalled one among them); the master starts new ones. Containers
+// are counted by label, as `docker ps -a` would.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -24,6 +27,7 @@ import { docker } from './lib/docker.mjs';
 import { ajv, seedValidator } from './lib/v1seed.mjs';
 
 let s, proxy, dir, org, key;
+const orgs = [];
 const path0 = (u) => u.split('?')[0];
 const SBX = '/v1/sandboxes';
 
@@ -31,14 +35,21 @@ before(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sp-idem-'));
   proxy = await dockerProxy(dir);
   s = await startStack({ env: { SANDPIT_DOCKER_HOST: `unix://${proxy.sock}` } });
+});
+
+// Each case in an organization of its own: a case that fails leaves
+// nothing that the next one counts.
+async function newOrg() {
   org = `ic${crypto.randomBytes(4).toString('hex')}`;
+  orgs.push(org);
   await s.cli('orgs', 'create', org);
   key = await s.newKey(org);
-});
+}
 after(async () => {
   if (proxy) proxy.hold = null;
-  for (const c of await containers(`sandpit.organizationId=${org}`).catch(() => []))
-    await docker('DELETE', `/containers/${c.Id}?force=true`).catch(() => {});
+  for (const o of orgs)
+    for (const c of await containers(`sandpit.organizationId=${o}`).catch(() => []))
+      await docker('DELETE', `/containers/${c.Id}?force=true`).catch(() => {});
   await s?.stop();
   await proxy?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -64,7 +75,8 @@ async function create(idemKey, body) {
 
 // The create stalled at the Docker call `match` (in `phase`), its
 // workers killed, then the retry: one container, a valid Sandbox.
-async function crashAndRetry(name, phase, match) {
+async function crashAndRetry(name, phase, match, then = 'drop') {
+  await newOrg();
   const idemKey = `crash-${name}-${crypto.randomBytes(4).toString('hex')}`;
   const body = { image: 'images/alpine', displayName: `crash_${name}` };
   let reached, release;
@@ -78,8 +90,7 @@ async function crashAndRetry(name, phase, match) {
     const st = /\/containers\/([0-9a-f]{64})\/start$/.exec(path0(u));
     if (st) startedId = st[1];
     proxy.hold = null; // once
-    reached();
-    return { phase, until };
+    return { phase, until, held: reached };
   };
   const first = create(idemKey, body).catch((e) => e);
   try {
@@ -93,7 +104,7 @@ async function crashAndRetry(name, phase, match) {
     for (const pid of before) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
     await waitFor(() => { const w = workers(); return w.length >= 1 && !w.some((p) => before.includes(p)); }, 20000);
   } finally {
-    release('drop');
+    release(then);
   }
   const f = await first;
   assert.ok(f instanceof Error || f.status >= 500, `the killed request got no answer: ${f.status} ${f.text}`);
@@ -105,7 +116,7 @@ async function crashAndRetry(name, phase, match) {
   const mine = await containers(`sandpit.sandboxId=${r.json.uid}`);
   assert.equal(mine.length, 1, `one container for the key: ${JSON.stringify(mine.map((c) => [c.Id.slice(0, 12), c.State]))}`);
   assert.equal(mine[0].State, 'running');
-  if (startedId) assert.equal(mine[0].Id, startedId, 'the started container was adopted, not made again');
+  if (startedId && then === 'drop') assert.equal(mine[0].Id, startedId, 'the started container was adopted, not made again');
   const all = await containers(`sandpit.organizationId=${org}`);
   assert.equal(all.length, 1, 'no other container for the org either');
   // the sandbox works, through the other face too
@@ -139,4 +150,8 @@ test('I2: killed after the container was created, before its start: the retry ma
 
 test('I2: killed before Docker saw the create: the retry makes it under the same id', async () => {
   await crashAndRetry('unsent', 'request', isCreate);
+});
+
+test('I2: killed with its start still on the way to Docker (it starts while the retry runs): one container', async () => {
+  await crashAndRetry('starting', 'request', isStart, 'forward');
 });

@@ -11,11 +11,13 @@
 // that request end after N bytes of its body, by destroying the connection
 // (a dropped link, a front that lost its tail); null passes it whole.
 //
-// A stall for a test: proxy.hold = (method, url) => ({ phase, until })
+// A stall for a test: proxy.hold = (method, url) => ({ phase, until, held })
 // holds that request before it reaches Docker (phase 'request') or its
 // answer after Docker answered (phase 'answer', so the call's effect has
 // happened) until the promise `until` settles: 'forward' passes it on,
-// anything else drops the connection. null (or a null answer) holds nothing.
+// anything else drops the connection. held(), if given, is called once the
+// hold is in place (for 'answer': once Docker has answered). null (or a
+// null answer) holds nothing.
 //
 //   const proxy = await dockerProxy(dir);  ...  await proxy.close();
 import http from 'node:http';
@@ -36,6 +38,7 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
     const drop = () => { req.socket.destroy(); };
     if (held?.phase === 'request') {
       req.pause();
+      held.held?.();
       if ((await held.until.catch(() => 'drop')) !== 'forward') return drop();
       req.resume();
     }
@@ -43,6 +46,7 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
       entry.status = ur.statusCode;
       if (held?.phase === 'answer') {
         ur.pause();
+        held.held?.();
         if ((await held.until.catch(() => 'drop')) !== 'forward') { ur.resume(); return drop(); }
         ur.resume();
       }
