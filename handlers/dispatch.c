@@ -206,7 +206,7 @@ static int ledger_begin(struct handler_ctx *h, const struct route *rt, json_obje
 		/* the answer is kept sealed (a /v1 environment is in it) */
 		struct buf plain;
 		char ad[256];
-		snprintf(ad, sizeof(ad), "idem/%s/%s", rt->op_id, ledger.hash);
+		snprintf(ad, sizeof(ad), "idem/%s/%s/%s", h->r->org, rt->op_id, ledger.hash);
 		buf_init(&plain, ROUTE_BODY_MAX);
 		ledger.replay_status = status;
 		if (body.len && body.data[0] == '{') {
@@ -391,7 +391,7 @@ static void ledger_end(struct handler_ctx *h, const struct route *rt, int status
 	if (out && status != 204)
 		js = json_object_to_json_string_length(out, JSON_C_TO_STRING_PLAIN, &len);
 	/* sealed to the entry (Redis never holds an answer in clear) */
-	snprintf(ad, sizeof(ad), "idem/%s/%s", rt->op_id, ledger.hash);
+	snprintf(ad, sizeof(ad), "idem/%s/%s/%s", h->r->org, rt->op_id, ledger.hash);
 	buf_init(&sealed, 2 * len + 256);
 	if (len && crypto_seal(h->cfg->data_key, ad, js, len, &sealed) < 0)
 		log_warn("idempotency answer of %s not sealed", rt->op_id);
