@@ -9,6 +9,7 @@
 #                          hello-world (bench/hello_fcgi) behind the same nginx
 #   /proc                  resident memory: an idle worker, the stack with
 #                          200 running sandboxes, dockerd
+#   bench/bench create-v1  POST /v1/sandboxes beside sandbox.create, interleaved
 # Prints the table and writes it to bench/results/latest.md with the core
 # count, the date and the versions. Sample counts: BENCH_* (bench/bench.c),
 # BENCH_SANDBOXES (200), BENCH_WRK_S (8 s per round, 2 rounds per side).
@@ -72,6 +73,9 @@ set -a; . "$dir/env"; set +a
 
 say "latency rows (sandpit and raw Docker, interleaved)"
 "$BIN/bench/bench" latency >>"$out"
+
+say "/v1 create beside sandbox.create (interleaved)"
+"$BIN/bench/bench" create-v1 >>"$out"
 
 # --- warm pool ----------------------------------------------------------------
 if [ -n "$warm" ]; then

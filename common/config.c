@@ -145,6 +145,7 @@ static const struct key {
 	{ S(ssh_control_dir) },
 	{ I(server_connect_timeout_ms, 100, 600000) },
 	{ S(placement_pool) },
+	{ S(public_url) },
 	{ S(data_key_file) },
 	{ S(naming) },
 	{ S(network_prefix) },
@@ -181,6 +182,34 @@ static const struct key {
 #undef S
 #undef I
 };
+
+/* public_url: "" or http(s)://host[:port][/path] without a query, a
+ * fragment, a trailing '/' or characters a URL must escape; it is the
+ * origin (and path prefix) of every sandbox endpoint's URI. */
+static int public_url_check(const char *u, char *msg, size_t cap)
+{
+	const char *rest;
+
+	if (!*u)
+		return 0;
+	if (strncmp(u, "https://", 8) == 0)
+		rest = u + 8;
+	else if (strncmp(u, "http://", 7) == 0)
+		rest = u + 7;
+	else
+		return snprintf(msg, cap, "must start with https:// or http://"), -1;
+	if (strlen(u) > 200)
+		return snprintf(msg, cap, "at most 200 bytes"), -1;
+	if (!*rest || *rest == '/' || u[strlen(u) - 1] == '/')
+		return snprintf(msg, cap, "expected scheme://host[:port][/path], no trailing '/'"),
+		       -1;
+	for (const char *c = rest; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr(".-_~:/[]", *c))
+			return snprintf(msg, cap,
+					"'%c' is not allowed (no query, fragment or escapes)", *c),
+			       -1;
+	return 0;
+}
 
 static char *trim(char *s)
 {
@@ -680,6 +709,10 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	if (strlen(cfg->ssh_control_dir) > 60) {
 		snprintf(err, errlen,
 			 "%s: ssh_control_dir must be at most 60 bytes (a unix socket path)", path);
+		goto out;
+	}
+	if (public_url_check(cfg->public_url, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: public_url: %s", path, msg);
 		goto out;
 	}
 	for (int i = 0; i < cfg->npools; i++)

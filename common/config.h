@@ -71,6 +71,8 @@ struct config {
 	int server_connect_timeout_ms; /* reaching a remote Docker server, default 3000 */
 	char placement_pool
 		[64]; /* creates without serverId go to this pool's least-loaded server; "" = local */
+	char public_url
+		[256]; /* https://host[:port][/prefix] of the sandbox endpoints; "" = the request's */
 	char data_key_file[4096]; /* 32 random bytes, hex; encrypts env and hashes keys */
 	unsigned char data_key[32];
 	/* sandboxes */

@@ -94,15 +94,24 @@ enum route_kind { ROUTE_QUERY, ROUTE_MUTATION, ROUTE_PUBLIC, ROUTE_META };
  * RF_IF_MATCH: If-Match is required (428 SP_PRECONDITION_REQUIRED when
  *   missing, 400 when not a quoted strong ETag) and delivered as in.ifMatch;
  *   the core compares it with the resource's (412 SP_PRECONDITION).
- * RF_ETAG: the answer's "etag" member is also sent as the ETag header. */
+ * RF_ETAG: the answer's "etag" member is also sent as the ETag header.
+ * RF_IDEMPOTENCY_RESOURCE: with RF_IDEMPOTENCY, the operation makes a
+ *   resource: the ledger chooses its id before the handler runs, keeps it
+ *   in the pending entry and delivers it as in.idempotencyResource; a
+ *   retry that finds the first request's worker gone (or its time passed)
+ *   runs the handler again with the same id and in.idempotencyResume
+ *   ("gone" or "late"), and the handler finishes or redoes the work. */
 #define RF_IDEMPOTENCY 2u
 #define RF_IDEMPOTENCY_REQUIRED 4u
 #define RF_IF_MATCH 8u
 #define RF_ETAG 16u
+#define RF_IDEMPOTENCY_RESOURCE 32u
 
 /* The names the behaviours deliver their header values under in `in`. */
 #define ROUTE_IN_IDEMPOTENCY_KEY "idempotencyKey"
 #define ROUTE_IN_IF_MATCH "ifMatch"
+#define ROUTE_IN_IDEM_RESOURCE "idempotencyResource"
+#define ROUTE_IN_IDEM_RESUME "idempotencyResume"
 
 /* What a route's request body is. RB_AUTO: none for GET, HEAD and DELETE,
  * JSON otherwise (today's procedures). RB_RAW: the bytes are read whole

@@ -1,15 +1,18 @@
 /*
  * /_auth: nginx's auth_request subrequest for every API and WebSocket call.
  * Maps the API key (x-api-key or "Authorization: Bearer") to its
- * organization, role and permissions, and checks the permission of the
- * route being called: 200 with X-Sandpit-* identity headers, 401 for a
- * missing or unknown key, 403 for a missing permission or for a path no
+ * organization, role and permissions (at a sandbox endpoint, /endpoints/:
+ * the endpoint credential to its organization and permissions instead,
+ * never a key), and checks the permission of the route being called: 200
+ * with X-Sandpit-* identity headers, 401 for a missing or unknown key (or
+ * credential), 403 for a missing permission or for a path no
  * route has (X-Sandpit-Deny: 404 or 405 then), 503 when the store
  * cannot answer (nginx then denies). Answers are cached in the worker for
  * AUTH_CACHE_MS by the key's keyed hash, never by the key, so a burst costs
  * one Redis lookup per worker; nginx keeps 200s for 1 s more (see
- * sandpit.conf.tmpl), so a revoked key stops working within 3 s. Never logs
- * or echoes a key.
+ * sandpit.conf.tmpl), so a revoked key stops working within 3 s; endpoint
+ * credentials are never cached (they are charged to the sandbox's rate on
+ * each request). Never logs or echoes a key or a credential.
  */
 #include "handlers.h"
 
@@ -137,17 +140,170 @@ static int lookup(struct sandbox_ctx *sb, const char *hash, struct auth_entry *o
 	return 0;
 }
 
+/* The route decision of an authenticated request (a key's or an endpoint
+ * credential's perms), answered: 1 when allowed (nothing sent yet), 0 when
+ * a refusal was sent. who names the caller in a 403's message, none starts
+ * a 404's. */
+static int route_check(struct req *r, const char *uri, const char *perms, const char *who,
+		       const char *none)
+{
+	char hdr[512];
+	const struct route *rt;
+	size_t plen;
+
+	/* Every route is checked, templated or not, on the raw path nginx got
+	 * ($request_uri): a typed capture never holds an escape, a dot segment
+	 * or an empty one, so a raw path that matches is its own decoded form
+	 * and sandpitd routes it ($uri) to this same route. What matches no
+	 * route (or not with this method) is denied here: 403 to nginx, with
+	 * X-Sandpit-Deny naming the status the face's error page then
+	 * answers the caller with (404, 405). */
+	switch (route_authorize(handler_routes, req_param(r, "SANDPIT_AUTH_METHOD"), uri, perms,
+				&rt)) {
+	case ROUTE_DENY_UNKNOWN:
+		/* the path only, never a line break; nginx shows it only when it
+		 * is plain text ($sp_error_safe) */
+		plen = strcspn(uri, "?\r\n");
+		snprintf(hdr, sizeof(hdr), "X-Sandpit-Deny: 404\r\nX-Sandpit-Error: %s at %.*s\r\n",
+			 none, (int)(plen > 200 ? 200 : plen), uri);
+		answer(r, 403, hdr);
+		return 0;
+	case ROUTE_DENY_METHOD:
+		snprintf(hdr, sizeof(hdr),
+			 "X-Sandpit-Deny: 405\r\nX-Sandpit-Error: %s needs %s\r\n", rt->path,
+			 rt->method);
+		answer(r, 403, hdr);
+		return 0;
+	case ROUTE_DENY_PERM:
+		snprintf(hdr, sizeof(hdr), "X-Sandpit-Error: %s lacks the %s permission\r\n", who,
+			 rt->perm);
+		answer(r, 403, hdr);
+		return 0;
+	case ROUTE_ALLOW:
+		break;
+	}
+	return 1;
+}
+
+/* A request to a sandbox endpoint (/endpoints/<uid>/...): only an endpoint
+ * credential for that sandbox, on this origin, unexpired, counts; an API
+ * key is refused (the document: management credentials are not accepted
+ * there), so is one sandbox's credential at another's endpoint (401: it is
+ * no credential for this endpoint). A genuine one is charged to the
+ * sandbox's rate (the keys' rate and burst, in Redis: minting more
+ * credentials buys no more requests; over it 403 + X-Sandpit-Deny: 429),
+ * then the route is checked against the credential's permissions. No
+ * cache: nothing of a credential is kept, and each request is charged. */
+static void auth_endpoint(struct sandbox_ctx *sb, struct req *r, const char *uri)
+{
+	const char *id = uri + strlen(V1_EP_PREFIX), *a = req_param(r, "HTTP_AUTHORIZATION");
+	size_t idlen = strcspn(id, "/?"), len;
+	char sandbox[65], origin[V1_EP_ORIGIN_MAX], perms[128], bucket[96];
+	char hdr[PERMS_LIST_MAX + 256];
+	const char *tok;
+	struct v1_ep_claims c;
+	struct sp_err e;
+	int64_t retry_ms;
+	int rc, ok = idlen > 0 && idlen < sizeof(sandbox) && id[idlen] == '/';
+
+	for (size_t i = 0; ok && i < idlen; i++)
+		ok = (id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
+		     (id[i] >= '0' && id[i] <= '9') || id[i] == '_' || id[i] == '-';
+	if (!ok) {
+		answer(r, 403,
+		       "X-Sandpit-Deny: 404\r\nX-Sandpit-Error: No sandbox endpoint here\r\n");
+		return;
+	}
+	memcpy(sandbox, id, idlen);
+	sandbox[idlen] = '\0';
+	if (*req_param(r, "HTTP_X_API_KEY")) {
+		answer(r, 401,
+		       "X-Sandpit-Error: An API key is not accepted at a sandbox endpoint: send "
+		       "Authorization: Bearer with a credential from createEndpointCredential\r\n");
+		return;
+	}
+	if (strncasecmp(a, "Bearer ", 7) != 0) {
+		answer(r, 401,
+		       "X-Sandpit-Error: Missing endpoint credential: send Authorization: Bearer "
+		       "with a credential from createEndpointCredential\r\n");
+		return;
+	}
+	tok = a + 7;
+	while (*tok == ' ')
+		tok++;
+	len = strlen(tok);
+	while (len && tok[len - 1] == ' ')
+		len--;
+	if (v1_endpoint_origin(sb->cfg, r, origin, sizeof(origin)) < 0) {
+		answer(r, 401, "X-Sandpit-Error: Invalid endpoint credential\r\n");
+		return;
+	}
+	switch (v1_endpoint_token_check(sb->cfg->data_key, tok, len, origin, sandbox, now_ms(),
+					&c)) {
+	case V1_EP_OK:
+		break;
+	case V1_EP_OTHER_SANDBOX:
+		answer(r, 401,
+		       "X-Sandpit-Error: This endpoint credential is for another sandbox\r\n");
+		return;
+	case V1_EP_EXPIRED:
+		answer(r, 401, "X-Sandpit-Error: The endpoint credential has expired\r\n");
+		return;
+	default:
+		answer(r, 401,
+		       strncmp(tok, "sp_", 3) == 0
+			       ? "X-Sandpit-Error: An API key is not accepted at a sandbox endpoint: "
+				 "send a credential from createEndpointCredential\r\n"
+			       : "X-Sandpit-Error: Invalid endpoint credential\r\n");
+		return;
+	}
+	sp_err_clear(&e);
+	snprintf(bucket, sizeof(bucket), "endpoint/%s", sandbox);
+	rc = store_rate_take(sb->st, bucket, 1, sb->cfg->rate_per_min, sb->cfg->rate_burst,
+			     &retry_ms, &e);
+	if (rc < 0) {
+		answer(r, 503, "");
+		return;
+	}
+	if (rc == 0) {
+		answer(r, 403,
+		       "X-Sandpit-Deny: 429\r\nX-Sandpit-Error: Too many requests for this "
+		       "sandbox endpoint; retry after 1 s\r\n");
+		return;
+	}
+	v1_endpoint_perms_list(c.perms, perms, sizeof(perms));
+	if (!route_check(r, uri, perms, "This endpoint credential", "No endpoint operation"))
+		return;
+	snprintf(hdr, sizeof(hdr),
+		 "X-Sandpit-Org: %s\r\nX-Sandpit-Key-Id: endpoint\r\nX-Sandpit-Role: "
+		 "endpoint\r\nX-Sandpit-Perms: %s\r\n",
+		 c.org, perms);
+	answer(r, 200, hdr);
+}
+
 void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 {
-	char hash[65], hdr[PERMS_LIST_MAX + 512];
+	char hash[65], hdr[PERMS_LIST_MAX + 512], who[64];
 	const char *key, *uri = req_param(r, "SANDPIT_AUTH_URI");
-	const struct route *rt;
 	struct auth_entry id;
 	struct sp_err e;
-	size_t len, plen;
-	int n;
+	size_t len;
+	int ep, n;
 
 	sp_err_clear(&e);
+	/* the endpoint's location asks through /_auth_endpoint (which says
+	 * so); a raw path that only reaches the other location after nginx's
+	 * normalisation (dot segments, escapes), or the reverse, is no path
+	 * of either */
+	ep = strcmp(req_param(r, "SANDPIT_AUTH_ENDPOINT"), "1") == 0;
+	if (ep != (strncmp(uri, V1_EP_PREFIX, strlen(V1_EP_PREFIX)) == 0)) {
+		answer(r, 403, "X-Sandpit-Deny: 404\r\nX-Sandpit-Error: Not found\r\n");
+		return;
+	}
+	if (ep) {
+		auth_endpoint(sb, r, uri);
+		return;
+	}
 	key = api_key(r, &len);
 	if (len == 0) {
 		answer(r, 401,
@@ -166,39 +322,9 @@ void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 			answer(r, 503, "");
 		return;
 	}
-	/* Every route is checked, templated or not, on the raw path nginx got
-	 * ($request_uri): a typed capture never holds an escape, a dot segment
-	 * or an empty one, so a raw path that matches is its own decoded form
-	 * and sandpitd routes it ($uri) to this same route. What matches no
-	 * route (or not with this method) is denied here: 403 to nginx, with
-	 * X-Sandpit-Deny naming the status the face's error page then
-	 * answers the caller with (404, 405). */
-	switch (route_authorize(handler_routes, req_param(r, "SANDPIT_AUTH_METHOD"), uri, id.perms,
-				&rt)) {
-	case ROUTE_DENY_UNKNOWN:
-		/* the path only, never a line break; nginx shows it only when it
-		 * is plain text ($sp_error_safe) */
-		plen = strcspn(uri, "?\r\n");
-		snprintf(hdr, sizeof(hdr),
-			 "X-Sandpit-Deny: 404\r\nX-Sandpit-Error: No procedure at %.*s\r\n",
-			 (int)(plen > 200 ? 200 : plen), uri);
-		answer(r, 403, hdr);
+	snprintf(who, sizeof(who), "Your role (%s)", id.role);
+	if (!route_check(r, uri, id.perms, who, "No procedure"))
 		return;
-	case ROUTE_DENY_METHOD:
-		snprintf(hdr, sizeof(hdr),
-			 "X-Sandpit-Deny: 405\r\nX-Sandpit-Error: %s needs %s\r\n", rt->path,
-			 rt->method);
-		answer(r, 403, hdr);
-		return;
-	case ROUTE_DENY_PERM:
-		snprintf(hdr, sizeof(hdr),
-			 "X-Sandpit-Error: Your role (%s) lacks the %s permission\r\n", id.role,
-			 rt->perm);
-		answer(r, 403, hdr);
-		return;
-	case ROUTE_ALLOW:
-		break;
-	}
 	/* hdr holds every field at its cache size; a cut is an error all the same */
 	n = snprintf(hdr, sizeof(hdr),
 		     "X-Sandpit-Org: %s\r\nX-Sandpit-Key-Id: %s\r\nX-Sandpit-Role: %s\r\n"

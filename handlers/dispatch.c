@@ -12,6 +12,7 @@
 #include "../common/crypto.h"
 #include "../common/log.h"
 #include "../common/metrics.h"
+#include "../common/proc.h"
 #include "../common/util.h"
 #include "../store/store.h"
 
@@ -100,35 +101,56 @@ static int etag_ok(const char *v)
 
 /* How long a first request holds its Idempotency-Key before a retry may
  * run again (a worker that died mid-request leaves its entry pending), and
- * how long an answer is replayed (the document: at least 24 hours). */
+ * how long an answer is replayed (the document: at least 24 hours). An
+ * operation that makes a resource (RF_IDEMPOTENCY_RESOURCE) keeps its
+ * pending entry as long as an answer: a retry decides from the entry's
+ * owner and the resource whether the first request is gone, never from
+ * the entry expiring (which would make a second resource). */
 #define IDEM_LEASE_S 900
 #define IDEM_KEEP_S (25 * 3600)
 
 /* The replay ledger's state of the request in progress: its entry is
- * pending (active, under the key's hash), or the answer is a replay of the
- * first one (replay_status). One request at a time per worker process
- * (workers are single-threaded; MCP's tool calls run no behaviours);
+ * pending (active, under the key's hash, held by owner: this worker's
+ * process identity and a nonce), or the answer is a replay of the first
+ * one (replay_status). One request at a time per worker process (workers
+ * are single-threaded; MCP's tool calls run no behaviours);
  * handlers_serve resets it. */
 static struct {
 	int active;
 	char hash[65];
+	char owner[192];
 	int replay_status;
 } ledger;
+
+/* How long the first request of a resource-making operation holds its key
+ * for sure: a creation's time and two Docker calls' (the reaper's bound
+ * for a creation that may still write its record). Past it, a retry looks
+ * at the resource to tell (sandbox_create_resume). */
+static int64_t idem_hold_ms(const struct config *cfg)
+{
+	return (int64_t)(cfg->create_timeout_s + 2 * cfg->docker_timeout_s) * 1000;
+}
 
 /* The replay ledger's step before the handler: 0 to run it (the entry is
  * now pending: ledger.active), 1 when *out is the first answer's body
  * (ledger.replay_status its status), -1 for a 409 (another payload, or the
  * first request still running). The payload is the operation, the path
  * and the validated input, so the same key on another sandbox is another
- * payload. */
+ * payload. For an RF_IDEMPOTENCY_RESOURCE route, *rid and *resume say
+ * which resource id the handler makes and whether it takes over from a
+ * first request that is gone ("gone": its worker is; "late": its time
+ * passed; "" for a first request). */
 static int ledger_begin(struct handler_ctx *h, const struct route *rt, json_object *in,
-			const char *key, json_object **out, struct sp_err *e)
+			const char *key, json_object **out, char *rid, const char **resume,
+			struct sp_err *e)
 {
 	struct buf text, body;
-	char payload[65];
+	char payload[65], nonce[17];
 	size_t len = 0;
 	const char *js = json_object_to_json_string_length(in, JSON_C_TO_STRING_PLAIN, &len);
-	int status = 0, rc;
+	int status = 0, rc, makes = (rt->flags & RF_IDEMPOTENCY_RESOURCE) != 0;
+	struct store_idem_owner mine = { { 0 }, { 0 }, 0 }, seen;
+	char ident[PROC_IDENTITY_MAX];
 
 	crypto_key_hash(h->cfg->data_key, key, strlen(key), ledger.hash);
 	buf_init(&text, len + strlen(h->r->path) + 256);
@@ -139,28 +161,69 @@ static int ledger_begin(struct handler_ctx *h, const struct route *rt, json_obje
 	}
 	crypto_key_hash(h->cfg->data_key, text.data, text.len, payload);
 	buf_free(&text);
+	proc_identity(ident, sizeof(ident));
+	crypto_random_id(nonce, 16);
+	snprintf(mine.owner, sizeof(mine.owner), "%s:%s", ident, nonce);
+	str_copy(ledger.owner, sizeof(ledger.owner), mine.owner);
+	if (makes) {
+		crypto_random_id(mine.rid, SANDBOX_ID_LEN);
+		mine.until_ms = now_ms() + idem_hold_ms(h->cfg);
+	}
 	buf_init(&body, ROUTE_BODY_MAX);
-	rc = store_idem_begin(h->sb->st, h->r->org, rt->op_id, ledger.hash, payload, IDEM_LEASE_S,
-			      &status, &body, e);
+	rc = store_idem_begin(h->sb->st, h->r->org, rt->op_id, ledger.hash, payload,
+			      makes ? IDEM_KEEP_S : IDEM_LEASE_S, &mine, &seen, &status, &body, e);
 	switch (rc) {
 	case STORE_IDEM_NEW:
 		ledger.active = 1;
+		str_copy(rid, SANDBOX_ID_LEN + 1, mine.rid);
 		rc = 0;
 		break;
-	case STORE_IDEM_PENDING:
+	case STORE_IDEM_PENDING: {
+		int gone = makes && seen.rid[0] && proc_identity_gone(seen.owner),
+		    late = makes && seen.rid[0] && now_ms() > seen.until_ms;
+		/* the first request is under way, unless its worker is gone
+		 * or its time passed: then one retry takes the entry over */
+		if ((gone || late) &&
+		    (rc = store_idem_claim(h->sb->st, h->r->org, rt->op_id, ledger.hash, seen.owner,
+					   &mine, e)) <= 0) {
+			if (rc < 0)
+				break;
+			ledger.active = 1;
+			str_copy(rid, SANDBOX_ID_LEN + 1, seen.rid);
+			*resume = gone ? "gone" : "late";
+			break;
+		}
 		rc = sp_err_field(e, SP_PRECONDITION, "Idempotency-Key",
 				  "idempotency_in_progress: the first request with this "
 				  "Idempotency-Key is still running; retry later");
 		break;
+	}
 	case STORE_IDEM_MISMATCH:
 		rc = sp_err_field(e, SP_PRECONDITION, "Idempotency-Key",
 				  "The Idempotency-Key was already used with a different payload.");
 		break;
-	case STORE_IDEM_DONE:
+	case STORE_IDEM_DONE: {
+		/* the answer is kept sealed (a /v1 environment is in it) */
+		struct buf plain;
+		char ad[256];
+		snprintf(ad, sizeof(ad), "idem/%s/%s/%s", h->r->org, rt->op_id, ledger.hash);
+		buf_init(&plain, ROUTE_BODY_MAX);
 		ledger.replay_status = status;
-		*out = body.len ? json_tokener_parse(body.data) : NULL;
+		if (body.len && body.data[0] == '{') {
+			/* kept in clear by a sandpit before the answers were sealed */
+			if (buf_append(&plain, body.data, body.len) < 0)
+				plain.len = 0;
+		} else if (body.len &&
+			   crypto_open(h->cfg->data_key, ad, body.data, body.len, &plain) < 0) {
+			rc = sp_err_set(e, SP_INTERNAL, "The kept answer cannot be opened");
+			buf_free(&plain);
+			break;
+		}
+		*out = plain.len ? json_tokener_parse(plain.data) : NULL;
+		buf_wipe(&plain);
 		rc = 1;
 		break;
+	}
 	default:
 		rc = -1;
 	}
@@ -210,15 +273,23 @@ static int behaviours_before(struct handler_ctx *h, const struct route *rt, json
 		 * answers the first result, another one is a 409. The payload
 		 * is the input without the headers the behaviours deliver. */
 		json_object *bare = NULL;
+		char rid[SANDBOX_ID_LEN + 1] = "";
+		const char *resume = "";
 		int rc;
 		json_object_deep_copy(in, &bare, NULL);
 		if (bare)
 			json_object_object_del(bare, ROUTE_IN_IF_MATCH);
-		rc = bare ? ledger_begin(h, rt, bare, idem, out, e)
+		rc = bare ? ledger_begin(h, rt, bare, idem, out, rid, &resume, e)
 			  : sp_err_set(e, SP_INTERNAL, "out of memory");
 		json_object_put(bare);
 		if (rc != 0)
 			return rc;
+		if (rid[0])
+			json_object_object_add(in, ROUTE_IN_IDEM_RESOURCE,
+					       json_object_new_string(rid));
+		if (resume[0])
+			json_object_object_add(in, ROUTE_IN_IDEM_RESUME,
+					       json_object_new_string(resume));
 	}
 	if (idem)
 		json_object_object_add(in, ROUTE_IN_IDEMPOTENCY_KEY, json_object_new_string(idem));
@@ -292,26 +363,42 @@ static int behaviours_after(struct handler_ctx *h, const struct route *rt, json_
 }
 
 /* The ledger's step after the handler: the first answer is kept for its
- * replays; a failed first request leaves no entry (a retry runs again). */
-static void ledger_end(struct handler_ctx *h, const struct route *rt, int status, json_object *out)
+ * replays; a failed first request leaves no entry (a retry runs again),
+ * unless another request holds the entry by now, or the failure (why) is
+ * that the first request is still under way (a retry that took over too
+ * early: the entry stays pending). */
+static void ledger_end(struct handler_ctx *h, const struct route *rt, int status, json_object *out,
+		       const struct sp_err *why)
 {
 	struct sp_err e;
 	size_t len = 0;
 	const char *js = "";
+	struct buf sealed;
+	char ad[256];
 
 	if (!ledger.active)
 		return;
 	ledger.active = 0;
+	if (status == 0 && why && why->code == SP_PRECONDITION &&
+	    strcmp(why->field, "Idempotency-Key") == 0)
+		return;
 	if (status == 0) {
-		if (store_idem_abort(h->sb->st, h->r->org, rt->op_id, ledger.hash, &e) < 0)
+		if (store_idem_abort(h->sb->st, h->r->org, rt->op_id, ledger.hash, ledger.owner,
+				     &e) < 0)
 			log_warn("idempotency entry of %s left pending: %s", rt->op_id, e.msg);
 		return;
 	}
 	if (out && status != 204)
 		js = json_object_to_json_string_length(out, JSON_C_TO_STRING_PLAIN, &len);
-	if (store_idem_finish(h->sb->st, h->r->org, rt->op_id, ledger.hash, status, js, len,
-			      IDEM_KEEP_S, &e) < 0)
+	/* sealed to the entry (Redis never holds an answer in clear) */
+	snprintf(ad, sizeof(ad), "idem/%s/%s/%s", h->r->org, rt->op_id, ledger.hash);
+	buf_init(&sealed, 2 * len + 256);
+	if (len && crypto_seal(h->cfg->data_key, ad, js, len, &sealed) < 0)
+		log_warn("idempotency answer of %s not sealed", rt->op_id);
+	else if (store_idem_finish(h->sb->st, h->r->org, rt->op_id, ledger.hash, status,
+				   sealed.len ? sealed.data : "", sealed.len, IDEM_KEEP_S, &e) < 0)
 		log_warn("idempotency answer of %s not kept: %s", rt->op_id, e.msg);
+	buf_free(&sealed);
 }
 
 void handlers_serve(struct sandbox_ctx *sb, struct req *r)
@@ -358,7 +445,7 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 	if (r->status)
 		goto done;
 	status = behaviours_after(&h, rt, out);
-	ledger_end(&h, rt, status, out);
+	ledger_end(&h, rt, status, out, NULL);
 	face_send_result(r, face, status, r->headers[0] ? r->headers : NULL,
 			 status == 304 ? NULL : out);
 	goto done;
@@ -368,7 +455,7 @@ fail:
 	if (e.code == SP_OK)
 		sp_err_set(&e, SP_INTERNAL, "Internal error");
 	if (rt)
-		ledger_end(&h, rt, 0, NULL);
+		ledger_end(&h, rt, 0, NULL, &e);
 	face_send_error(r, face, &e, issues);
 done:
 	t0 = mono_us() - t0;

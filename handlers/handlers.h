@@ -87,6 +87,57 @@ int v1_sandboxes_delete(struct handler_ctx *h, json_object *in, json_object **ou
 int v1_sandboxes_renew(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_sandboxes_stop(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_sandboxes_start(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+/* A Duration (^-?\d+(\.\d{1,9})?s$) in ms, rounded up; -1 when it is not
+ * one, -2 when it is a negative one. */
+int64_t v1_duration_ms(const char *s);
+
+/* handlers/v1_endpoint.c: the sandbox endpoint (the document's data plane,
+ * served at <origin>/endpoints/<uid>) and its credentials. */
+#define V1_EP_PREFIX "/endpoints/"
+#define V1_EP_TTL_MIN_MS 1000
+#define V1_EP_TTL_MAX_MS 300000 /* the document's defaultTtl = maxTtl = 300s */
+#define V1_EP_TOKEN_MAX 512
+#define V1_EP_ORIGIN_MAX 300 /* public_url (at most 200) or scheme://Host (Host at most 255) */
+/* The endpoint permissions a credential can carry, as bits. */
+#define V1_EP_EXEC 1u
+#define V1_EP_FILES_READ 2u
+#define V1_EP_FILES_WRITE 4u
+/* What a credential says (its MAC covers these and the audience). */
+struct v1_ep_claims {
+	char org[65];
+	char sandbox[65];
+	unsigned perms; /* V1_EP_* */
+	int64_t exp_ms; /* ms since the epoch */
+};
+enum v1_ep_check {
+	V1_EP_OK,
+	V1_EP_INVALID,	     /* not a credential, or not one this server made for this origin */
+	V1_EP_OTHER_SANDBOX, /* a genuine credential for another sandbox's endpoint */
+	V1_EP_EXPIRED,
+};
+/* The origin the endpoints' URIs are built on, into out: public_url, else
+ * the request's own scheme and Host. -1 when neither gives one. */
+int v1_endpoint_origin(const struct config *cfg, struct req *r, char *out, size_t cap);
+/* A credential for c, bound to audience, into out (V1_EP_TOKEN_MAX). 0 or
+ * -1 (a claim too long). */
+int v1_endpoint_token_make(const unsigned char key[32], const struct v1_ep_claims *c,
+			   const char *audience, char *out, size_t cap);
+/* Checks token (len bytes) presented at the endpoint of sandbox on origin,
+ * at now_ms; fills *c from it when genuine. Constant time in the MAC. */
+enum v1_ep_check v1_endpoint_token_check(const unsigned char key[32], const char *token, size_t len,
+					 const char *origin, const char *sandbox, int64_t now,
+					 struct v1_ep_claims *c);
+/* The comma-separated permission names of bits into out. */
+void v1_endpoint_perms_list(unsigned bits, char *out, size_t cap);
+/* The endpoint operations the route table serves (op ids), NULL-terminated
+ * in caps (cap entries); how many. */
+size_t v1_endpoint_capabilities(const struct route *table, const char **caps, size_t cap);
+/* core.endpoint of sb on origin, or NULL while the table serves no endpoint
+ * operation (the document wants at least one capability). New object. */
+json_object *v1_endpoint_json(const struct route *table, const char *origin,
+			      const struct sandbox *sb);
+int v1_endpoint_credential_create(struct handler_ctx *h, json_object *in, json_object **out,
+				  struct sp_err *e);
 /* handlers/v1_openapi.c: GET /v1/openapi.json, the seed's operations that
  * the table routes. */
 int h_v1_openapi(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);

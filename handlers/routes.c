@@ -154,7 +154,9 @@ static const struct field_spec v1_create_fields[] = {
 	  .min = 1,
 	  .max = 48,
 	  .desc = "A generated label: the prefix and the time in base 36" },
-	{ .name = "environment", .type = FT_JSON, .desc = "Refused unless empty (not yet)" },
+	{ .name = "environment",
+	  .type = FT_JSON,
+	  .desc = "Variables for the container (the rules of an exec's env), shown back" },
 	{ .name = "resources",
 	  .type = FT_OBJECT,
 	  .sub = v1_resources_fields,
@@ -172,8 +174,10 @@ static const struct field_spec v1_create_fields[] = {
 	  .sub = v1_platform_fields,
 	  .desc = "Only this host's (linux/amd64 on x86_64)" },
 	{ .name = "startupExecution", .type = FT_JSON, .desc = "Refused (not yet)" },
-	{ .name = "labels", .type = FT_JSON, .desc = "Refused unless empty (not yet)" },
-	{ .name = "features", .type = FT_JSON, .desc = "Refused (not yet)" },
+	{ .name = "labels", .type = FT_JSON, .desc = "At most 64 string values, 4 KiB as JSON" },
+	{ .name = "features",
+	  .type = FT_JSON,
+	  .desc = "timeouts (timeout, onTimeout delete); the others refused" },
 	{ .name = "image",
 	  .type = FT_STRING,
 	  .min = 8,
@@ -247,6 +251,22 @@ static const struct field_spec v1_delete_fields[] = {
 	END,
 };
 
+static const struct field_spec v1_credential_fields[] = {
+	V1_SANDBOX_PATH,
+	{ .name = "permissions",
+	  .type = FT_JSON,
+	  .flags = FF_REQUIRED,
+	  .desc = "sandboxesExec, sandboxesFilesRead, sandboxesFilesWrite: 1 to 3, distinct, held",
+	  .source = FS_BODY },
+	{ .name = "ttl",
+	  .type = FT_STRING,
+	  .min = 2,
+	  .max = 32,
+	  .desc = "A Duration; default 300s, clamped to 1s..300s",
+	  .source = FS_BODY },
+	END,
+};
+
 /* GET /sandbox-exec reaching sandpitd: a plain HTTP request, not an upgrade. */
 static int h_stream_only(struct handler_ctx *h, json_object *in, json_object **out,
 			 struct sp_err *e)
@@ -302,7 +322,7 @@ const struct route handler_routes[] = {
 	  .op_id = "createSandbox",
 	  .summary = "Create a sandbox",
 	  .output = "Sandbox",
-	  .flags = RF_ETAG | RF_IDEMPOTENCY,
+	  .flags = RF_ETAG | RF_IDEMPOTENCY | RF_IDEMPOTENCY_RESOURCE,
 	  .status = 201 },
 	{ .method = "GET",
 	  .path = "/v1/sandboxes/{sandbox}",
@@ -364,6 +384,17 @@ const struct route handler_routes[] = {
 	  .summary = "Start a stopped sandbox: its container resumed",
 	  .output = "Sandbox",
 	  .flags = RF_ETAG | RF_IF_MATCH | RF_IDEMPOTENCY },
+	/* no Idempotency-Key, no If-Match: a credential never enters the
+	 * replay ledger (the document) */
+	{ .method = "POST",
+	  .path = "/v1/sandboxes/{sandbox}/endpoint-credentials",
+	  .fn = v1_endpoint_credential_create,
+	  .fields = v1_credential_fields,
+	  .perm = "sandboxesCredential",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "createEndpointCredential",
+	  .summary = "A short-lived credential for the sandbox's endpoint",
+	  .output = "EndpointCredential" },
 	/* Not procedures: no OpenAPI operation, no MCP tool. The API description
 	 * needs a valid key (nginx checks it) but no permission: it holds no
 	 * organization data. /mcp checks each tool's permission itself. */

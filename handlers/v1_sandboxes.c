@@ -84,6 +84,13 @@ static json_object *sandbox_body(const struct sandbox *sb)
 	json_object_object_add(res, "memoryMib", i64_json(sb->memory_mb));
 	json_object_object_add(core, "resources", res);
 	json_object_object_add(core, "ports", json_object_new_array());
+	if (sb->labels[0]) {
+		json_object *l = json_tokener_parse(sb->labels);
+		if (l && json_object_is_type(l, json_type_object))
+			json_object_object_add(core, "labels", l);
+		else
+			json_object_put(l);
+	}
 	json_object_object_add(core, "createdAt", time_json(sb->created_at));
 	if (sb->template_name[0]) {
 		char img[64];
@@ -176,6 +183,33 @@ json_object *v1_sandbox_json(const struct config *cfg, const struct sandbox *sb,
 	return o;
 }
 
+/* v1_sandbox_json with core.environment, the create's environment as
+ * given (the document: non-secret metadata; Redis holds it sealed). It is
+ * left out of the ETag: it never changes after the create. NULL with e
+ * set when the record's environment cannot be read. */
+static json_object *v1_render(struct handler_ctx *h, const struct sandbox *sb, struct sp_err *e)
+{
+	json_object *o = v1_sandbox_json(h->cfg, sb, NULL, 0), *core, *env;
+	struct buf plain;
+
+	if (!sb->has_environment)
+		return o;
+	buf_init(&plain, SB_ENV_TOTAL_MAX + 65536);
+	if (sandbox_environment(h->sb, sb, &plain, e) < 0) {
+		buf_wipe(&plain);
+		json_object_put(o);
+		return NULL;
+	}
+	env = plain.len ? json_tokener_parse(plain.data) : NULL;
+	buf_wipe(&plain);
+	if (env && json_object_is_type(env, json_type_object) &&
+	    json_object_object_get_ex(o, "core", &core))
+		json_object_object_add(core, "environment", env);
+	else
+		json_object_put(env);
+	return o;
+}
+
 /* 412 with the current ETag (the face's EtagMismatch detail). */
 static int etag_mismatch(struct sp_err *e, const char *current)
 {
@@ -191,8 +225,8 @@ int v1_sandboxes_get(struct handler_ctx *h, json_object *in, json_object **out, 
 
 	if (sandbox_get(h->sb, h->r->org, hin_str(in, "sandbox", NULL), &sb, e) < 0)
 		return -1;
-	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
-	return 0;
+	*out = v1_render(h, &sb, e);
+	return *out ? 0 : -1;
 }
 
 /* --- list ------------------------------------------------------------------ */
@@ -376,8 +410,13 @@ int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out,
 		if (!f.has_uid && strncmp(id, "sandboxes/", 10) == 0)
 			id += 10;
 		if (sandbox_get(h->sb, h->r->org, id, &sb, e) == 0) {
-			if (filter_match(&f, &sb))
-				json_object_array_add(arr, v1_sandbox_json(h->cfg, &sb, NULL, 0));
+			json_object *one = filter_match(&f, &sb) ? v1_render(h, &sb, e) : NULL;
+			if (one)
+				json_object_array_add(arr, one);
+			else if (e->code != SP_OK) {
+				json_object_put(arr);
+				return -1;
+			}
 		} else if (e->code != SP_NOT_FOUND && e->code != SP_BAD_REQUEST) {
 			json_object_put(arr);
 			return -1;
@@ -395,10 +434,18 @@ int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out,
 						    "pageToken: no longer valid");
 			return -1;
 		}
-		for (size_t i = 0; i < page.n; i++)
-			if (filter_match(&f, &page.items[i]))
-				json_object_array_add(
-					arr, v1_sandbox_json(h->cfg, &page.items[i], NULL, 0));
+		for (size_t i = 0; i < page.n; i++) {
+			json_object *one = filter_match(&f, &page.items[i])
+						   ? v1_render(h, &page.items[i], e)
+						   : NULL;
+			if (one) {
+				json_object_array_add(arr, one);
+			} else if (e->code != SP_OK) {
+				sandbox_page_free(&page);
+				json_object_put(arr);
+				return -1;
+			}
+		}
 		if (page.next_cursor[0])
 			token_make(h->cfg, h->r->org, filter, order, page.next_cursor, next,
 				   sizeof(next));
@@ -454,12 +501,6 @@ static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_
 		{ "networkPolicies", "inline network policies are not supported yet" },
 		{ "policyIds", "governance policies are not supported yet" },
 		{ "startupExecution", "startupExecution is not supported yet" },
-		{ "features",
-		  "features (managedVolumes, timeouts, storedSecrets) are not supported "
-		  "yet" },
-		{ "environment",
-		  "environment is not supported yet (the Dokploy face's envVars are)" },
-		{ "labels", "labels are not supported yet" },
 		{ NULL, NULL },
 	};
 	json_object *plat, *v;
@@ -502,6 +543,196 @@ static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_
 	return 0;
 }
 
+/* features: only timeouts (the sandbox's TTL: timeout becomes the core's
+ * inactivity timeout, at least 10 s and within the hard deadline;
+ * onTimeout delete, as sandpit does at expiry; no autoResume).
+ * managedVolumes and storedSecrets are a 501; unknown fields a 400. */
+static int features_parse(json_object *in, struct sandbox_create_req *rq, struct sp_err *e)
+{
+	json_object *f, *to = NULL, *v;
+
+	if (!json_object_object_get_ex(in, "features", &f) || !f)
+		return 0;
+	if (!json_object_is_type(f, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "features", "features: expected an object");
+	json_object_object_foreach(f, k, val)
+	{
+		if (strcmp(k, "timeouts") == 0) {
+			to = val;
+		} else if (strcmp(k, "managedVolumes") == 0 || strcmp(k, "storedSecrets") == 0) {
+			if (val)
+				return sp_err_field(e, SP_UNIMPLEMENTED, "features",
+						    "features: %s is not supported yet", k);
+		} else {
+			return sp_err_field(e, SP_BAD_REQUEST, "features",
+					    "features: unknown field '%.40s' (managedVolumes, "
+					    "timeouts, storedSecrets)",
+					    k);
+		}
+	}
+	if (!to)
+		return 0;
+	if (!json_object_is_type(to, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "features.timeouts",
+				    "features.timeouts: expected an object");
+	json_object_object_foreach(to, tk, tv)
+	{
+		(void)tv;
+		if (strcmp(tk, "timeout") != 0 && strcmp(tk, "onTimeout") != 0 &&
+		    strcmp(tk, "autoResume") != 0)
+			return sp_err_field(e, SP_BAD_REQUEST, "features.timeouts",
+					    "features.timeouts: unknown field '%.40s' (timeout, "
+					    "onTimeout, autoResume)",
+					    tk);
+	}
+	if (json_object_object_get_ex(to, "onTimeout", &v) && v) {
+		const char *a =
+			json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+		if (strcmp(a, "stop") == 0 || strcmp(a, "keep") == 0 || strcmp(a, "restart") == 0)
+			return sp_err_field(e, SP_UNIMPLEMENTED, "features.timeouts.onTimeout",
+					    "features.timeouts.onTimeout: only delete is supported "
+					    "(at expiry the container is ended)");
+		if (strcmp(a, "delete") != 0)
+			return sp_err_field(e, SP_BAD_REQUEST, "features.timeouts.onTimeout",
+					    "features.timeouts.onTimeout: expected delete, stop, "
+					    "keep or restart");
+	}
+	if (json_object_object_get_ex(to, "autoResume", &v) && v) {
+		if (!json_object_is_type(v, json_type_boolean))
+			return sp_err_field(e, SP_BAD_REQUEST, "features.timeouts.autoResume",
+					    "features.timeouts.autoResume: expected a boolean");
+		if (json_object_get_boolean(v))
+			return sp_err_field(e, SP_UNIMPLEMENTED, "features.timeouts.autoResume",
+					    "features.timeouts.autoResume: a deleted sandbox "
+					    "cannot resume");
+	}
+	if (json_object_object_get_ex(to, "timeout", &v) && v) {
+		int64_t ms = json_object_is_type(v, json_type_string)
+				     ? v1_duration_ms(json_object_get_string(v))
+				     : -1;
+		if (ms == -1)
+			return sp_err_field(e, SP_BAD_REQUEST, "features.timeouts.timeout",
+					    "features.timeouts.timeout: expected a Duration such "
+					    "as 300s");
+		if (ms == -2 || ms < SB_MIN_TIMEOUT_MS)
+			return sp_err_field(e, SP_OUT_OF_RANGE, "features.timeouts.timeout",
+					    "features.timeouts.timeout: at least %ds",
+					    SB_MIN_TIMEOUT_MS / 1000);
+		if (ms > SB_MAX_LIFETIME_MS)
+			return sp_err_field(e, SP_OUT_OF_RANGE, "features.timeouts.timeout",
+					    "features.timeouts.timeout: beyond the hard deadline "
+					    "(%ds after creation)",
+					    SB_MAX_LIFETIME_MS / 1000);
+		rq->timeout_ms = ms;
+	}
+	return 0;
+}
+
+/* environment: an object of strings, as the core's variables (their
+ * names, sizes and count are the core's exec rules, sandbox_env_check).
+ * *v is allocated (and points into in). */
+static int environment_list(json_object *in, struct sandbox_env_var **v, size_t *n,
+			    struct sp_err *e)
+{
+	json_object *env;
+	size_t i = 0;
+
+	*v = NULL;
+	*n = 0;
+	if (!json_object_object_get_ex(in, "environment", &env) || !env)
+		return 0;
+	if (!json_object_is_type(env, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "environment",
+				    "environment: expected an object of strings");
+	*v = calloc((size_t)json_object_object_length(env) + 1, sizeof(**v));
+	if (!*v)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	json_object_object_foreach(env, k, val)
+	{
+		if (!json_object_is_type(val, json_type_string))
+			return sp_err_field(e, SP_BAD_REQUEST, "environment",
+					    "environment.%.64s: expected a string", k);
+		(*v)[i].key = k;
+		(*v)[i].value = json_object_get_string(val);
+		(*v)[i].value_len = (size_t)json_object_get_string_len(val);
+		i++;
+	}
+	*n = i;
+	return 0;
+}
+
+/* labels: an object of at most SB_LABELS_COUNT_MAX string values; a key 1
+ * to 128 bytes without control characters, a value at most 1024 bytes
+ * without NUL, and all of it at most SB_LABELS_MAX bytes as JSON (its
+ * text into out, "" for none). */
+static int labels_text(json_object *in, char *out, size_t cap, struct sp_err *e)
+{
+	json_object *l;
+	const char *js;
+	size_t len = 0;
+
+	out[0] = '\0';
+	if (!json_object_object_get_ex(in, "labels", &l) || !l)
+		return 0;
+	if (!json_object_is_type(l, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "labels",
+				    "labels: expected an object of strings");
+	if (json_object_object_length(l) > SB_LABELS_COUNT_MAX)
+		return sp_err_field(e, SP_BAD_REQUEST, "labels", "labels: at most %d",
+				    SB_LABELS_COUNT_MAX);
+	if (json_object_object_length(l) == 0)
+		return 0;
+	json_object_object_foreach(l, k, val)
+	{
+		size_t kl = strlen(k);
+		int ok = kl >= 1 && kl <= 128;
+		for (size_t i = 0; ok && i < kl; i++)
+			ok = (unsigned char)k[i] >= 0x20 && k[i] != 0x7f;
+		if (!ok)
+			return sp_err_field(e, SP_BAD_REQUEST, "labels",
+					    "labels: a key is 1 to 128 bytes without control "
+					    "characters");
+		if (!json_object_is_type(val, json_type_string))
+			return sp_err_field(e, SP_BAD_REQUEST, "labels",
+					    "labels.%.64s: expected a string", k);
+		if (json_object_get_string_len(val) > 1024 ||
+		    memchr(json_object_get_string(val), '\0',
+			   (size_t)json_object_get_string_len(val)))
+			return sp_err_field(e, SP_BAD_REQUEST, "labels",
+					    "labels.%.64s: at most 1024 bytes, no NUL", k);
+	}
+	js = json_object_to_json_string_length(l, JSON_C_TO_STRING_PLAIN, &len);
+	if (len >= cap)
+		return sp_err_field(e, SP_BAD_REQUEST, "labels",
+				    "labels: at most %d bytes in all as JSON", SB_LABELS_MAX);
+	memcpy(out, js, len + 1);
+	return 0;
+}
+
+/* The core's create under the Idempotency-Key's resource id (the ledger
+ * chose it before any effect, RELIABILITY I2): a first request creates
+ * with it; a retry that took over from a first one whose worker is gone
+ * (or whose time passed) resumes it, and while that first one is still
+ * under way it is the ledger's 409 idempotency_in_progress. */
+static int v1_create_call(struct handler_ctx *h, json_object *in, struct sandbox_create_req *rq,
+			  struct sandbox *sb, struct sp_err *e)
+{
+	const char *resume = hin_str(in, ROUTE_IN_IDEM_RESUME, NULL);
+	int rc;
+
+	rq->id = hin_str(in, ROUTE_IN_IDEM_RESOURCE, NULL);
+	if (rq->id && resume)
+		rc = sandbox_create_resume(h->sb, h->r->org, rq, strcmp(resume, "gone") == 0, sb,
+					   e);
+	else
+		rc = sandbox_create(h->sb, h->r->org, rq, sb, e);
+	if (rc < 0 && rq->id && e->code == SP_CONFLICT)
+		return sp_err_field(e, SP_PRECONDITION, "Idempotency-Key",
+				    "idempotency_in_progress: the first request with this "
+				    "Idempotency-Key is still running; retry later");
+	return rc;
+}
+
 int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	struct sandbox_create_req rq = { 0 };
@@ -509,10 +740,12 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 	const char *img = hin_str(in, "image", NULL), *ref = hin_str(in, "imageRef", NULL),
 		   *dn = hin_str(in, "displayName", NULL),
 		   *prefix = hin_str(in, "displayNamePrefix", NULL);
-	char name[65];
+	char name[65], labels[SB_LABELS_MAX + 1];
 	json_object *res;
+	struct sandbox_env_var *vars = NULL;
+	int rc;
 
-	if (refuse_unsupported(h, in, e) < 0)
+	if (refuse_unsupported(h, in, e) < 0 || labels_text(in, labels, sizeof(labels), e) < 0)
 		return -1;
 	if (img && ref)
 		return sp_err_field(e, SP_BAD_REQUEST, "image",
@@ -560,10 +793,21 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 		rq.cpu = hin_dbl(res, "cpus", -1);
 		rq.memory_mb = hin_i64(res, "memoryMib", -1);
 	}
-	if (sandbox_create(h->sb, h->r->org, &rq, &sb, e) < 0)
+	if (features_parse(in, &rq, e) < 0)
 		return -1;
-	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
-	return 0;
+	if (labels[0])
+		rq.labels = labels;
+	if (environment_list(in, &vars, &rq.nenv, e) < 0) {
+		free(vars);
+		return -1;
+	}
+	rq.env = vars;
+	rc = v1_create_call(h, in, &rq, &sb, e);
+	free(vars);
+	if (rc < 0)
+		return -1;
+	*out = v1_render(h, &sb, e);
+	return *out ? 0 : -1;
 }
 
 /* --- update, delete -------------------------------------------------------- */
@@ -588,8 +832,8 @@ int v1_sandboxes_update(struct handler_ctx *h, json_object *in, json_object **ou
 		json_object_put(v1_sandbox_json(h->cfg, &sb, tag, sizeof(tag)));
 		return etag_mismatch(e, tag);
 	}
-	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
-	return 0;
+	*out = v1_render(h, &sb, e);
+	return *out ? 0 : -1;
 }
 
 /* Ends the container and the record: 204. An absent sandbox is a 204 too
@@ -661,8 +905,7 @@ int v1_sandboxes_start(struct handler_ctx *h, json_object *in, json_object **out
 
 /* --- renewSandboxTimeout ----------------------------------------------------- */
 
-/* A Duration (^-?\d+(\.\d{1,9})?s$) in ms, rounded up; -1 when it is not one. */
-static int64_t duration_ms(const char *s)
+int64_t v1_duration_ms(const char *s)
 {
 	int64_t whole = 0, frac_ms = 0;
 	int digits = 0, fd = 0, neg = 0;
@@ -704,7 +947,7 @@ static int64_t duration_ms(const char *s)
 int v1_sandboxes_renew(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	const char *id = hin_str(in, "sandbox", NULL), *t = hin_str(in, "timeout", NULL);
-	int64_t ms = duration_ms(t ? t : ""), now = now_ms();
+	int64_t ms = v1_duration_ms(t ? t : ""), now = now_ms();
 	struct sandbox sb;
 	char iso[40];
 
@@ -727,6 +970,6 @@ int v1_sandboxes_renew(struct handler_ctx *h, json_object *in, json_object **out
 	}
 	if (sandbox_set_timeout(h->sb, h->r->org, id, ms, &sb, e) < 0)
 		return -1;
-	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
-	return 0;
+	*out = v1_render(h, &sb, e);
+	return *out ? 0 : -1;
 }

@@ -9,7 +9,9 @@
  * lifetime (sandbox/sh/main.sh): nothing here has to run for a sandbox to
  * die on time. Never returns envVars; never puts a caller value into a
  * Docker URL unescaped (docker/ escapes) or into ExecCreate's User or
- * Privileged.
+ * Privileged. A caller-chosen id (an Idempotency-Key's, RELIABILITY I2)
+ * is never a warm container's, and a create that finds that id's disk or
+ * container name taken leaves them to the request that holds them.
  * May call: every file below it: state.c, list.c (catch up an org),
  * spec.c, image.c, owner.c, disk.c, prepare.c, servers.c, pool.c, ctx.c.
  */
@@ -24,6 +26,13 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+
+int sandbox_id_ok(const char *id)
+{
+	size_t n = id ? strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789") : 0;
+
+	return n == SANDBOX_ID_LEN && id[n] == '\0';
+}
 
 /* Names the request field behind Docker refusing a container (a limit the
  * host cannot give, such as more CPUs than it has). */
@@ -188,8 +197,25 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 	} else {
 		str_copy(sb->image, sizeof(sb->image), rq->image);
 	}
-	crypto_random_id(sb->id, SANDBOX_ID_LEN);
-	sandbox_pool_claim(ctx, rq, sb); /* a warm container brings its own id */
+	if (rq->nenv && sandbox_env_check(rq->env, rq->nenv, "environment", e) < 0)
+		return -1;
+	if (rq->labels && str_copy(sb->labels, sizeof(sb->labels), rq->labels) < 0)
+		return sp_err_field(e, SP_BAD_REQUEST, "labels", "labels: at most %d bytes as JSON",
+				    SB_LABELS_MAX);
+	if (rq->id) {
+		/* chosen by the caller before any effect (an Idempotency-Key's
+		 * ledger entry holds it): never a warm container, which brings
+		 * its own */
+		if (!sandbox_id_ok(rq->id))
+			return sp_err_set(e, SP_INTERNAL, "bad caller-chosen sandbox id");
+		str_copy(sb->id, sizeof(sb->id), rq->id);
+	} else if (rq->nenv) {
+		/* a warm container started before its environment was known */
+		crypto_random_id(sb->id, SANDBOX_ID_LEN);
+	} else {
+		crypto_random_id(sb->id, SANDBOX_ID_LEN);
+		sandbox_pool_claim(ctx, rq, sb); /* a warm container brings its own id */
+	}
 	str_copy(sb->org, sizeof(sb->org), org);
 	if (rq->name)
 		str_copy(sb->name, sizeof(sb->name), rq->name);
@@ -216,19 +242,50 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 	return 0;
 }
 
-/* The container's env into env (the template's, then envVars) and the
- * envVars sealed for the record into sealed. */
+/* The container's env into env (the template's, then envVars, then the
+ * environment), the envVars sealed for the record into sealed, and the
+ * environment (a JSON object's text) sealed into sealed_env. */
 static int create_env(struct sandbox_ctx *ctx, const struct sandbox_create_req *rq,
 		      const struct template_conf *t, const struct sandbox *sb, json_object *env,
-		      struct buf *sealed, struct sp_err *e)
+		      struct buf *sealed, struct buf *sealed_env, struct sp_err *e)
 {
+	json_object *o;
+	const char *js;
+	size_t len = 0;
+	char ad[SANDBOX_ID_LEN + 16];
+	int rc = 0;
+
 	sandbox_template_env(t, sb->workdir, env);
 	if (rq->env_vars && sandbox_env_lines(rq->env_vars, rq->env_vars_len, env, e) < 0)
 		return -1;
 	if (rq->env_vars && rq->env_vars_len &&
 	    crypto_seal(ctx->cfg->data_key, sb->id, rq->env_vars, rq->env_vars_len, sealed) < 0)
 		return sp_err_set(e, SP_INTERNAL, "Could not seal envVars");
-	return 0;
+	if (!rq->nenv)
+		return 0;
+	o = json_object_new_object();
+	for (size_t i = 0; i < rq->nenv && rc == 0; i++) {
+		struct buf kv;
+		buf_init(&kv, SB_ENV_VAR_MAX);
+		if (buf_printf(&kv, "%s=", rq->env[i].key) < 0 ||
+		    buf_append(&kv, rq->env[i].value, rq->env[i].value_len) < 0)
+			rc = sp_err_field(e, SP_BAD_REQUEST, "environment",
+					  "environment: too long");
+		else
+			json_object_array_add(env,
+					      json_object_new_string_len(kv.data, (int)kv.len));
+		buf_wipe(&kv);
+		json_object_object_add(
+			o, rq->env[i].key,
+			json_object_new_string_len(rq->env[i].value, (int)rq->env[i].value_len));
+	}
+	/* another associated text than envVars': neither opens as the other */
+	snprintf(ad, sizeof(ad), "%s/environment", sb->id);
+	js = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+	if (rc == 0 && crypto_seal(ctx->cfg->data_key, ad, js, len, sealed_env) < 0)
+		rc = sp_err_set(e, SP_INTERNAL, "Could not seal environment");
+	json_object_put(o);
+	return rc;
 }
 
 /* The sandbox admitted: its quota share reserved, its server chosen (its
@@ -237,9 +294,10 @@ static int create_env(struct sandbox_ctx *ctx, const struct sandbox_create_req *
  * released and there is no record. */
 static int create_admit(struct sandbox_ctx *ctx, const char *org,
 			const struct sandbox_create_req *rq, struct sandbox *sb,
-			const struct buf *sealed, struct sp_err *e)
+			const struct buf *sealed, const struct buf *sealed_env, struct sp_err *e)
 {
 	struct sp_err ignore;
+	const char *kv[] = { "environment", sealed_env->data };
 
 	if (sandbox_install_id(ctx, e) < 0 || reserve(ctx, sb, e) < 0)
 		return -1;
@@ -248,8 +306,12 @@ static int create_admit(struct sandbox_ctx *ctx, const char *org,
 	    sandbox_docker_ready(ctx, e) == 0 && sandbox_ensure_networks(ctx, e) == 0 &&
 	    sandbox_runtime_ok(ctx, sb, e) == 0 &&
 	    sandbox_disk_plan(ctx, sb, rq->disk_mb, e) == 0 &&
-	    sandbox_save(ctx, sb, sealed->len ? sealed->data : NULL, e) == 0)
+	    sandbox_save(ctx, sb, sealed->len ? sealed->data : NULL, e) == 0 &&
+	    (!sealed_env->len ||
+	     store_sandbox_update(ctx->st, org, sb->id, "", kv, 2, 0, e) == 0)) {
+		sb->has_environment = sealed_env->len > 0;
 		return 0;
+	}
 	store_release(ctx->st, sb->org, sb->id, &ignore);
 	store_server_release(ctx->st, sb->server_id, sb->id, &ignore);
 	return -1;
@@ -354,13 +416,14 @@ static int create_cold(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 	}
 	tm->image_us = lap(mark);
 	if (sandbox_disk_prepare(ctx, sb, e) < 0)
-		goto out;
+		goto taken;
 	tm->disk_us = mono_us() - *mark;
 	body = sandbox_container_spec(ctx, sb, env);
 	for (;;) {
 		int64_t made;
-		if (container_create(ctx, sb, body, &retried, e) < 0 ||
-		    container_check(ctx, rq, t, sb, img, e) < 0)
+		if (container_create(ctx, sb, body, &retried, e) < 0)
+			goto taken;
+		if (container_check(ctx, rq, t, sb, img, e) < 0)
 			goto out;
 		made = mono_us();
 		tm->create_us = made - *mark;
@@ -379,9 +442,19 @@ static int create_cold(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 		if (sandbox_ensure_networks(ctx, e) < 0)
 			goto out;
 	}
+taken:
+	/* a caller-chosen id whose disk or container name is in use: another
+	 * request creates this sandbox (a retry that took over from a first
+	 * it thought gone, or that first): everything is left to it */
+	if (rq->id && e->code == SP_CONFLICT) {
+		sp_err_set(e, SP_CONFLICT, "Sandbox %s is being created by another request",
+			   sb->id);
+		goto keep;
+	}
 out:
 	if (rc < 0)
 		create_failed(ctx, sb, e);
+keep:
 	json_object_put(img);
 	json_object_put(body);
 	return rc;
@@ -408,18 +481,19 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	const struct template_conf *t = NULL;
 	struct sandbox *sb = out;
 	json_object *env = NULL;
-	struct buf sealed;
+	struct buf sealed, sealed_env;
 	struct sandbox_timing tm = { 0 };
 	int64_t mark = mono_us();
 	int rc = -1;
 
 	buf_init(&sealed, 256 * 1024);
+	buf_init(&sealed_env, 2 * SB_ENV_TOTAL_MAX);
 	memset(sb, 0, sizeof(*sb));
 	if (create_fill(ctx, org, rq, sb, &t, e) < 0)
 		return -1;
 	env = json_object_new_array();
-	if (create_env(ctx, rq, t, sb, env, &sealed, e) < 0 ||
-	    create_admit(ctx, org, rq, sb, &sealed, e) < 0)
+	if (create_env(ctx, rq, t, sb, env, &sealed, &sealed_env, e) < 0 ||
+	    create_admit(ctx, org, rq, sb, &sealed, &sealed_env, e) < 0)
 		goto out;
 	tm.place_us = lap(&mark);
 	if (sb->pooled && create_warm(ctx, sb, e) == 0) {
@@ -439,6 +513,7 @@ out:
 	if (rc < 0)
 		sandbox_disk_abort(ctx, sb);
 	buf_wipe(&sealed);
+	buf_wipe(&sealed_env);
 	json_object_put(env);
 	return rc;
 }

@@ -379,7 +379,9 @@ int sandbox_disk_prepare(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_
 	snprintf(d->file, sizeof(d->file), "%s/%s.img", cfg->disk_dir, sb->id);
 	ffd = open(d->file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (ffd < 0) {
-		sp_err_set(e, SP_INTERNAL, "open %s: %s", d->file, strerror(errno));
+		/* EEXIST: another create of this id holds it (a caller-chosen id) */
+		sp_err_set(e, errno == EEXIST ? SP_CONFLICT : SP_INTERNAL, "open %s: %s", d->file,
+			   strerror(errno));
 		d->file[0] = '\0';
 		return -1;
 	}

@@ -293,13 +293,14 @@ static int cwd_refused(struct sandbox_ctx *ctx, struct sandbox *sb, const struct
 /* The caller's variables, checked: a name as a shell reads it, no NUL in a
  * value, each KEY=value within what the kernel passes to a program
  * (MAX_ARG_STRLEN), and all of them within SB_ENV_TOTAL_MAX. Texts as the
- * route table's for the same faults. */
-static int env_check(const struct sandbox_env_var *v, size_t n, struct sp_err *e)
+ * route table's for the same faults. Also a /v1 create's environment. */
+int sandbox_env_check(const struct sandbox_env_var *v, size_t n, const char *field,
+		      struct sp_err *e)
 {
 	size_t total = 0;
 
 	if (n > SB_ENV_MAX_VARS)
-		return sp_err_field(e, SP_BAD_REQUEST, "env", "env: at most %d variables",
+		return sp_err_field(e, SP_BAD_REQUEST, field, "%s: at most %d variables", field,
 				    SB_ENV_MAX_VARS);
 	for (size_t i = 0; i < n; i++) {
 		size_t klen = strlen(v[i].key), len = klen + 1 + v[i].value_len;
@@ -312,21 +313,23 @@ static int env_check(const struct sandbox_env_var *v, size_t n, struct sp_err *e
 			     (c >= '0' && c <= '9');
 		}
 		if (!ok)
-			return sp_err_field(e, SP_BAD_REQUEST, "env",
-					    "env: key '%.64s' must match ^[A-Za-z_][A-Za-z0-9_]*$",
-					    v[i].key);
+			return sp_err_field(e, SP_BAD_REQUEST, field,
+					    "%s: key '%.64s' must match ^[A-Za-z_][A-Za-z0-9_]*$",
+					    field, v[i].key);
 		if (memchr(v[i].value, '\0', v[i].value_len))
-			return sp_err_field(e, SP_BAD_REQUEST, "env",
-					    "env.%.64s: must not contain NUL bytes", v[i].key);
+			return sp_err_field(e, SP_BAD_REQUEST, field,
+					    "%s.%.64s: must not contain NUL bytes", field,
+					    v[i].key);
 		if (len > SB_ENV_VAR_MAX)
-			return sp_err_field(e, SP_BAD_REQUEST, "env",
-					    "env.%.64s: KEY=value must be at most %d bytes",
+			return sp_err_field(e, SP_BAD_REQUEST, field,
+					    "%s.%.64s: KEY=value must be at most %d bytes", field,
 					    v[i].key, SB_ENV_VAR_MAX);
 		total += len;
 	}
 	if (total > SB_ENV_TOTAL_MAX)
-		return sp_err_field(e, SP_BAD_REQUEST, "env",
-				    "env: at most %d bytes in all (KEY=value)", SB_ENV_TOTAL_MAX);
+		return sp_err_field(e, SP_BAD_REQUEST, field,
+				    "%s: at most %d bytes in all (KEY=value)", field,
+				    SB_ENV_TOTAL_MAX);
 	return 0;
 }
 
@@ -391,7 +394,7 @@ static json_object *exec_body(struct sandbox_ctx *ctx, const struct sandbox *sb,
 		buf_init(&kv, SB_ENV_VAR_MAX);
 		if (buf_printf(&kv, "%s=", v->key) < 0 ||
 		    buf_append(&kv, v->value, v->value_len) < 0) {
-			buf_wipe(&kv); /* env_check keeps this from happening */
+			buf_wipe(&kv); /* sandbox_env_check keeps this from happening */
 			sp_err_field(e, SP_BAD_REQUEST, "env", "env.%.64s: too long", v->key);
 			goto fail;
 		}
@@ -478,7 +481,7 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		return -1;
 	if (rq->cwd && under_proc(rq->cwd))
 		return sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: may not be under /proc");
-	if (env_check(rq->env, rq->nenv, e) < 0)
+	if (sandbox_env_check(rq->env, rq->nenv, "env", e) < 0)
 		return -1;
 	crypto_random_id(marker, MARKER_LEN);
 	snprintf(mvar, sizeof(mvar), MARKER_VAR "=%s", marker);

@@ -4,6 +4,7 @@
  * a lower line below (its opening comment names which), none calls one on
  * its own line or above, so there is no circle:
  *
+ *   resume.c                          (calls create.c's entry point)
  *   create.c  files.c  reaper.c       the entry points of sandbox.h
  *   exec.c  kill.c  pool.c  pause.c
  *   image.c  expiry.c  list.c
@@ -21,7 +22,7 @@
 #include "../store/store.h"
 #include "sandbox.h"
 
-#define SB_RECORD_FIELDS 28
+#define SB_RECORD_FIELDS 29
 /* The home and default workdir of a template sandbox. */
 #define TEMPLATE_HOME "/home/user"
 /* A status catch-up or a template-info inspect is optional: a server

@@ -105,8 +105,7 @@ int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
 	json_object *body = NULL, *cmd;
-	char eid[65], dl[32], left[32], exp[32], tsec[32], keeper[48];
-	int64_t now = now_ms(), rest = sb->deadline_at - now;
+	char eid[65], dl[32], dlms[8], exp[32], tsec[32], keeper[48];
 	int rc = -1;
 
 	/* the request's limits; the pool made its containers with the defaults */
@@ -124,9 +123,10 @@ int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 		/* the defaults: the container computes them itself on a signal */
 		return docker_container_kill(ctx->dk, sb->container_id, "USR1", e);
 	}
-	snprintf(dl, sizeof(dl), "%lld", (long long)((sb->deadline_at + 999) / 1000));
-	snprintf(left, sizeof(left), "%lld.%03lld", (long long)(rest > 0 ? rest / 1000 : 0),
-		 (long long)(rest > 0 ? rest % 1000 : 0));
+	/* the record's deadline itself: the container counts what is left
+	 * when it wakes, so the arming's own time is not added to it */
+	snprintf(dl, sizeof(dl), "%lld", (long long)(sb->deadline_at / 1000));
+	snprintf(dlms, sizeof(dlms), "%03lld", (long long)(sb->deadline_at % 1000));
 	snprintf(exp, sizeof(exp), "%lld", (long long)((sb->expires_at + 999) / 1000));
 	snprintf(tsec, sizeof(tsec), "%lld", (long long)((sb->timeout_ms + 999) / 1000));
 	sandbox_keeper_user(ctx->cfg, keeper, sizeof(keeper));
@@ -137,7 +137,7 @@ int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 	json_object_array_add(cmd, json_object_new_string(sh_arm));
 	json_object_array_add(cmd, json_object_new_string("sandpit-arm"));
 	json_object_array_add(cmd, json_object_new_string(dl));
-	json_object_array_add(cmd, json_object_new_string(left));
+	json_object_array_add(cmd, json_object_new_string(dlms));
 	json_object_array_add(cmd, json_object_new_string(exp));
 	json_object_array_add(cmd, json_object_new_string(tsec));
 	json_object_object_add(body, "Cmd", cmd);

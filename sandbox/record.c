@@ -81,6 +81,8 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
 	sb->container_expires_at = rec_i64(r, "containerExpiresAt");
 	sb->creating_until = rec_i64(r, "creatingUntil");
 	rec_str(r, "errorMessage", sb->error_message, sizeof(sb->error_message));
+	rec_str(r, "labels", sb->labels, sizeof(sb->labels));
+	sb->has_environment = store_rec_get(r, "environment") != NULL;
 	return 0;
 }
 
@@ -119,6 +121,7 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 	NUM("containerExpiresAt", "%lld", (long long)sb->container_expires_at);
 	NUM("creatingUntil", "%lld", (long long)sb->creating_until);
 	KV("errorMessage", sb->error_message);
+	KV("labels", sb->labels);
 #undef KV
 #undef NUM
 	return n;

@@ -75,6 +75,11 @@ struct sandbox_disk {
 	unsigned uid, gid, mode; /* what its root folder was made for */
 };
 
+/* A sandbox's labels (/v1): at most SB_LABELS_COUNT_MAX, their JSON text
+ * at most SB_LABELS_MAX bytes. */
+#define SB_LABELS_COUNT_MAX 64
+#define SB_LABELS_MAX 4096
+
 struct sandbox {
 	char id[SANDBOX_ID_LEN + 1];
 	char name[65];
@@ -101,6 +106,8 @@ struct sandbox {
 	int64_t container_expires_at; /* the expiry last written into the container (ms) */
 	int64_t creating_until;	      /* creating: reads error after this (ms); 0 = by createdAt */
 	char error_message[512];
+	char labels[SB_LABELS_MAX + 1]; /* the caller's labels: a JSON object's text, "" = none */
+	int has_environment;		/* the record holds a sealed environment (/v1) */
 };
 
 /* Where a create spent its time, in microseconds (for Server-Timing). */
@@ -117,7 +124,15 @@ struct sandbox_timing {
 
 /* A create request as validated at the edge; strings NULL when not given,
  * numbers < 0 when not given. */
+struct sandbox_env_var;
 struct sandbox_create_req {
+	const char *id;	    /* caller-chosen (sandbox_id_ok), made cold; NULL: a random one */
+	const char *labels; /* a JSON object's text (the face checks it), at most SB_LABELS_MAX */
+	/* environment (/v1): nenv variables for the container, under the
+	 * rules of an exec's env (sandbox_env_check); kept sealed in the
+	 * record and shown back (sandbox_environment); made cold */
+	const struct sandbox_env_var *env;
+	size_t nenv;
 	const char *template_name;
 	const char *image;
 	const char *name;
@@ -156,6 +171,26 @@ void sandbox_ctx_cleanup(struct sandbox_ctx *ctx);
 
 int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbox_create_req *rq,
 		   struct sandbox *out, struct sp_err *e);
+/* The environment a create was given (rq->env), as a JSON object's text
+ * appended to out (nothing when it had none). The record holds it sealed;
+ * it is opened for the caller here. */
+struct buf;
+int sandbox_environment(struct sandbox_ctx *ctx, const struct sandbox *sb, struct buf *out,
+			struct sp_err *e);
+/* 1 when id has the form of a sandbox id (SANDBOX_ID_LEN of [a-z0-9]). */
+int sandbox_id_ok(const char *id);
+/* A create whose first attempt with the same caller-chosen id (rq->id) may
+ * have died midway (sandbox/resume.c, RELIABILITY I2): the sandbox that
+ * attempt finished is answered, a container it started with its record
+ * still "creating" is adopted, and otherwise whatever it left is ended and
+ * the sandbox created again under the same id, so there is never more
+ * than one container for it. owner_gone: the first attempt's process is
+ * known to be gone; else the first counts as gone only once its record's
+ * creation time has passed (or it left none). 409 SP_CONFLICT while the
+ * first attempt is still under way. */
+int sandbox_create_resume(struct sandbox_ctx *ctx, const char *org,
+			  const struct sandbox_create_req *rq, int owner_gone, struct sandbox *out,
+			  struct sp_err *e);
 /* Reads a record and brings its status up to date (past expiresAt or
  * deadlineAt, container gone, creation stuck). */
 int sandbox_get(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
@@ -258,6 +293,10 @@ struct sandbox_env_var {
 #define SB_ENV_MAX_VARS 256
 #define SB_ENV_VAR_MAX 131071
 #define SB_ENV_TOTAL_MAX 1048576
+/* Checks variables against those rules; field names the request field
+ * in a 400 ("env" for an exec, "environment" for a /v1 create). */
+int sandbox_env_check(const struct sandbox_env_var *v, size_t n, const char *field,
+		      struct sp_err *e);
 #define SB_EXEC_OUTPUT_MAX (1024 * 1024)
 
 struct sandbox_exec_req {

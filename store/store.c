@@ -1533,29 +1533,43 @@ static void key_idem(const struct store *st, const char *org, const char *op, co
 	snprintf(out, cap, "%s:{%s}:idem:%s:%s", st->prefix, org, op, khash);
 }
 
-/* KEYS[1] the entry; ARGV payload hash, lease seconds. A new entry is
- * "pending" for the lease; the same payload again reads the entry. */
+/* KEYS[1] the entry; ARGV payload hash, lease seconds, and the new
+ * entry's resource id, owner and until (ms). A new entry is "pending" for
+ * the lease; the same payload again reads the entry (a pending one with
+ * its resource id, owner and until). */
 static const char lua_idem_begin[] =
 	"local k = KEYS[1] "
 	"if redis.call('EXISTS', k) == 0 then "
-	"redis.call('HSET', k, 'state', 'pending', 'payload', ARGV[1]) "
+	"redis.call('HSET', k, 'state', 'pending', 'payload', ARGV[1], 'rid', ARGV[3], "
+	"'owner', ARGV[4], 'until', ARGV[5]) "
 	"redis.call('EXPIRE', k, ARGV[2]) return {'new'} end "
 	"if redis.call('HGET', k, 'payload') ~= ARGV[1] then return {'mismatch'} end "
-	"if redis.call('HGET', k, 'state') ~= 'done' then return {'pending'} end "
+	"if redis.call('HGET', k, 'state') ~= 'done' then "
+	"return {'pending', redis.call('HGET', k, 'rid') or '', "
+	"redis.call('HGET', k, 'owner') or '', redis.call('HGET', k, 'until') or '0'} end "
 	"return {'done', redis.call('HGET', k, 'status'), redis.call('HGET', k, 'body')}";
 
-int store_idem_begin(struct store *st, const char *org, const char *op, const char *khash,
-		     const char *payload, int64_t lease_s, int *status, struct buf *body,
-		     struct sp_err *e)
+/* A reply element's string into out; "" when it is not a string. */
+static void reply_str(const redisReply *r, char *out, size_t cap)
 {
-	char k[512], lease[32];
-	const char *argv[] = { "EVAL", lua_idem_begin, "1", k, payload, lease };
+	str_copy(out, cap, r->type == REDIS_REPLY_STRING ? r->str : "");
+}
+
+int store_idem_begin(struct store *st, const char *org, const char *op, const char *khash,
+		     const char *payload, int64_t lease_s, const struct store_idem_owner *mine,
+		     struct store_idem_owner *seen, int *status, struct buf *body, struct sp_err *e)
+{
+	char k[512], lease[32], until[32];
+	const char *argv[] = { "EVAL", lua_idem_begin, "1",	    k,	  payload,
+			       lease,  mine->rid,      mine->owner, until };
 	redisReply *r;
 	int rc = -1;
 
 	key_idem(st, org, op, khash, k, sizeof(k));
 	snprintf(lease, sizeof(lease), "%lld", (long long)lease_s);
-	r = store_cmd(st, 6, argv, NULL, e); /* not sent twice: a second "new" is "pending" */
+	snprintf(until, sizeof(until), "%lld", (long long)mine->until_ms);
+	memset(seen, 0, sizeof(*seen));
+	r = store_cmd(st, 9, argv, NULL, e); /* not sent twice: a second "new" is "pending" */
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
@@ -1565,11 +1579,20 @@ int store_idem_begin(struct store *st, const char *org, const char *op, const ch
 			rc = STORE_IDEM_NEW;
 		else if (strcmp(s, "mismatch") == 0)
 			rc = STORE_IDEM_MISMATCH;
-		else if (strcmp(s, "pending") == 0)
+		else if (strcmp(s, "pending") == 0) {
+			char u[32];
+			long long n = 0;
 			rc = STORE_IDEM_PENDING;
-		else if (strcmp(s, "done") == 0 && r->elements == 3 &&
-			 r->element[1]->type == REDIS_REPLY_STRING &&
-			 r->element[2]->type == REDIS_REPLY_STRING) {
+			if (r->elements == 4) {
+				reply_str(r->element[1], seen->rid, sizeof(seen->rid));
+				reply_str(r->element[2], seen->owner, sizeof(seen->owner));
+				reply_str(r->element[3], u, sizeof(u));
+				if (parse_ll(u, 0, 1LL << 62, &n) == 0)
+					seen->until_ms = n;
+			}
+		} else if (strcmp(s, "done") == 0 && r->elements == 3 &&
+			   r->element[1]->type == REDIS_REPLY_STRING &&
+			   r->element[2]->type == REDIS_REPLY_STRING) {
 			long long n;
 			if (parse_ll(r->element[1]->str, 100, 599, &n) == 0 &&
 			    buf_append(body, r->element[2]->str, r->element[2]->len) == 0) {
@@ -1581,6 +1604,34 @@ int store_idem_begin(struct store *st, const char *org, const char *op, const ch
 	freeReplyObject(r);
 	if (rc < 0)
 		return sp_err_set(e, SP_INTERNAL, "bad idempotency entry");
+	return rc;
+}
+
+int store_idem_claim(struct store *st, const char *org, const char *op, const char *khash,
+		     const char *seen_owner, const struct store_idem_owner *mine, struct sp_err *e)
+{
+	char k[512], until[32];
+	const char *argv[] = { "EVAL",
+			       "if redis.call('HGET', KEYS[1], 'state') ~= 'pending' or "
+			       "(redis.call('HGET', KEYS[1], 'owner') or '') ~= ARGV[1] then "
+			       "return 0 end "
+			       "redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'until', ARGV[3]) "
+			       "return 1",
+			       "1",
+			       k,
+			       seen_owner,
+			       mine->owner,
+			       until };
+	redisReply *r;
+	int rc;
+
+	key_idem(st, org, op, khash, k, sizeof(k));
+	snprintf(until, sizeof(until), "%lld", (long long)mine->until_ms);
+	r = store_cmd(st, 7, argv, NULL, e);
+	if (!r)
+		return -1;
+	rc = r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? 0 : 1;
+	freeReplyObject(r);
 	return rc;
 }
 
@@ -1614,17 +1665,18 @@ int store_idem_finish(struct store *st, const char *org, const char *op, const c
 }
 
 int store_idem_abort(struct store *st, const char *org, const char *op, const char *khash,
-		     struct sp_err *e)
+		     const char *owner, struct sp_err *e)
 {
 	char k[512];
 	const char *argv[] = { "EVAL",
-			       "if redis.call('HGET', KEYS[1], 'state') == 'pending' then "
+			       "if redis.call('HGET', KEYS[1], 'state') == 'pending' and "
+			       "(redis.call('HGET', KEYS[1], 'owner') or '') == ARGV[1] then "
 			       "redis.call('DEL', KEYS[1]) end return 1",
-			       "1", k };
+			       "1", k, owner };
 	redisReply *r;
 
 	key_idem(st, org, op, khash, k, sizeof(k));
-	r = store_cmd(st, 4, argv, NULL, e);
+	r = store_cmd(st, 5, argv, NULL, e);
 	if (!r)
 		return -1;
 	freeReplyObject(r);

@@ -201,22 +201,37 @@ int store_pool_size(struct store *st, const char *pool, int64_t min_expiry_ms, s
 /* How many containers were ever claimed from the pool. */
 long long store_pool_claims(struct store *st, const char *pool, struct sp_err *e);
 
-/* The Idempotency-Key replay ledger (/v1, RELIABILITY I1): one entry per
- * (org, operation, keyed hash of the key), holding the payload's hash and,
- * once the first request finished, its status and answer body. begin: a
- * new entry is made "pending" for lease_s (STORE_IDEM_NEW); the same
- * payload again answers STORE_IDEM_PENDING while the first runs and
+/* The Idempotency-Key replay ledger (/v1, RELIABILITY I1, I2): one entry
+ * per (org, operation, keyed hash of the key), holding the payload's hash,
+ * while pending the resource id the first request chose before any effect
+ * (rid, "" when the operation makes none), its owner (the worker's
+ * process identity and a nonce, common/proc.h) and until when it holds
+ * the key for sure, and once the first request finished its status and
+ * answer body. begin: a new entry is made "pending" from *mine for lease_s
+ * (STORE_IDEM_NEW); the same payload again answers STORE_IDEM_PENDING
+ * (*seen: the entry's rid, owner, until) while the first runs and
  * STORE_IDEM_DONE with *status and body (appended) after; another payload
- * STORE_IDEM_MISMATCH. finish: stores the answer, kept ttl_s. abort: drops
- * a pending entry (the first request failed: a retry runs again). */
+ * STORE_IDEM_MISMATCH. claim: a retry takes a pending entry over from the
+ * owner it saw (0; 1 when the entry changed meanwhile: another took it,
+ * or it finished). finish: stores the answer, kept ttl_s. abort: drops a
+ * pending entry that owner still holds (the request failed: a retry runs
+ * again). */
 enum { STORE_IDEM_NEW, STORE_IDEM_PENDING, STORE_IDEM_DONE, STORE_IDEM_MISMATCH };
+struct store_idem_owner {
+	char rid[65];
+	char owner[192];
+	int64_t until_ms;
+};
 struct buf;
 int store_idem_begin(struct store *st, const char *org, const char *op, const char *khash,
-		     const char *payload, int64_t lease_s, int *status, struct buf *body,
+		     const char *payload, int64_t lease_s, const struct store_idem_owner *mine,
+		     struct store_idem_owner *seen, int *status, struct buf *body,
 		     struct sp_err *e);
+int store_idem_claim(struct store *st, const char *org, const char *op, const char *khash,
+		     const char *seen_owner, const struct store_idem_owner *mine, struct sp_err *e);
 int store_idem_finish(struct store *st, const char *org, const char *op, const char *khash,
 		      int status, const char *body, size_t len, int64_t ttl_s, struct sp_err *e);
 int store_idem_abort(struct store *st, const char *org, const char *op, const char *khash,
-		     struct sp_err *e);
+		     const char *owner, struct sp_err *e);
 
 #endif

@@ -1,7 +1,8 @@
 # Arms a warm container (pool.c), run detached as the keeper: writes the
 # deadline, the first expiry and the timeout, then wakes the main process
 # (pool.sh) with USR2, waiting up to 2 s for it to be ready. $1 deadline
-# (epoch s), $2 seconds left, $3 expiry (epoch s), $4 timeout (s).
+# (epoch s), $2 its milliseconds (3 digits), $3 expiry (epoch s), $4
+# timeout (s).
 printf '%s %s %s %s\n' "$1" "$2" "$3" "$4" >/.sandpit/activate &&
 printf '%s\n' "$4" >/.sandpit/timeout &&
 printf '%s\n' "$3" >/.sandpit/expires &&

@@ -14,17 +14,4 @@ d=$1 m=$2 e=$3 t=$4 k=$5
 printf '%s\n' "$t" >/.sandpit/timeout
 printf '%s\n' "$e" >/.sandpit/expires
 . ./watcher.sh
-# The time left in ms, counted when the container starts: f is the current
-# second's milliseconds where date knows %N (GNU); where it does not
-# (busybox) the second may be about to end, so f = 1000: ending up to 1 s
-# early, never late; 250 ms (DEADLINE_LEAD_MS) earlier still, for the start
-# of sleep and the runtime's teardown (under gVisor about 100-200 ms), so
-# that Docker sees the container end by deadlineAt.
-n=$("$D" +%s.%N)
-case $n in
-*[!0-9.]*|*.) f=1000;;
-*) f=${n#*.}; f=$((1${f%??????} - 1000));;
-esac
-l=$(( (d - ${n%%.*}) * 1000 + 1$m - 1000 - f - 250 ))
-[ "$l" -gt 0 ] || exit 0
-exec "$S" "$((l / 1000)).$(printf %03d $((l % 1000)))"
+. ./sleepto.sh

@@ -228,9 +228,24 @@ test('createSandbox refuses what it cannot honour, before any effect', async () 
     [{ pullPolicy: 'always' }, 501, 'unimplemented', 'pullPolicy'],
     [{ policyIds: ['p1'] }, 501, 'unimplemented', 'policyIds'],
     [{ networkPolicies: [{ mode: 'denyAll' }] }, 501, 'unimplemented', 'networkPolicies'],
-    [{ features: { timeouts: { timeout: '60s' } } }, 501, 'unimplemented', 'features'],
-    [{ environment: { A: 'b' } }, 501, 'unimplemented', 'environment'],
-    [{ labels: { a: 'b' } }, 501, 'unimplemented', 'labels'],
+    [{ features: { managedVolumes: { volumes: [] } } }, 501, 'unimplemented', 'features'],
+    [{ features: { storedSecrets: {} } }, 501, 'unimplemented', 'features'],
+    [{ features: { bogus: 1 } }, 400, 'invalidArgument', 'features'],
+    [{ features: { timeouts: { timeout: '60s', onTimeout: 'stop' } } }, 501, 'unimplemented', 'features.timeouts.onTimeout'],
+    [{ features: { timeouts: { autoResume: true } } }, 501, 'unimplemented', 'features.timeouts.autoResume'],
+    [{ features: { timeouts: { onTimeout: 'unspecified' } } }, 400, 'invalidArgument', 'features.timeouts.onTimeout'],
+    [{ features: { timeouts: { timeout: '60' } } }, 400, 'invalidArgument', 'features.timeouts.timeout'],
+    [{ features: { timeouts: { timeout: '5s' } } }, 400, 'outOfRange', 'features.timeouts.timeout'],
+    [{ features: { timeouts: { timeout: '86401s' } } }, 400, 'outOfRange', 'features.timeouts.timeout'],
+    [{ features: { timeouts: { ttl: '60s' } } }, 400, 'invalidArgument', 'features.timeouts'],
+    [{ environment: { '1A': 'b' } }, 400, 'invalidArgument', 'environment'],
+    [{ environment: { A: 1 } }, 400, 'invalidArgument', 'environment'],
+    [{ environment: { A: 'x'.repeat(131071) } }, 400, 'invalidArgument', 'environment'],
+    [{ environment: 'A=b' }, 400, 'invalidArgument', 'environment'],
+    [{ labels: { a: 1 } }, 400, 'invalidArgument', 'labels'],
+    [{ labels: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v'])) }, 400, 'invalidArgument', 'labels'],
+    [{ labels: { a: 'x'.repeat(1025) } }, 400, 'invalidArgument', 'labels'],
+    [{ labels: { '': 'v' } }, 400, 'invalidArgument', 'labels'],
     [{ startupExecution: { rawImage: {} } }, 501, 'unimplemented', 'startupExecution'],
     [{ platform: { os: 'windows', architecture: 'arm' } }, 501, 'unimplemented', 'platform'],
     [{ platform: { os: 'linux' } }, 400, 'invalidArgument', 'platform'],
@@ -250,6 +265,44 @@ test('createSandbox refuses what it cannot honour, before any effect', async () 
     else if (field) assert.match(r.json.message, new RegExp(`^${field}: `));
   }
   assert.equal((await s.api('GET', '/api/sandbox.list')).json.length, before);
+});
+
+test('createSandbox environment and labels: the container gets the variables (on both faces), both are shown back; Redis never holds a value in clear', async () => {
+  const canary = `canary-${Math.random().toString(36).slice(2)}`;
+  const environment = { GREETING: 'hello there', CANARY: canary, MULTI: 'a\nb "q" $x' };
+  const labels = { team: 'infra', 'app.kubernetes.io/name': 'x y', empty: '' };
+  const key = `env-${Date.now()}`;
+  const c = await v1('POST', SBX, {}, { body: { image: 'images/alpine', environment, labels }, headers: { 'idempotency-key': key } });
+  assert.equal(c.status, 201, c.text);
+  made.push(c.json.uid);
+  assert.deepEqual(c.json.core.environment, environment);
+  assert.deepEqual(c.json.core.labels, labels);
+  const g = await v1('GET', ONE, { sandbox: c.json.uid });
+  assert.deepEqual(g.json.core.environment, environment);
+  assert.deepEqual(g.json.core.labels, labels);
+  assert.equal(g.json.core.etag, c.json.core.etag);
+  const l = await v1('GET', SBX, {}, { query: { filter: `uid=${c.json.uid}` } });
+  assert.deepEqual(l.json.sandboxes[0].core.labels, labels);
+  assert.deepEqual(l.json.sandboxes[0].core.environment, environment);
+  // the replay of the key is the first answer, environment included
+  const again = await v1('POST', SBX, {}, { body: { image: 'images/alpine', environment, labels }, headers: { 'idempotency-key': key } });
+  assert.deepEqual(again.json, c.json);
+  // the Dokploy face's exec sees the variables, exactly
+  const x = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.uid, cmd: 'printf "%s|%s|%s" "$GREETING" "$CANARY" "$MULTI"' } });
+  assert.equal(x.status, 200, x.text);
+  assert.equal(x.json.stdout, `hello there|${canary}|a\nb "q" $x`);
+  // H7: nothing in Redis holds the canary in clear (the record, the ledger)
+  const cli = (...a) => execFileSync('redis-cli', ['-s', path.join(s.dir, 'redis.sock'), '--raw', ...a], { encoding: 'utf8' });
+  const keys = cli('--scan', '--pattern', '*').split('\n').filter(Boolean);
+  assert.ok(keys.some((k) => k.includes(':idem:')), 'the ledger entry is there');
+  for (const k of keys) {
+    if (cli('TYPE', k).trim() !== 'hash') continue;
+    assert.ok(!cli('HGETALL', k).includes(canary), `${k} holds the environment in clear`);
+  }
+  // a sandbox without them shows neither
+  const p = await createV1();
+  assert.equal(p.json.core.environment, undefined);
+  assert.equal(p.json.core.labels, undefined);
 });
 
 test('a sandbox made on one face is read, renamed and deleted on the other', async () => {
@@ -666,6 +719,7 @@ test('/v1/openapi.json: the implemented operations exactly as the seed states th
     `DELETE ${ONE} deleteSandbox`, `GET ${ONE} getSandbox`, `GET ${SBX} listSandboxes`,
     `PATCH ${ONE} updateSandbox`, `POST ${RENEW} renewSandboxTimeout`, `POST ${SBX} createSandbox`,
     `POST ${ONE}/start startSandbox`, `POST ${ONE}/stop stopSandbox`,
+    `POST ${ONE}/endpoint-credentials createEndpointCredential`,
   ].sort());
   for (const [kind, all] of Object.entries(doc.components))
     for (const [name, c] of Object.entries(all)) assert.deepEqual(c, seed.components[kind][name], `${kind}/${name}`);

@@ -434,16 +434,18 @@ test_pool() {
 	n=$(now)
 	start pool $((n + 60)) 100 100 4242
 	pid=$!
-	prog arm $((n + 2)) 2 $((n + 50)) 40
+	prog arm $((n + 3)) 000 $((n + 50)) 40
 	rc=$?
 	check "arm: writes the activation, exit 0" \
-		"$([ $rc = 0 ] && [ "$(cat "$T/state/activate")" = "$((n + 2)) 2 $((n + 50)) 40" ] && echo 0 || echo 1)" "rc $rc"
+		"$([ $rc = 0 ] && [ "$(cat "$T/state/activate")" = "$((n + 3)) 000 $((n + 50)) 40" ] && echo 0 || echo 1)" "rc $rc"
 	wait_for 5 eval '[ "$(cat "$T/state/timeout" 2>/dev/null)" = 40 ]'
 	check "arm: the timeout and the expiry written" "$([ "$(cat "$T/state/expires")" = $((n + 50)) ] && echo 0 || echo 1)"
+	check "pool: USR2 (arm) sleeps until the deadline it was given" "$(alive "$pid" && echo 0 || echo 1)"
 	wait_for 8 gone "$pid"
 	wait_status "$pid"
 	rc=$ST
-	check "pool: USR2 (arm) sleeps the seconds left it was given, exit 0" "$([ "$rc" = 0 ] && echo 0 || echo 1)" "rc $rc"
+	check "pool: USR2 (arm) ends by that deadline, not the time arming took later, exit 0" \
+		"$([ "$rc" = 0 ] && [ "$(now)" -le $((n + 3)) ] && echo 0 || echo 1)" "rc $rc, $(($(now) - n)) s"
 	reap "$pid"
 
 	n=$(now)

@@ -11,6 +11,14 @@
 // that request end after N bytes of its body, by destroying the connection
 // (a dropped link, a front that lost its tail); null passes it whole.
 //
+// A stall for a test: proxy.hold = (method, url) => ({ phase, until, held })
+// holds that request before it reaches Docker (phase 'request') or its
+// answer after Docker answered (phase 'answer', so the call's effect has
+// happened) until the promise `until` settles: 'forward' passes it on,
+// anything else drops the connection. held(), if given, is called once the
+// hold is in place (for 'answer': once Docker has answered). null (or a
+// null answer) holds nothing.
+//
 //   const proxy = await dockerProxy(dir);  ...  await proxy.close();
 import http from 'node:http';
 import net from 'node:net';
@@ -23,11 +31,25 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
   const log = [];
   const ids = new Set();
   const conns = new Set();
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(async (req, res) => {
     const entry = { method: req.method, url: req.url, at: Date.now(), status: 0 };
     log.push(entry);
-    const up = http.request({ socketPath: upstream, method: req.method, path: req.url, headers: req.headers }, (ur) => {
+    const held = proxy.hold?.(req.method, req.url) ?? null;
+    const drop = () => { req.socket.destroy(); };
+    if (held?.phase === 'request') {
+      req.pause();
+      held.held?.();
+      if ((await held.until.catch(() => 'drop')) !== 'forward') return drop();
+      req.resume();
+    }
+    const up = http.request({ socketPath: upstream, method: req.method, path: req.url, headers: req.headers }, async (ur) => {
       entry.status = ur.statusCode;
+      if (held?.phase === 'answer') {
+        ur.pause();
+        held.held?.();
+        if ((await held.until.catch(() => 'drop')) !== 'forward') { ur.resume(); return drop(); }
+        ur.resume();
+      }
       // an answer that ends with the connection (Docker's raw exec stream)
       // goes on the same way, not re-framed as chunks
       if (!('content-length' in ur.headers) && !('transfer-encoding' in ur.headers)) {
@@ -90,6 +112,7 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
   });
   const proxy = {
     cut: null,
+    hold: null,
     sock,
     log,
     ids,
