@@ -4,10 +4,14 @@
 // sandbox: /api commands, files, setTimeout and the /sandbox-exec
 // WebSocket refuse it ("Sandbox is stopped", 412 / close 4003), /v1 answers
 // 409 failedPrecondition. If-Match (428, 412 EtagMismatch), If-None-Match
-// (304), Idempotency-Key replay, and a stopped sandbox past its expiry or
-// its deadline ended by sandpit (its frozen keeper cannot) with nobody
-// reading it. Every /v1 answer is validated against the seed's schema for
-// its operation and status, as in v1.test.mjs.
+// (304), Idempotency-Key replay, a stopped sandbox past its expiry or its
+// deadline ended by sandpit (its frozen keeper cannot) with nobody reading
+// it, a container paused or thawed behind sandpit's back read as stopped
+// or running (never as gone), and a stop beside running commands that
+// never freezes a docker exec half-made (runc, and Docker with it, would
+// hang on it). Every /v1 answer is validated against the seed's schema for
+// its operation and status, as in v1.test.mjs. With
+// SANDPIT_TEST_RUNTIME=gvisor the sandboxes run under runsc.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -203,6 +207,7 @@ test('stop pauses the container, every path refuses the stopped sandbox, start r
   const ready = await new Promise((resolve, reject) => {
     ws.on('message', (m) => resolve(JSON.parse(m.toString())));
     ws.on('error', reject);
+    ws.on('close', (code, reason) => reject(new Error(`closed ${code} ${reason}`)));
   });
   assert.equal(ready.type, 'ready');
   ws.close();
