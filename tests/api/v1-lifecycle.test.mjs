@@ -9,7 +9,8 @@
 // it, a container paused or thawed behind sandpit's back read as stopped
 // or running (never as gone), and a stop beside running commands that
 // never freezes a docker exec half-made (runc, and Docker with it, would
-// hang on it). Every /v1 answer is validated against the seed's schema for
+// hang on it), and a command running at the stop frozen with the sandbox
+// (never the sandbox killed for it). Every /v1 answer is validated against the seed's schema for
 // its operation and status, as in v1.test.mjs. With
 // SANDPIT_TEST_RUNTIME=gvisor the sandboxes run under runsc.
 import { after, before, test } from 'node:test';
@@ -373,4 +374,25 @@ test('a stop beside commands never freezes an exec half-made (runc would hang on
   assert.ok(seen.has('refused'), [...seen].join());
   assert.equal((await exec(id, 'echo done')).json.stdout, 'done\n');
   hung.delete(cid);
+});
+
+test('a command running when the sandbox stops is frozen with it: its answer ends at its timeout (124), the command goes on after the start', { timeout: 120000 }, async () => {
+  const c = await createV1();
+  const id = c.json.uid;
+  const running = s.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd: 'sleep 2; echo done > /tmp/late', timeoutMs: 4000 } });
+  await waitFor(async () => (await exec(id, 'ls /.sandpit/x | wc -l')).json.stdout.trim() !== '1', 10000, 100);
+  let r = await v1('POST', STOP, { sandbox: id }, { headers: { 'if-match': await etagOf(id) } });
+  // (the command's own activity may move the ETag between the read and the stop)
+  if (r.status === 412) r = await v1('POST', STOP, { sandbox: id }, { headers: { 'if-match': r.json.details[0].currentEtag } });
+  assert.equal(r.status, 200, r.text);
+  const a = await running;
+  assert.equal(a.status, 200, a.text);
+  assert.equal(a.json.exitCode, 124, a.text);
+  assert.equal(a.json.timedOut, true);
+  // the sandbox was kept, stopped
+  const g = await v1('GET', ONE, { sandbox: id });
+  assert.equal(g.json.core.status, 'stopped', g.text);
+  r = await v1('POST', START, { sandbox: id }, { headers: { 'if-match': g.headers.etag } });
+  assert.equal(r.status, 200, r.text);
+  await waitFor(async () => (await exec(id, 'cat /tmp/late 2>/dev/null')).json.stdout === 'done\n', 20000);
 });
