@@ -6,7 +6,8 @@
 // stack (its output intact, its status read after), retention overflow
 // (failedPrecondition on the dropped range), each signal, busybox and
 // Debian images (and gVisor: SANDPIT_TEST_RUNTIME=gvisor), and the
-// helper's volume made once per server. Every answer is validated
+// helper's volume made once per server, and that a running process is no
+// activity (its sandbox expires). Every answer is validated
 // against the seed document's schema for that operation and status, as
 // v1.test.mjs does.
 import { after, before, test } from 'node:test';
@@ -375,6 +376,20 @@ test('the helper volume is made once per server and mounted read-only; the helpe
   await waitExited(n.uid, p.uid);
   assert.equal((await readAll(n.uid, p.uid)).chunks.map((c) => b64(c.data)).join(''), b64(r.json.stdout).split('\n')[0] + '\n');
   void sb;
+});
+
+test('a running durable process is no activity: its sandbox still expires by its timeout, and the process ends with it', { timeout: 120000 }, async () => {
+  const r = await call('POST', '/v1/sandboxes', {}, { body: { imageRef: 'sandpit-test/busybox', features: { timeouts: { timeout: '10s', onTimeout: 'delete' } } } });
+  assert.equal(r.status, 201, r.text);
+  made.push(r.json.uid);
+  const p = await startProc(r.json.uid, { cmd: ['sleep', '300'] });
+  assert.equal(p.state, 'running');
+  const t0 = Date.now();
+  await waitFor(async () => (await call('GET', '/v1/sandboxes/{sandbox}', { sandbox: r.json.uid })).json.core.status === 'failed', 60000, 500);
+  assert.ok(Date.now() - t0 < 45000, `expired after ${Date.now() - t0} ms`);
+  const g = await getProc(r.json.uid, p.uid);
+  assert.equal(g.status, 409, g.text);
+  assert.equal(g.json.code, 'failedPrecondition');
 });
 
 // Last: it stops the whole stack and starts it again.
