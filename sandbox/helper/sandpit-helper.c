@@ -404,8 +404,10 @@ static void supervise(const char *uid, uint64_t keep, char **argv, int ready)
 			{
 				struct rec h = { ++seq, (uint32_t)r, (uint8_t)(i + 1), { 0 } };
 				struct iovec v[2] = { { &h, sizeof(h) }, { buf, (size_t)r } };
+				/* the tmpfs full: this chunk is lost, its number
+				 * is reused */
 				if (writev(logfd, v, 2) < 0)
-					seq--; /* the tmpfs is full: this chunk is lost */
+					seq--;
 				since += (uint64_t)r + sizeof(h);
 			}
 			if (since > 2 * keep) {
@@ -543,8 +545,10 @@ refused:
 			}
 		}
 		rmdir(lp);
-		if (got < 0)
+		if (got < 0) {
+			errno = 0;
 			return fail(HX_CWD, "workingDir: cannot enter it, or it is under /proc");
+		}
 		errno = (int)e;
 		return fail(HX_EXEC, "cannot run cmd[0]");
 	}
