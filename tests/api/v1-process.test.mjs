@@ -118,8 +118,12 @@ async function readAll(id, uid, from = 0, maxBytes) {
 }
 
 let A, D; // a busybox and a Debian sandbox
+// a warm pool of one (its containers mount the helper too), under a label
+// prefix of this file's own
+const L = `sptproc${Math.random().toString(36).slice(2, 8)}`;
+const CONF = ['warm_pool = template=alpine size=1 ttl=600', `label_prefix = ${L}`];
 before(async () => {
-  s = await startStack();
+  s = await startStack({ extraConf: CONF });
   A = (await createSandbox('sandpit-test/busybox')).uid;
   D = (await createSandbox('sandpit-test/debian')).uid;
 });
@@ -378,6 +382,20 @@ test('the helper volume is made once per server and mounted read-only; the helpe
   void sb;
 });
 
+test('a warm pool sandbox: the helper is there, and a process sees the envVars given at its create', { timeout: 120000 }, async () => {
+  await waitFor(async () => {
+    const r = await docker('GET', `/containers/json?filters=${encodeURIComponent(JSON.stringify({ label: [`${L}.pool`] }))}`);
+    return r.json.length >= 1;
+  }, 60000, 250);
+  const c = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', envVars: 'POOLED=canary-1' } });
+  assert.equal(c.status, 200, c.text);
+  assert.match(c.headers['server-timing'] || '', /^pool;/);
+  made.push(c.json.sandboxId);
+  const p = await startProc(c.json.sandboxId, { cmd: ['sh', '-c', 'echo "$POOLED $EXTRA"'], env: { EXTRA: 'e' } });
+  await waitExited(c.json.sandboxId, p.uid);
+  assert.equal((await readAll(c.json.sandboxId, p.uid)).chunks.map((x) => b64(x.data)).join(''), 'canary-1 e\n');
+});
+
 test('a running durable process is no activity: its sandbox still expires by its timeout, and the process ends with it', { timeout: 120000 }, async () => {
   const r = await call('POST', '/v1/sandboxes', {}, { body: { imageRef: 'sandpit-test/busybox', features: { timeouts: { timeout: '10s', onTimeout: 'delete' } } } });
   assert.equal(r.status, 201, r.text);
@@ -397,7 +415,7 @@ test('a process outlives a full stop and start of the stack: its output intact, 
   const p = await startProc(A, { cmd: ['sh', '-c', 'i=0; while [ $i -lt 60 ]; do echo "n $i"; i=$((i+1)); sleep 0.25; done; exit 5'] });
   const stackSh = path.join(repoRoot, 'deploy/stack.sh');
   const env = { ...process.env };
-  if (process.env.SANDPIT_TEST_RUNTIME) env.SANDPIT_EXTRA_CONF = `default_runtime = ${process.env.SANDPIT_TEST_RUNTIME}`;
+  env.SANDPIT_EXTRA_CONF = [...CONF, ...(process.env.SANDPIT_TEST_RUNTIME ? [`default_runtime = ${process.env.SANDPIT_TEST_RUNTIME}`] : [])].join('\n');
   await run('bash', [stackSh, 'stop', s.dir], { env, timeout: 90000 });
   await new Promise((res) => setTimeout(res, 3000));
   await run('bash', [stackSh, 'start', s.dir, '--port', String(s.port)], { env, timeout: 120000 });
