@@ -80,6 +80,7 @@ static int helper_call(struct sandbox_ctx *ctx, const char *org, const char *id,
 		struct sp_err ignore;
 		sandbox_touch_record(ctx, &sb, 0, &ignore);
 	}
+	err[strcspn(err, "\n")] = '\0';
 	switch (code) {
 	case HX_OK:
 		break;
@@ -100,7 +101,6 @@ static int helper_call(struct sandbox_ctx *ctx, const char *org, const char *id,
 		sp_err_set(e, SP_PRECONDITION, "The process has exited");
 		goto out;
 	case HX_EXEC:
-		err[strcspn(err, "\n")] = '\0';
 		sp_err_field(e, SP_BAD_REQUEST, "cmd", "cmd: %s", err);
 		goto out;
 	case HX_CWD:
@@ -116,7 +116,6 @@ static int helper_call(struct sandbox_ctx *ctx, const char *org, const char *id,
 			   "had one); create a new sandbox");
 		goto out;
 	default:
-		err[strcspn(err, "\n")] = '\0';
 		log_warn("sandbox %s: helper exit %d: %s", sb.id, code, err);
 		sp_err_set(e, SP_INTERNAL, "The sandbox's process helper failed (status %d)", code);
 		goto out;
