@@ -67,6 +67,19 @@ $(B)/gen/sh_programs.o: $(B)/gen/sh_programs.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# The helper inside every sandbox (sandbox/helper/, issue 16): static, with
+# musl (musl-tools), so it runs in any image; sandbox/helper.c embeds it
+# (.incbin) and names its volume by its hash, so the build must be
+# reproducible (no timestamps, stripped).
+HELPER_CC ?= musl-gcc
+$(B)/helper/sandpit-helper: sandbox/helper/sandpit-helper.c
+	@mkdir -p $(dir $@)
+	@echo "  MUSL    $@"
+	@$(HELPER_CC) -static -Os -s -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes \
+		-Wmissing-prototypes -Werror -o $@ $<
+$(B)/sandbox/helper.o $(B)/fuzz/obj/sandbox/helper.o: $(B)/helper/sandpit-helper
+$(B)/sandbox/helper.o: ALL_CFLAGS += -DSANDPIT_HELPER_BIN='"$(B)/helper/sandpit-helper"'
+$(B)/fuzz/obj/sandbox/helper.o: FUZZ_CFLAGS += -DSANDPIT_HELPER_BIN='"$(B)/helper/sandpit-helper"'
 # handlers/v1_openapi.c embeds this file (.incbin)
 $(B)/handlers/v1_openapi.o $(B)/fuzz/obj/handlers/v1_openapi.o: handlers/v1_openapi.json
 

@@ -35,6 +35,7 @@ BUILD_PKGS=(
 	build-essential pkg-config
 	libfcgi-dev libjson-c-dev libcurl4-openssl-dev libhiredis-dev libsodium-dev
 	libarchive-dev libwslay-dev libssl-dev
+	musl-tools # the static helper inside every sandbox (sandbox/helper/)
 	# the local images (tests/images/build.sh) that make up maps templates to
 	busybox-static debootstrap
 )

@@ -221,6 +221,10 @@ static int ledger_begin(struct handler_ctx *h, const struct route *rt, json_obje
 		}
 		*out = plain.len ? json_tokener_parse(plain.data) : NULL;
 		buf_wipe(&plain);
+		/* a kept Process says it is one (the document's receiptKind) */
+		if (*out && json_object_object_get_ex(*out, "receiptKind", NULL))
+			json_object_object_add(*out, "receiptKind",
+					       json_object_new_string("replay"));
 		rc = 1;
 		break;
 	}

@@ -163,4 +163,14 @@ json_object *openapi_component(const char *name, int inline_refs);
  * tools generated from handler_routes. Answers the request itself. */
 int h_mcp(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 
+/* handlers/v1_processes.c: the sandbox endpoint's process operations. */
+int v1_processes_exec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_processes_create(struct handler_ctx *h, json_object *in, json_object **out,
+			struct sp_err *e);
+int v1_processes_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_processes_get(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_processes_read(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_processes_signal(struct handler_ctx *h, json_object *in, json_object **out,
+			struct sp_err *e);
+
 #endif

@@ -267,6 +267,114 @@ static const struct field_spec v1_credential_fields[] = {
 	END,
 };
 
+/* --- the sandbox endpoint's processes (handlers/v1_processes.c) ---------- */
+static const char *const v1_signals[] = {
+	"term", "kill", "int", "hup", "quit", "usr1", "usr2", NULL
+};
+
+#define V1_PROCESS_PATH                                                                      \
+	{                                                                                    \
+		.name = "process", .type = FT_ID, .flags = FF_REQUIRED, .min = 1, .max = 32, \
+		.desc = "The process id", .source = FS_PATH                                  \
+	}
+#define V1_CMD_FIELDS                                                             \
+	{ .name = "cmd",                                                          \
+	  .type = FT_JSON,                                                        \
+	  .flags = FF_REQUIRED,                                                   \
+	  .desc = "argv: 1 to 4096 strings, run as given (no shell)",             \
+	  .source = FS_BODY },                                                    \
+		{ .name = "env",                                                  \
+		  .type = FT_ENVMAP,                                              \
+		  .desc = "Extra environment variables",                          \
+		  .source = FS_BODY },                                            \
+		{ .name = "workingDir",                                           \
+		  .type = FT_ABSPATH,                                             \
+		  .desc = "Default: the workdir; never under /proc",              \
+		  .source = FS_BODY },                                            \
+	{                                                                         \
+		.name = "user", .type = FT_STRING, .max = 64,                     \
+		.desc = "Only the sandbox's own user (every command runs as it)", \
+		.source = FS_BODY                                                 \
+	}
+
+static const struct field_spec v1_exec_fields[] = { V1_SANDBOX_PATH, V1_CMD_FIELDS, END };
+
+static const struct field_spec v1_process_create_fields[] = {
+	V1_SANDBOX_PATH,
+	V1_CMD_FIELDS,
+	{ .name = "pty",
+	  .type = FT_JSON,
+	  .desc = "Refused (501) until interact",
+	  .source = FS_BODY },
+	{ .name = "session",
+	  .type = FT_STRING,
+	  .max = SB_PROC_SESSION_MAX,
+	  .desc = "An opaque tag, kept verbatim",
+	  .source = FS_BODY },
+	{ .name = "label",
+	  .type = FT_STRING,
+	  .flags = FF_NULLABLE,
+	  .min = 1,
+	  .max = SB_PROC_LABEL_MAX,
+	  .desc = "Unique in the sandbox; default: the uid",
+	  .source = FS_BODY },
+	END,
+};
+
+static const struct field_spec v1_process_list_fields[] = {
+	V1_SANDBOX_PATH,
+	{ .name = "pageSize",
+	  .type = FT_INT,
+	  .min = 0,
+	  .max = 1000000,
+	  .desc = "0 = 100; more than 1000 is 1000",
+	  .source = FS_QUERY },
+	{ .name = "pageToken",
+	  .type = FT_STRING,
+	  .max = 64,
+	  .source = FS_QUERY,
+	  .desc = "A nextPageToken of this list" },
+	{ .name = "filter",
+	  .type = FT_STRING,
+	  .max = 2048,
+	  .source = FS_QUERY,
+	  .desc = "session=V,state=running|exited" },
+	END,
+};
+
+static const struct field_spec v1_process_get_fields[] = { V1_SANDBOX_PATH, V1_PROCESS_PATH, END };
+
+static const struct field_spec v1_process_read_fields[] = {
+	V1_SANDBOX_PATH,
+	V1_PROCESS_PATH,
+	{ .name = "resumeFrom",
+	  .type = FT_INT,
+	  .flags = FF_INT64_TEXT,
+	  .min = 0,
+	  .max = INT64_MAX,
+	  .desc = "The chunks after this streamSequence; 0 = from the start",
+	  .source = FS_QUERY },
+	{ .name = "maxBytes",
+	  .type = FT_INT,
+	  .min = 0,
+	  .max = 1 << 30,
+	  .desc = "Whole chunks, about this much data; 0 = 1 MiB; at most 4 MiB",
+	  .source = FS_QUERY },
+	END,
+};
+
+static const struct field_spec v1_process_signal_fields[] = {
+	V1_SANDBOX_PATH,
+	V1_PROCESS_PATH,
+	{ .name = "signal",
+	  .type = FT_ENUM,
+	  .flags = FF_REQUIRED,
+	  .choices = v1_signals,
+	  .desc = "To the process's group",
+	  .source = FS_BODY },
+	END,
+};
+
 /* GET /sandbox-exec reaching sandpitd: a plain HTTP request, not an upgrade. */
 static int h_stream_only(struct handler_ctx *h, json_object *in, json_object **out,
 			 struct sp_err *e)
@@ -395,6 +503,71 @@ const struct route handler_routes[] = {
 	  .op_id = "createEndpointCredential",
 	  .summary = "A short-lived credential for the sandbox's endpoint",
 	  .output = "EndpointCredential" },
+	/* the sandbox endpoint (<origin>/endpoints/<uid>/v1/...): an endpoint
+	 * credential of that sandbox, never an API key (handlers/auth.c);
+	 * exec before {process}, which would take its path */
+	{ .method = "POST",
+	  .path = V1_EP_PREFIX "{sandbox}/v1/processes/exec",
+	  .fn = v1_processes_exec,
+	  .fields = v1_exec_fields,
+	  .perm = "sandboxesExec",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "exec",
+	  .summary = "Run one command to completion",
+	  .output = "ExecResponse",
+	  .face = &face_v1 },
+	{ .method = "POST",
+	  .path = V1_EP_PREFIX "{sandbox}/v1/processes",
+	  .fn = v1_processes_create,
+	  .fields = v1_process_create_fields,
+	  .perm = "sandboxesExec",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "createProcess",
+	  .summary = "Start a durable process",
+	  .output = "Process",
+	  .flags = RF_IDEMPOTENCY,
+	  .status = 201,
+	  .face = &face_v1 },
+	{ .method = "GET",
+	  .path = V1_EP_PREFIX "{sandbox}/v1/processes",
+	  .fn = v1_processes_list,
+	  .fields = v1_process_list_fields,
+	  .perm = "sandboxesExec",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "listProcesses",
+	  .summary = "List processes in creation order",
+	  .output = "ListProcessesResponse",
+	  .face = &face_v1 },
+	{ .method = "GET",
+	  .path = V1_EP_PREFIX "{sandbox}/v1/processes/{process}",
+	  .fn = v1_processes_get,
+	  .fields = v1_process_get_fields,
+	  .perm = "sandboxesExec",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "getProcess",
+	  .summary = "Get a process",
+	  .output = "Process",
+	  .face = &face_v1 },
+	{ .method = "GET",
+	  .path = V1_EP_PREFIX "{sandbox}/v1/processes/{process}/output",
+	  .fn = v1_processes_read,
+	  .fields = v1_process_read_fields,
+	  .perm = "sandboxesExec",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "readOutput",
+	  .summary = "A page of a process's retained output",
+	  .output = "ReadOutputResponse",
+	  .face = &face_v1 },
+	{ .method = "POST",
+	  .path = V1_EP_PREFIX "{sandbox}/v1/processes/{process}/signal",
+	  .fn = v1_processes_signal,
+	  .fields = v1_process_signal_fields,
+	  .perm = "sandboxesExec",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "signal",
+	  .summary = "Send a signal to a process",
+	  .output = "SignalResponse",
+	  .face = &face_v1 },
 	/* Not procedures: no OpenAPI operation, no MCP tool. The API description
 	 * needs a valid key (nginx checks it) but no permission: it holds no
 	 * organization data. /mcp checks each tool's permission itself. */

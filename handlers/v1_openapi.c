@@ -27,12 +27,17 @@ __asm__(".section .rodata\n"
 	".previous\n");
 extern const char v1_openapi_json[];
 
-/* True when the route table has op_id as a /v1 route with this method. */
+/* True when the route table has op_id as a /v1 route with this method (a
+ * management one, or one of the sandbox endpoint's). */
 static int routed(const char *method, const char *op_id)
 {
+	static const char ep[] = V1_EP_PREFIX "{sandbox}/v1/";
+
 	for (const struct route *rt = handler_routes; rt->path; rt++)
 		if (rt->op_id && strcmp(rt->op_id, op_id) == 0 &&
-		    strcasecmp(rt->method, method) == 0 && strncmp(rt->path, "/v1/", 4) == 0)
+		    strcasecmp(rt->method, method) == 0 &&
+		    (strncmp(rt->path, "/v1/", 4) == 0 ||
+		     strncmp(rt->path, ep, sizeof(ep) - 1) == 0))
 			return 1;
 	return 0;
 }

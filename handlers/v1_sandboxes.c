@@ -102,12 +102,12 @@ static json_object *sandbox_body(const struct sandbox *sb)
 	json_object_object_add(o, "core", core);
 
 	/* always emitted: the only advertisement of the stop guarantee and of
-	 * output retention. The decided stop is a pause (memory kept); an
-	 * exec's answer carries up to 1 MiB of each stream (SB_EXEC_OUTPUT_MAX) */
+	 * output retention. The decided stop is a pause (memory kept); a
+	 * durable process keeps its last 4 MiB of output (SB_PROC_RETENTION) */
 	json_object_object_add(lc, "stopMemoryOutcome", json_object_new_string("preserve"));
 	json_object_object_add(lc, "canCaptureMemory", json_object_new_boolean(0));
 	json_object_object_add(ef, "lifecycle", lc);
-	json_object_object_add(ret, "minBytes", i64_json(SB_EXEC_OUTPUT_MAX));
+	json_object_object_add(ret, "minBytes", i64_json(SB_PROC_RETENTION));
 	json_object_object_add(ef, "outputRetention", ret);
 	/* what is in force: at expiry the container is ended and removed (the
 	 * record stays, failed); activity moves the expiry (sandpit's timeout
@@ -189,9 +189,17 @@ json_object *v1_sandbox_json(const struct config *cfg, const struct sandbox *sb,
  * set when the record's environment cannot be read. */
 static json_object *v1_render(struct handler_ctx *h, const struct sandbox *sb, struct sp_err *e)
 {
-	json_object *o = v1_sandbox_json(h->cfg, sb, NULL, 0), *core, *env;
+	json_object *o = v1_sandbox_json(h->cfg, sb, NULL, 0), *core, *env, *ep;
 	struct buf plain;
+	char origin[V1_EP_ORIGIN_MAX];
 
+	/* core.endpoint: the endpoint's operations (v1_endpoint.c), while the
+	 * sandbox can serve them; out of the ETag (it follows the Host) */
+	if (sb->status != SB_KILLED && sb->status != SB_ERROR &&
+	    v1_endpoint_origin(h->cfg, h->r, origin, sizeof(origin)) == 0 &&
+	    (ep = v1_endpoint_json(handler_routes, origin, sb)) &&
+	    json_object_object_get_ex(o, "core", &core))
+		json_object_object_add(core, "endpoint", ep);
 	if (!sb->has_environment)
 		return o;
 	buf_init(&plain, SB_ENV_TOTAL_MAX + 65536);

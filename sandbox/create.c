@@ -405,7 +405,8 @@ static int create_cold(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 	struct sp_err ignore;
 	int rc = -1, retried = 0;
 
-	if (sandbox_prepare_image(ctx, sb, &img, e, &tm->pulled) < 0)
+	if (sandbox_prepare_image(ctx, sb, &img, e, &tm->pulled) < 0 ||
+	    sandbox_helper_ensure(ctx, sb->image, e) < 0)
 		goto out;
 	if (!t) {
 		if (json_object_object_get_ex(img, "Config", &icfg) &&

@@ -54,7 +54,7 @@ int sandbox_path_check(const char *field, const char *path, struct sp_err *e)
 /* Whether path, read lexically ("//", "." and ".." resolved, as the kernel
  * does for a path without symlinks), is /proc or under it: "/tmp/../proc"
  * and "/./proc" name /proc too. path is at most 4096 bytes. */
-static int under_proc(const char *path)
+int sandbox_under_proc(const char *path)
 {
 	char norm[4097];
 	size_t n = 0;
@@ -335,8 +335,8 @@ int sandbox_env_check(const struct sandbox_env_var *v, size_t n, const char *fie
 
 /* A sandbox from a warm pool was started before its envVars were known:
  * they go to each command instead, decrypted just for it. */
-static int pooled_env(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *env,
-		      struct sp_err *e)
+int sandbox_pooled_env(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *env,
+		       struct sp_err *e)
 {
 	struct buf sealed, plain;
 	int rc = -1;
@@ -384,7 +384,7 @@ static json_object *exec_body(struct sandbox_ctx *ctx, const struct sandbox *sb,
 	json_object_object_add(body, "Cmd", cmd);
 	env = json_object_new_array();
 	json_object_object_add(body, "Env", env);
-	if (sb->pooled && pooled_env(ctx, sb, env, e) < 0)
+	if (sb->pooled && sandbox_pooled_env(ctx, sb, env, e) < 0)
 		goto fail;
 	for (size_t i = 0; i < rq->nenv; i++) {
 		const struct sandbox_env_var *v = &rq->env[i];
@@ -479,7 +479,7 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	memset(res, 0, sizeof(*res));
 	if (rq->cwd && (sandbox_path_check("cwd", rq->cwd, e) < 0))
 		return -1;
-	if (rq->cwd && under_proc(rq->cwd))
+	if (rq->cwd && sandbox_under_proc(rq->cwd))
 		return sp_err_field(e, SP_BAD_REQUEST, "cwd", "cwd: may not be under /proc");
 	if (sandbox_env_check(rq->env, rq->nenv, "env", e) < 0)
 		return -1;

@@ -210,4 +210,31 @@ int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 		       struct sandbox *sb);
 int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
 
+/* exec.c. under_proc: whether path, read lexically, is /proc or under it.
+ * pooled_env: a warm sandbox's envVars appended to env (an array of
+ * "K=V"), decrypted just for one command. */
+int sandbox_under_proc(const char *path);
+int sandbox_pooled_env(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *env,
+		       struct sp_err *e);
+
+/* helper.c: the helper inside every sandbox. volume: its volume's name
+ * (sandpit-helper-<16 hex of its hash>; out holds 64). ensure: that
+ * volume made and filled on the current server, once (image: a local
+ * image to make the marker container from). mount: the read-only mount of
+ * it added to a container's HostConfig. run: argv (NULL-terminated) run
+ * as `sandpit-helper ARGV` in sb as its user, env (an array, not
+ * consumed; NULL = none) and cwd (NULL = /); *code its exit status, out
+ * its stdout (under out's cap, else SP_INTERNAL), err (may be NULL) the
+ * start of its stderr. */
+#define SANDBOX_HELPER_DIR \
+	"/.sandpit-helper" /* not under the /.sandpit tmpfs: gVisor refuses that */
+#define SANDBOX_HELPER_NAME "sandpit-helper"
+#define SANDBOX_HELPER_TIMEOUT_MS 30000
+void sandbox_helper_volume(char *out, size_t cap);
+int sandbox_helper_ensure(struct sandbox_ctx *ctx, const char *image, struct sp_err *e);
+void sandbox_helper_mount(json_object *hc);
+int sandbox_helper_run(struct sandbox_ctx *ctx, struct sandbox *sb, const char *const *argv,
+		       json_object *env, const char *cwd, struct buf *out, char *err,
+		       size_t err_cap, int *code, struct sp_err *e);
+
 #endif

@@ -26,6 +26,7 @@ struct server_conn {
 	int64_t checked_at;  /* mono ms */
 	int docker_ready;    /* version negotiated */
 	int networks_ready;  /* sandbox networks ensured */
+	int helper_ready;    /* the helper's volume is there (helper.c) */
 	char runtimes[1024]; /* the daemon's runtime names, '\n'-ended ("" = not asked yet) */
 	int64_t runtimes_at; /* mono ms when asked */
 };
@@ -460,5 +461,45 @@ int sandbox_stop(struct sandbox_ctx *ctx, const char *org, const char *id, struc
 		 struct sp_err *e);
 int sandbox_start(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
 		  struct sp_err *e);
+
+/* Durable processes (sandbox/process.c), supervised by the helper inside
+ * the sandbox (issue 16): they live in the sandbox, so any worker serves
+ * any of them and they outlive every sandpit process. Each call is one
+ * docker exec of the helper as the sandbox user. The answers are the
+ * helper's JSON (new objects), from files the sandbox user can write:
+ * callers check every member they use. */
+struct json_object;
+#define SB_PROC_RETENTION (4 * 1024 * 1024) /* output kept per process, bytes */
+#define SB_PROC_LABEL_MAX 128
+#define SB_PROC_SESSION_MAX 1024
+#define SB_PROC_READ_DEFAULT (1024 * 1024) /* readOutput's page when maxBytes is 0 */
+#define SB_PROC_READ_MAX (4 * 1024 * 1024)
+struct sandbox_process_req {
+	const char *const *argv; /* NULL-terminated, at least one */
+	const struct sandbox_env_var *env;
+	size_t nenv;
+	const char *cwd; /* NULL = the workdir */
+	const char *label, *session;
+	const char *uid; /* the process's id (SANDBOX_ID_LEN [a-z0-9]) */
+};
+/* create: *out {"uid","pid"}; SP_CONFLICT when the label is taken, a 400
+ * naming cmd when cmd[0] cannot be run. get: *out the helper's report
+ * ({"uid","label","session","pid","created","first","last","exit"?}),
+ * SP_NOT_FOUND. list: *out {"processes":[report...]}. read: *out the
+ * report and (*page) {"chunks":[{"seq","stream","data"(base64)}]} after
+ * sequence from, about max bytes; SP_PRECONDITION when output after from
+ * is no longer kept. signal: SP_PRECONDITION when it has exited. */
+int sandbox_process_create(struct sandbox_ctx *ctx, const char *org, const char *id,
+			   const struct sandbox_process_req *rq, struct json_object **out,
+			   struct sp_err *e);
+int sandbox_process_get(struct sandbox_ctx *ctx, const char *org, const char *id, const char *puid,
+			struct json_object **out, struct sp_err *e);
+int sandbox_process_list(struct sandbox_ctx *ctx, const char *org, const char *id,
+			 struct json_object **out, struct sp_err *e);
+int sandbox_process_read(struct sandbox_ctx *ctx, const char *org, const char *id, const char *puid,
+			 int64_t from, int64_t max, struct json_object **out,
+			 struct json_object **page, struct sp_err *e);
+int sandbox_process_signal(struct sandbox_ctx *ctx, const char *org, const char *id,
+			   const char *puid, int signo, struct sp_err *e);
 
 #endif

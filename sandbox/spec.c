@@ -269,6 +269,11 @@ static json_object *spec_host_config(const struct config *cfg, const struct sand
 	json_object_object_add(ep, "/" STATE_DIR, json_object_new_string(opts));
 	snprintf(opts, sizeof(opts), "rw,noexec,nosuid,nodev,size=%d,mode=1777", STATE_TMPFS_BYTES);
 	json_object_object_add(ep, "/" STATE_DIR "/x", json_object_new_string(opts));
+	/* the durable processes' output and status (helper.c, process.c):
+	 * memory, counted against the sandbox's, a quarter of it at most */
+	snprintf(opts, sizeof(opts), "rw,noexec,nosuid,nodev,size=%lldm,mode=1777",
+		 (long long)(sb->memory_mb / 4 > 16 ? sb->memory_mb / 4 : 16));
+	json_object_object_add(ep, "/" STATE_DIR "/p", json_object_new_string(opts));
 	json_object_object_add(hc, "Tmpfs", ep);
 	if (docker_runtime(cfg, sb)[0])
 		json_object_object_add(hc, "Runtime",
@@ -286,6 +291,8 @@ static json_object *spec_host_config(const struct config *cfg, const struct sand
 	/* the disk limit (disk.c): the workdir on its own filesystem, the
 	 * image read-only, /tmp and /var/tmp bounded; or StorageOpt */
 	sandbox_disk_hostconfig(cfg, sb, hc);
+	/* the helper, read-only, from its per-server volume */
+	sandbox_helper_mount(hc);
 	json_object_object_add(hc, "NetworkMode", json_object_new_string(net));
 	return hc;
 }

@@ -61,8 +61,10 @@ test('A3: the record and the container show the disk: a loop ext4 at the workdir
   assert.equal(one.json.diskMb, 64);
   const hc = (await inspect(sb.containerId)).HostConfig;
   assert.equal(hc.ReadonlyRootfs, true);
-  assert.equal(hc.Mounts.length, 1);
-  const m = hc.Mounts[0];
+  // the disk, and the helper's volume, read-only (v1-process.test.mjs)
+  assert.deepEqual(hc.Mounts.map((x) => x.Target).sort(), ['/.sandpit-helper', '/home/user']);
+  assert.equal(hc.Mounts.find((x) => x.Target === '/.sandpit-helper').ReadOnly, true);
+  const m = hc.Mounts.find((x) => x.Target === '/home/user');
   assert.equal(m.Type, 'volume');
   assert.equal(m.Target, '/home/user');
   assert.equal(m.VolumeOptions.DriverConfig.Name, 'local');
@@ -194,7 +196,7 @@ test('A3: an inode fill (many small files) stops at the disk\'s inode count', as
 
 test('A3: cleanup: when the sandbox ends, its loop device, file and volume are gone', async () => {
   const sb = await create({ template: 'python', diskMb: 32 });
-  const m = (await inspect(sb.containerId)).HostConfig.Mounts[0];
+  const m = (await inspect(sb.containerId)).HostConfig.Mounts.find((x) => x.Target === '/home/user');
   const dev = path.basename(m.VolumeOptions.DriverConfig.Options.device);
   const vols = await docker('GET', `/volumes?filters=${encodeURIComponent(JSON.stringify({ label: [`sandpit.sandboxId=${sb.sandboxId}`] }))}`);
   assert.equal(vols.json.Volumes.length, 1);

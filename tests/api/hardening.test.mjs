@@ -41,11 +41,16 @@ test('H1: docker inspect shows the security model', () => {
   assert.equal(hc.LogConfig.Type, 'json-file');
   assert.equal(hc.LogConfig.Config['max-size'], '10m');
   assert.ok(!hc.Binds || hc.Binds.length === 0);
-  // the one mount: the sandbox's own disk at the workdir (disk.test.mjs, A3)
-  assert.equal(hc.Mounts.length, 1);
-  assert.equal(hc.Mounts[0].Type, 'volume');
-  assert.equal(hc.Mounts[0].Target, '/home/user');
-  assert.equal(hc.Mounts[0].VolumeOptions.DriverConfig.Options.type, 'ext4');
+  // two mounts: the sandbox's own disk at the workdir (disk.test.mjs, A3)
+  // and the helper, read-only (v1-process.test.mjs)
+  assert.equal(hc.Mounts.length, 2);
+  const disk = hc.Mounts.find((m) => m.Target === '/home/user');
+  assert.equal(disk.Type, 'volume');
+  assert.equal(disk.VolumeOptions.DriverConfig.Options.type, 'ext4');
+  const helper = hc.Mounts.find((m) => m.Target === '/.sandpit-helper');
+  assert.equal(helper.Type, 'volume');
+  assert.equal(helper.ReadOnly, true);
+  assert.match(helper.Source, /^sandpit-helper-[0-9a-f]{16}$/);
   assert.equal(hc.ReadonlyRootfs, true);
   assert.ok(!hc.Devices || hc.Devices.length === 0);
   for (const ns of ['PidMode', 'IpcMode', 'UTSMode', 'UsernsMode', 'CgroupnsMode'])

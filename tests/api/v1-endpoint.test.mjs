@@ -2,7 +2,8 @@
 // I4): createEndpointCredential (fields, no-store, ttl clamping, the
 // permissions asked for and held, a failed sandbox, another org's), the
 // endpoint <origin>/endpoints/<uid> behind /_auth (a credential answers
-// after auth: 404 notFound, no endpoint operation is served yet; an API
+// after auth: 404 notFound where no endpoint operation is served (files,
+// until they come; the processes are v1-process.test.mjs's); an API
 // key, another sandbox's credential, an expired or edited one: 401), the
 // per-sandbox rate at the endpoint (more credentials buy no more
 // requests), and that no credential is logged or stored (nginx's logs and
@@ -69,7 +70,7 @@ async function call(method, tmpl, params = {}, o = {}) {
 }
 const cred = (id, body, o = {}) => call('POST', CRED, { sandbox: id }, { body, ...o });
 // A data-plane request with a credential (and no API key).
-const atEndpoint = (id, token, method = 'GET', tmpl = '/v1/processes', o = {}) =>
+const atEndpoint = (id, token, method = 'GET', tmpl = '/v1/files/stat', o = {}) =>
   call(method, tmpl, {}, { key: null, endpoint: id, ...o, headers: { authorization: `Bearer ${token}`, ...o.headers } });
 
 const made = [];
@@ -201,9 +202,9 @@ test('permissions: createEndpointCredential needs sandboxesCredential, and each 
   assert.equal(r.status, 403, r.text);
 });
 
-test('the endpoint: a credential gets past auth (404 notFound: no endpoint operation yet); core.endpoint is not advertised', async () => {
+test('the endpoint: a credential gets past auth (404 notFound where no endpoint operation is); core.endpoint advertises the ones there are', async () => {
   const t = (await cred(A, { permissions: ['sandboxesExec', 'sandboxesFilesRead', 'sandboxesFilesWrite'] })).json.token;
-  for (const [m, tmpl] of [['GET', '/v1/processes'], ['POST', '/v1/processes/exec'], ['GET', '/v1/files/stat'], ['PUT', '/v1/files/content']]) {
+  for (const [m, tmpl] of [['GET', '/v1/files/stat'], ['PUT', '/v1/files/content']]) {
     const r = await atEndpoint(A, t, m, tmpl, m === 'GET' ? {} : { body: {} });
     assert.equal(r.status, 404, `${m} ${tmpl}: ${r.text}`);
     assert.equal(r.json.code, 'notFound');
@@ -231,16 +232,19 @@ test('the endpoint: a credential gets past auth (404 notFound: no endpoint opera
     assert.equal(r.status, 404, `${p}: ${r.text}`);
     assert.equal(r.json.code, 'notFound', p);
   }
-  // SandboxEndpoint.capabilities needs at least one operation: none yet
+  // SandboxEndpoint: the operations served (the processes so far)
   const g = await call('GET', ONE, { sandbox: A });
   assert.equal(g.status, 200);
-  assert.equal(g.json.core.endpoint, undefined);
+  assert.deepEqual([...g.json.core.endpoint.capabilities].sort(),
+    ['createProcess', 'exec', 'getProcess', 'listProcesses', 'readOutput', 'signal']);
+  assert.equal(g.json.core.endpoint.sandboxUid, A);
+  assert.match(g.json.core.endpoint.uri, new RegExp(`/endpoints/${A}$`));
 });
 
 test('the endpoint refuses API keys, missing, edited, foreign and expired credentials (401 unauthenticated)', async () => {
   const { token } = (await cred(A, { permissions: ['sandboxesExec'] })).json;
   const refused = async (headers, why, id = A) => {
-    const r = await call('GET', '/v1/processes', {}, { key: null, endpoint: id, headers });
+    const r = await call('GET', '/v1/files/stat', {}, { key: null, endpoint: id, headers });
     assert.equal(r.status, 401, `${why}: ${r.text}`);
     assert.equal(r.json.code, 'unauthenticated', why);
     return r;

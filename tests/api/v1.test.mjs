@@ -720,6 +720,10 @@ test('/v1/openapi.json: the implemented operations exactly as the seed states th
     `PATCH ${ONE} updateSandbox`, `POST ${RENEW} renewSandboxTimeout`, `POST ${SBX} createSandbox`,
     `POST ${ONE}/start startSandbox`, `POST ${ONE}/stop stopSandbox`,
     `POST ${ONE}/endpoint-credentials createEndpointCredential`,
+    // the sandbox endpoint's (v1-process.test.mjs)
+    'POST /v1/processes/exec exec', 'POST /v1/processes createProcess', 'GET /v1/processes listProcesses',
+    'GET /v1/processes/{process} getProcess', 'GET /v1/processes/{process}/output readOutput',
+    'POST /v1/processes/{process}/signal signal',
   ].sort());
   for (const [kind, all] of Object.entries(doc.components))
     for (const [name, c] of Object.entries(all)) assert.deepEqual(c, seed.components[kind][name], `${kind}/${name}`);

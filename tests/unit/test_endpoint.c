@@ -99,6 +99,16 @@ static const struct field_spec sb_path[] = {
 	  .source = FS_PATH },
 	{ NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, NULL, NULL },
 };
+static const struct route no_ep_table[] = {
+	{ .method = "GET",
+	  .path = "/v1/sandboxes/{sandbox}",
+	  .fn = h_none,
+	  .fields = sb_path,
+	  .perm = "sandboxesRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "getSandbox" },
+	{ NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL },
+};
 static const struct route ep_table[] = {
 	{ .method = "POST",
 	  .path = "/endpoints/{sandbox}/v1/processes/exec",
@@ -216,9 +226,16 @@ static void test_advertisement(void **state)
 	(void)state;
 	memset(&sb, 0, sizeof(sb));
 	snprintf(sb.id, sizeof(sb.id), "sb1");
-	/* the real table serves no endpoint operation yet: no advertisement */
-	assert_int_equal(v1_endpoint_capabilities(handler_routes, caps, 8), 0);
-	assert_null(v1_endpoint_json(handler_routes, origin, &sb));
+	/* the real table: the six process operations (issue 16) */
+	assert_int_equal(v1_endpoint_capabilities(handler_routes, caps, 8), 6);
+	assert_string_equal(caps[0], "exec");
+	assert_string_equal(caps[5], "signal");
+	o = v1_endpoint_json(handler_routes, origin, &sb);
+	assert_non_null(o);
+	json_object_put(o);
+	/* a table without one: no advertisement (capabilities has minItems 1) */
+	assert_int_equal(v1_endpoint_capabilities(no_ep_table, caps, 8), 0);
+	assert_null(v1_endpoint_json(no_ep_table, origin, &sb));
 	assert_int_equal(v1_endpoint_capabilities(ep_table, caps, 8), 1);
 	assert_string_equal(caps[0], "exec");
 	o = v1_endpoint_json(ep_table, origin, &sb);

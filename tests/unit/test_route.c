@@ -495,9 +495,11 @@ static void test_status_and_flags(void **state)
 	assert_int_equal(route_status(rt_of("DELETE", "/v1/sandboxes/x/ports/1")), 204);
 	assert_int_equal(route_status(rt_of("GET", "/v1/sandboxes/x/ports/1")), 200);
 	/* the Dokploy procedures: 200, none of the /v1 behaviours (the /v1
-	 * operations in the same table have theirs and the /v1 face) */
+	 * operations in the same table, the sandbox endpoint's too, have
+	 * theirs and the /v1 face) */
 	for (const struct route *rt = handler_routes; rt->path; rt++) {
-		if (strncmp(rt->path, "/v1/", 4) == 0) {
+		if (strncmp(rt->path, "/v1/", 4) == 0 ||
+		    strncmp(rt->path, "/endpoints/{sandbox}/v1/", 24) == 0) {
 			assert_ptr_equal(route_face(rt), &face_v1);
 			continue;
 		}

@@ -1,0 +1,260 @@
+/*
+ * The helper inside every sandbox (sandbox/helper/sandpit-helper.c, issue
+ * 16): its bytes, embedded at build time; the per-server volume that holds
+ * it; and running it in a sandbox.
+ *
+ * The volume is named by the helper's content hash (sandpit-helper-<16
+ * hex>) and filled once per server through the Docker API alone, so it
+ * works the same for local, TLS and ssh servers and under gVisor: a
+ * container of the same name (created from the sandbox's own image, never
+ * started: the marker that the volume is there) mounts it, and the archive
+ * API puts the binary in. Every sandbox container, cold or warm, mounts it
+ * read-only at /.sandpit-helper (spec.c). A newer helper is a new volume; old
+ * ones stay until an operator removes them (README).
+ *
+ * The helper runs through docker exec as the sandbox user, never anyone
+ * else; what it answers comes from files the sandbox user can write, so
+ * callers check it like any input.
+ */
+#include "internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "../common/buf.h"
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../docker/docker.h"
+
+#ifndef SANDPIT_HELPER_BIN
+#define SANDPIT_HELPER_BIN "build/helper/sandpit-helper"
+#endif
+
+/* The binary's bytes in .rodata (make builds it with musl first), and
+ * their count. */
+__asm__(".section .rodata\n"
+	".global sandpit_helper_bin\n"
+	".hidden sandpit_helper_bin\n"
+	".global sandpit_helper_len\n"
+	".hidden sandpit_helper_len\n"
+	".balign 16\n"
+	"sandpit_helper_bin:\n"
+	".incbin \"" SANDPIT_HELPER_BIN "\"\n"
+	"1:\n"
+	".balign 8\n"
+	"sandpit_helper_len:\n"
+	".quad 1b - sandpit_helper_bin\n"
+	".previous\n");
+extern const unsigned char sandpit_helper_bin[];
+extern const uint64_t sandpit_helper_len;
+
+#define FILL_DIR "/h"
+#define FILL_WAIT_MS 15000
+
+static size_t helper_len(void)
+{
+	return (size_t)sandpit_helper_len;
+}
+
+void sandbox_helper_volume(char *out, size_t cap)
+{
+	unsigned char h[crypto_hash_sha256_BYTES];
+	char hex[2 * sizeof(h) + 1];
+
+	crypto_hash_sha256(h, sandpit_helper_bin, helper_len());
+	sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+	snprintf(out, cap, "sandpit-helper-%.16s", hex);
+}
+
+/* 1 when the marker container's volume holds the whole binary, 0 when not
+ * (yet), -1 on a Docker error other than "missing". */
+static int volume_filled(struct sandbox_ctx *ctx, const char *name, struct sp_err *e)
+{
+	struct docker_stat st;
+
+	if (docker_archive_stat(ctx->dk, name, FILL_DIR "/" SANDBOX_HELPER_NAME, &st, e) < 0) {
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e);
+		return 0;
+	}
+	return st.size == (int64_t)helper_len();
+}
+
+static int volume_put(struct sandbox_ctx *ctx, const char *name, struct sp_err *e)
+{
+	struct docker_tar_entry ent = {
+		SANDBOX_HELPER_NAME, 0, 0755, 0, 0, sandpit_helper_bin, helper_len(),
+		(int64_t)time(NULL)
+	};
+	struct buf tar;
+	int rc;
+
+	buf_init(&tar, helper_len() + 65536);
+	rc = docker_tar_build(&ent, 1, &tar, e) < 0
+		     ? -1
+		     : docker_archive_put(ctx->dk, name, FILL_DIR, tar.data, tar.len, e);
+	buf_free(&tar);
+	return rc;
+}
+
+int sandbox_helper_ensure(struct sandbox_ctx *ctx, const char *image, struct sp_err *e)
+{
+	char name[64], cid[65];
+	json_object *body, *hc, *m, *mounts, *labels;
+	int rc, made;
+
+	if (ctx->cur && ctx->cur->helper_ready)
+		return 0;
+	sandbox_helper_volume(name, sizeof(name));
+	rc = volume_filled(ctx, name, e);
+	if (rc < 0)
+		return -1;
+	if (rc == 0) {
+		body = json_object_new_object();
+		hc = json_object_new_object();
+		m = json_object_new_object();
+		mounts = json_object_new_array();
+		labels = json_object_new_object();
+		json_object_object_add(body, "Image", json_object_new_string(image));
+		json_object_object_add(body, "Entrypoint", json_object_new_array());
+		json_object_object_add(body, "Cmd", json_object_new_array());
+		json_object_array_add(json_object_object_get(body, "Cmd"),
+				      json_object_new_string("true"));
+		json_object_object_add(labels, "sandpit.helper", json_object_new_string(name));
+		json_object_object_add(body, "Labels", labels);
+		json_object_object_add(m, "Type", json_object_new_string("volume"));
+		json_object_object_add(m, "Source", json_object_new_string(name));
+		json_object_object_add(m, "Target", json_object_new_string(FILL_DIR));
+		json_object_array_add(mounts, m);
+		json_object_object_add(hc, "Mounts", mounts);
+		json_object_object_add(hc, "NetworkMode", json_object_new_string("none"));
+		json_object_object_add(body, "HostConfig", hc);
+		made = docker_container_create(ctx->dk, name, body, cid, e);
+		json_object_put(body);
+		if (made < 0 && e->code != SP_CONFLICT)
+			return -1;
+		if (made == 0) {
+			log_info("helper: filling volume %s (%zu bytes)", name, helper_len());
+			if (volume_put(ctx, name, e) < 0)
+				return -1;
+		} else {
+			/* another worker is filling it: wait, then fill it ourselves
+			 * (its worker may have died after the create) */
+			int64_t until = mono_ms() + FILL_WAIT_MS;
+			sp_err_clear(e);
+			while ((rc = volume_filled(ctx, name, e)) == 0 && mono_ms() < until) {
+				struct timespec ts = { 0, 200000000L };
+				nanosleep(&ts, NULL);
+			}
+			if (rc < 0 || (rc == 0 && volume_put(ctx, name, e) < 0))
+				return -1;
+		}
+		if ((rc = volume_filled(ctx, name, e)) <= 0)
+			return rc < 0 ? -1
+				      : sp_err_set(e, SP_INTERNAL,
+						   "the helper volume %s did not fill", name);
+	}
+	if (ctx->cur)
+		ctx->cur->helper_ready = 1;
+	return 0;
+}
+
+void sandbox_helper_mount(json_object *hc)
+{
+	json_object *mounts, *m = json_object_new_object(), *vo = json_object_new_object();
+	char name[64];
+
+	sandbox_helper_volume(name, sizeof(name));
+	if (!json_object_object_get_ex(hc, "Mounts", &mounts)) {
+		mounts = json_object_new_array();
+		json_object_object_add(hc, "Mounts", mounts);
+	}
+	json_object_object_add(m, "Type", json_object_new_string("volume"));
+	json_object_object_add(m, "Source", json_object_new_string(name));
+	json_object_object_add(m, "Target", json_object_new_string(SANDBOX_HELPER_DIR));
+	json_object_object_add(m, "ReadOnly", json_object_new_boolean(1));
+	json_object_object_add(vo, "NoCopy", json_object_new_boolean(1));
+	json_object_object_add(m, "VolumeOptions", vo);
+	json_object_array_add(mounts, m);
+}
+
+/* Collects the helper's stdout (capped) and stderr (one line's worth). */
+struct collect {
+	struct buf *out;
+	char err[512];
+	size_t err_len;
+	int over;
+};
+
+static int collect(void *arg, int stream, const char *data, size_t len)
+{
+	struct collect *c = arg;
+
+	if (stream == 1) {
+		if (buf_append(c->out, data, len) < 0)
+			c->over = 1;
+		return 0;
+	}
+	while (len && c->err_len + 1 < sizeof(c->err)) {
+		c->err[c->err_len++] = *data++;
+		len--;
+	}
+	c->err[c->err_len] = '\0';
+	return 0;
+}
+
+int sandbox_helper_run(struct sandbox_ctx *ctx, struct sandbox *sb, const char *const *argv,
+		       json_object *env, const char *cwd, struct buf *out, char *err,
+		       size_t err_cap, int *code, struct sp_err *e)
+{
+	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	struct collect c = { out, "", 0, 0 };
+	char eid[65];
+	int timed_out = 0, running = 0, rc = -1;
+
+	*code = -1;
+	json_object_array_add(cmd,
+			      json_object_new_string(SANDBOX_HELPER_DIR "/" SANDBOX_HELPER_NAME));
+	for (const char *const *a = argv; *a; a++)
+		json_object_array_add(cmd, json_object_new_string(*a));
+	json_object_object_add(body, "Cmd", cmd);
+	if (env)
+		json_object_object_add(body, "Env", json_object_get(env));
+	/* the sandbox's user, never the keeper (the container's own) */
+	json_object_object_add(body, "User",
+			       json_object_new_string(sb->user[0] ? sb->user : "root"));
+	json_object_object_add(body, "WorkingDir", json_object_new_string(cwd ? cwd : "/"));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0 ||
+	    docker_exec_start(ctx->dk, eid, SANDBOX_HELPER_TIMEOUT_MS, collect, NULL, &c,
+			      &timed_out, e) < 0) {
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
+			sandbox_mark_gone(ctx, sb);
+			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
+		}
+		goto out;
+	}
+	if (timed_out) {
+		sp_err_set(e, SP_UNAVAILABLE, "the sandbox's helper did not answer in %d s",
+			   SANDBOX_HELPER_TIMEOUT_MS / 1000);
+		goto out;
+	}
+	if (docker_exec_inspect(ctx->dk, eid, code, &running, e) < 0)
+		goto out;
+	if (c.over) {
+		sp_err_set(e, SP_INTERNAL, "the helper's answer is over %zu bytes", out->max);
+		goto out;
+	}
+	if (err && err_cap)
+		str_copy(err, err_cap, c.err);
+	rc = 0;
+out:
+	json_object_put(body);
+	return rc;
+}

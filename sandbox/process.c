@@ -1,0 +1,227 @@
+/*
+ * Durable processes: the core of /v1 createProcess, getProcess,
+ * listProcesses, readOutput and signal (issue 16). Each is one docker exec
+ * of the helper (helper.c) in a running sandbox, as its user; the process,
+ * its output and its exit status are the helper's, in the sandbox's
+ * process tmpfs (/.sandpit/p, spec.c), so nothing is kept here and any
+ * worker serves any process. The helper's exit statuses map to the
+ * errors below; its JSON is parsed here and checked by the caller.
+ *
+ * A running durable process is not activity: like a `cmd &` of an exec it
+ * keeps no sandbox alive (the watcher counts commands docker exec runs,
+ * and the supervisor is no longer one once spawn returns). Each operation
+ * on a process is activity, as an exec is. The deadline and the kill of
+ * everything at the end hold for supervisors and processes alike.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/buf.h"
+#include "../common/log.h"
+#include "../common/util.h"
+
+/* the helper's exit statuses (sandbox/helper/sandpit-helper.c) */
+enum {
+	HX_OK,
+	HX_ERROR,
+	HX_USAGE,
+	HX_NOT_FOUND,
+	HX_DROPPED,
+	HX_LABEL_TAKEN,
+	HX_EXITED,
+	HX_EXEC,
+	HX_CWD
+};
+
+/* Runs the helper in the running sandbox org/id and parses its answer: the
+ * first line into *out, the second (when page is not NULL) into *page.
+ * The helper's refusals become errors. */
+static int helper_call(struct sandbox_ctx *ctx, const char *org, const char *id,
+		       const char *const *argv, const struct sandbox_process_req *rq,
+		       size_t out_max, json_object **out, json_object **page, struct sp_err *e)
+{
+	struct sandbox sb;
+	struct buf o;
+	char err[256] = "";
+	int code = -1, rc = -1;
+	json_object *env = NULL;
+
+	*out = NULL;
+	if (page)
+		*page = NULL;
+	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
+		return -1;
+	buf_init(&o, out_max);
+	if (rq) {
+		env = json_object_new_array();
+		if (sb.pooled && sandbox_pooled_env(ctx, &sb, env, e) < 0)
+			goto out;
+		for (size_t i = 0; i < rq->nenv; i++) {
+			struct buf kv;
+			buf_init(&kv, SB_ENV_VAR_MAX + 1);
+			if (buf_printf(&kv, "%s=", rq->env[i].key) < 0 ||
+			    buf_append(&kv, rq->env[i].value, rq->env[i].value_len) < 0) {
+				buf_wipe(&kv);
+				sp_err_field(e, SP_BAD_REQUEST, "env", "env.%.64s: too long",
+					     rq->env[i].key);
+				goto out;
+			}
+			json_object_array_add(env,
+					      json_object_new_string_len(kv.data, (int)kv.len));
+			buf_wipe(&kv);
+		}
+	}
+	if (sandbox_helper_run(ctx, &sb, argv, env, rq ? sb.workdir : NULL, &o, err, sizeof(err),
+			       &code, e) < 0)
+		goto out;
+	{
+		struct sp_err ignore;
+		sandbox_touch_record(ctx, &sb, 0, &ignore);
+	}
+	err[strcspn(err, "\n")] = '\0';
+	switch (code) {
+	case HX_OK:
+		break;
+	case HX_NOT_FOUND:
+		sp_err_set(e, SP_NOT_FOUND, "No such process in this sandbox");
+		goto out;
+	case HX_DROPPED:
+		sp_err_field(e, SP_PRECONDITION, "resumeFrom",
+			     "output_not_retained: output after resumeFrom is no longer kept "
+			     "(retained: sequences %s)",
+			     err[0] ? err : "none");
+		goto out;
+	case HX_LABEL_TAKEN:
+		sp_err_field(e, SP_CONFLICT, "label",
+			     "label: another process of this sandbox has this label");
+		goto out;
+	case HX_EXITED:
+		sp_err_set(e, SP_PRECONDITION, "The process has exited");
+		goto out;
+	case HX_EXEC:
+		sp_err_field(e, SP_BAD_REQUEST, "cmd", "cmd: %s", err);
+		goto out;
+	case HX_CWD:
+		sp_err_field(e, SP_BAD_REQUEST, "workingDir",
+			     "workingDir: missing, or under /proc");
+		goto out;
+	case 126:
+	case 127:
+		/* the runtime could not start the helper: a sandbox made before
+		 * it existed has no /.sandpit-helper */
+		sp_err_set(e, SP_PRECONDITION,
+			   "This sandbox has no process helper (it was created before sandpit "
+			   "had one); create a new sandbox");
+		goto out;
+	default:
+		log_warn("sandbox %s: helper exit %d: %s", sb.id, code, err);
+		sp_err_set(e, SP_INTERNAL, "The sandbox's process helper failed (status %d)", code);
+		goto out;
+	}
+	{
+		char *nl = memchr(o.data ? o.data : "", '\n', o.len);
+		json_tokener *tok = json_tokener_new();
+		if (nl)
+			*nl = '\0';
+		*out = o.data ? json_tokener_parse_ex(tok, o.data, (int)strlen(o.data)) : NULL;
+		json_tokener_reset(tok);
+		if (page && nl)
+			*page = json_tokener_parse_ex(tok, nl + 1,
+						      (int)(o.len - (size_t)(nl + 1 - o.data)));
+		json_tokener_free(tok);
+	}
+	if (!*out || !json_object_is_type(*out, json_type_object) ||
+	    (page && (!*page || !json_object_is_type(*page, json_type_object)))) {
+		sp_err_set(e, SP_INTERNAL, "The sandbox's process helper answered no JSON object");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc < 0) {
+		json_object_put(*out);
+		*out = NULL;
+		if (page) {
+			json_object_put(*page);
+			*page = NULL;
+		}
+	}
+	json_object_put(env);
+	buf_free(&o);
+	return rc;
+}
+
+int sandbox_process_create(struct sandbox_ctx *ctx, const char *org, const char *id,
+			   const struct sandbox_process_req *rq, json_object **out,
+			   struct sp_err *e)
+{
+	const char *argv[4102];
+	char keep[32];
+	size_t n = 0;
+
+	if (rq->cwd && (sandbox_path_check("workingDir", rq->cwd, e) < 0))
+		return -1;
+	if (rq->cwd && sandbox_under_proc(rq->cwd))
+		return sp_err_field(e, SP_BAD_REQUEST, "workingDir",
+				    "workingDir: may not be under /proc");
+	if (sandbox_env_check(rq->env, rq->nenv, "env", e) < 0)
+		return -1;
+	snprintf(keep, sizeof(keep), "%d", SB_PROC_RETENTION);
+	argv[n++] = "spawn";
+	argv[n++] = rq->uid;
+	argv[n++] = keep;
+	argv[n++] = rq->label;
+	argv[n++] = rq->session ? rq->session : "";
+	argv[n++] = rq->cwd ? rq->cwd : ""; /* "": the workdir */
+	for (const char *const *a = rq->argv; *a; a++) {
+		if (n + 1 >= sizeof(argv) / sizeof(argv[0]))
+			return sp_err_field(e, SP_BAD_REQUEST, "cmd", "cmd: at most 4096 items");
+		argv[n++] = *a;
+	}
+	argv[n] = NULL;
+	return helper_call(ctx, org, id, argv, rq, 65536, out, NULL, e);
+}
+
+int sandbox_process_get(struct sandbox_ctx *ctx, const char *org, const char *id, const char *puid,
+			json_object **out, struct sp_err *e)
+{
+	const char *argv[] = { "get", puid, NULL };
+
+	return helper_call(ctx, org, id, argv, NULL, 65536, out, NULL, e);
+}
+
+int sandbox_process_list(struct sandbox_ctx *ctx, const char *org, const char *id,
+			 json_object **out, struct sp_err *e)
+{
+	const char *argv[] = { "list", NULL };
+
+	return helper_call(ctx, org, id, argv, NULL, 8 * 1024 * 1024, out, NULL, e);
+}
+
+int sandbox_process_read(struct sandbox_ctx *ctx, const char *org, const char *id, const char *puid,
+			 int64_t from, int64_t max, json_object **out, json_object **page,
+			 struct sp_err *e)
+{
+	char f[32], m[32];
+	const char *argv[] = { "read", puid, f, m, NULL };
+
+	snprintf(f, sizeof(f), "%lld", (long long)from);
+	snprintf(m, sizeof(m), "%lld", (long long)max);
+	/* base64 of max bytes, plus one whole chunk, plus the framing */
+	return helper_call(ctx, org, id, argv, NULL, (size_t)max * 2 + 1024 * 1024, out, page, e);
+}
+
+int sandbox_process_signal(struct sandbox_ctx *ctx, const char *org, const char *id,
+			   const char *puid, int signo, struct sp_err *e)
+{
+	char s[16];
+	const char *argv[] = { "signal", puid, s, NULL };
+	json_object *o = NULL;
+	int rc;
+
+	snprintf(s, sizeof(s), "%d", signo);
+	rc = helper_call(ctx, org, id, argv, NULL, 65536, &o, NULL, e);
+	json_object_put(o);
+	return rc;
+}
