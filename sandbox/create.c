@@ -209,8 +209,9 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 		if (!sandbox_id_ok(rq->id))
 			return sp_err_set(e, SP_INTERNAL, "bad caller-chosen sandbox id");
 		str_copy(sb->id, sizeof(sb->id), rq->id);
-	} else if (rq->nenv) {
-		/* a warm container started before its environment was known */
+	} else if (rq->nenv || rq->timeout_stop) {
+		/* a warm container started before its environment (or its
+		 * expiry kept at the deadline, onTimeout stop) was known */
 		crypto_random_id(sb->id, SANDBOX_ID_LEN);
 	} else {
 		crypto_random_id(sb->id, SANDBOX_ID_LEN);
@@ -236,8 +237,12 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 	sb->last_activity_at = now;
 	sb->deadline_at = now + sb->max_lifetime_ms;
 	sb->expires_at = min64(now + sb->timeout_ms, sb->deadline_at);
-	/* what the main process writes into the container (whole seconds) */
-	sb->container_expires_at = (sb->expires_at + 999) / 1000 * 1000;
+	/* what the main process writes into the container (whole seconds):
+	 * an onTimeout-stop sandbox's is its deadline (sandpit stops it at
+	 * expiry, its watcher must not end it) */
+	sb->timeout_stop = rq->timeout_stop;
+	sb->container_expires_at =
+		((sb->timeout_stop ? sb->deadline_at : sb->expires_at) + 999) / 1000 * 1000;
 	sb->creating_until = now + (int64_t)ctx->cfg->create_timeout_s * 1000;
 	return 0;
 }

@@ -108,6 +108,7 @@ struct sandbox {
 	char error_message[512];
 	char labels[SB_LABELS_MAX + 1]; /* the caller's labels: a JSON object's text, "" = none */
 	int has_environment;		/* the record holds a sealed environment (/v1) */
+	int timeout_stop; /* onTimeout stop (/v1): paused at expiry, not ended (record onTimeout) */
 };
 
 /* Where a create spent its time, in microseconds (for Server-Timing). */
@@ -146,6 +147,7 @@ struct sandbox_create_req {
 	const char *runtime;	       /* "runc" | "gvisor"; NULL: the configured default */
 	int64_t disk_mb;	       /* <= 0: the configured default */
 	struct sandbox_timing *timing; /* filled when not NULL */
+	int timeout_stop;	       /* onTimeout stop: paused at expiry (made cold) */
 };
 
 /* Defaults and bounds (dokploy-reference.md). */
