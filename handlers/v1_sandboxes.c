@@ -761,6 +761,7 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 			"displayNamePrefix: give displayName or displayNamePrefix, not both");
 	rq.cpu = rq.memory_mb = -1;
 	rq.pids_limit = rq.disk_mb = rq.timeout_ms = rq.max_lifetime_ms = -1;
+	rq.timeout_field = "features.timeouts.timeout"; /* beyond the deadline: outOfRange */
 	if (img) {
 		/* a managed image is a template: images/<template> */
 		if (strncmp(img, "images/", 7) != 0 || !config_template(h->cfg, img + 7))

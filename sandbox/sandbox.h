@@ -148,6 +148,9 @@ struct sandbox_create_req {
 	int64_t disk_mb;	       /* <= 0: the configured default */
 	struct sandbox_timing *timing; /* filled when not NULL */
 	int timeout_stop;	       /* onTimeout stop: paused at expiry (made cold) */
+	/* non-NULL (/v1): a timeout beyond the hard deadline is an outOfRange
+	 * naming this field; NULL (/api): the expiry is capped at it */
+	const char *timeout_field;
 };
 
 /* Defaults and bounds (dokploy-reference.md). */
@@ -155,7 +158,8 @@ struct sandbox_create_req {
 #define SB_DEFAULT_MEMORY_MB 512
 #define SB_DEFAULT_PIDS 256
 #define SB_DEFAULT_TIMEOUT_MS 300000
-#define SB_MAX_LIFETIME_MS 86400000
+#define SB_MAX_LIFETIME_MS 86400000 /* the default, and the longest a setting allows */
+#define SB_MIN_LIFETIME_MS 10000
 #define SB_MIN_TIMEOUT_MS 10000
 #define SB_KILL_GRACE_S 2
 
@@ -391,7 +395,8 @@ struct sandbox_server_spec {
 	const char *ssh_key, *ssh_known_hosts;
 	const char *pool, *orgs;
 	int pooled;
-	int allow_unfiltered; /* place sandboxes there even if its network check fails */
+	int allow_unfiltered;	 /* place sandboxes there even if its network check fails */
+	int64_t max_lifetime_ms; /* its sandboxes' hard deadline at most; 0 = no own limit */
 };
 /* A registered Docker server as its record holds it. */
 struct sandbox_server {
@@ -404,7 +409,8 @@ struct sandbox_server {
 	int allow_unfiltered; /* the operator accepts a failed network check */
 	char net_check[16];   /* "" (not checked), pass, fail, error */
 	char net_check_detail[512];
-	int64_t net_check_at; /* epoch ms */
+	int64_t net_check_at;	 /* epoch ms */
+	int64_t max_lifetime_ms; /* its sandboxes' hard deadline at most; 0 = SB_MAX_LIFETIME_MS */
 };
 /* A server with its current load (has_load 0: the load could not be read). */
 struct sandbox_server_row {

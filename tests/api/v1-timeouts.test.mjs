@@ -200,3 +200,66 @@ test('onTimeout stop with no sweep: the sandbox runs on past its expiry (its wat
     assert.equal(x.status, 501, x.text);
   }
 });
+
+test('the hard deadline per organization and per server: the smaller wins, a longer one is refused on both faces, the default is that maximum', { timeout: 180000 }, async (t) => {
+  const org = `lt${process.pid}`;
+  await s.cli('orgs', 'create', org);
+  await s.cli('quota', 'set', '--org', org, '--max-lifetime', '40');
+  assert.match((await s.cli('quota', 'show', '--org', org)).stdout, /lifetime\s+40 s/);
+  await assert.rejects(s.cli('quota', 'set', '--org', org, '--max-lifetime', '86401'));
+  const key = await s.newKey(org);
+  const apiMade = async (body) => {
+    const r = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', ...body }, key });
+    if (r.status === 200) made.push([{ api: (m, p, o) => s.api(m, p, { ...o, key }) }, r.json.sandboxId]);
+    return r;
+  };
+  // the default lifetime is the organization's maximum
+  let r = await apiMade({});
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.maxLifetimeMs, 40000);
+  assert.ok(Math.abs(Date.parse(r.json.deadlineAt) - Date.parse(r.json.createdAt) - 40000) < 1000, r.text);
+  // /v1 reads the same deadline: the timeout's expiry never passes it
+  const g = await v1({ api: (m, p, o) => s.api(m, p, { ...o, key }) }, 'GET', ONE, { sandbox: r.json.sandboxId });
+  assert.equal(g.status, 200, g.text);
+  // above it: a 400 naming maxLifetimeMs (/api), an outOfRange naming the limit (/v1)
+  r = await apiMade({ maxLifetimeMs: 50000 });
+  assert.equal(r.status, 400, r.text);
+  assert.equal(r.json.code, 'BAD_REQUEST');
+  assert.ok(r.json.issues.some((i) => i.path[0] === 'maxLifetimeMs'), r.text);
+  assert.match(r.json.message, /^maxLifetimeMs: at most 40000 \(this organization's hard deadline\)/);
+  const as = { api: (m, p, o) => s.api(m, p, { ...o, key }) };
+  const x = await v1(as, 'POST', SBX, {}, { body: { image: 'images/alpine', features: { timeouts: { timeout: '60s' } } } });
+  assert.equal(x.status, 400, x.text);
+  assert.equal(x.json.code, 'outOfRange');
+  assert.match(x.json.message, /features\.timeouts\.timeout: beyond the hard deadline \(40s after creation: this organization's maximum lifetime\)/);
+  assert.equal(x.json.details[0].fieldViolations[0].field, 'features.timeouts.timeout');
+  const y = await v1(as, 'POST', SBX, {}, { body: { image: 'images/alpine', features: { timeouts: { timeout: '30s' } } } });
+  assert.equal(y.status, 201, y.text);
+  made.push([as, y.json.uid]);
+
+  // a server with a smaller limit (the shared dockerd registered as a
+  // server of this organization only): its sandboxes get the smaller one
+  const srv = `lt${process.pid}`;
+  t.after(() => s.cli('servers', 'remove', srv).catch(() => {}));
+  await s.cli('servers', 'add', '--id', srv, '--endpoint', 'unix:///var/run/docker.sock', '--orgs', org,
+    '--allow-unfiltered', '--no-pooling', '--max-lifetime', '20');
+  const listed = JSON.parse((await s.cli('servers', 'list')).stdout);
+  assert.equal((Array.isArray(listed) ? listed : listed.servers).find((x) => x.id === srv).maxLifetimeMs, 20000);
+  r = await apiMade({ serverId: srv });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.maxLifetimeMs, 20000);
+  assert.ok(Math.abs(Date.parse(r.json.deadlineAt) - Date.parse(r.json.createdAt) - 20000) < 1000, r.text);
+  r = await apiMade({ serverId: srv, maxLifetimeMs: 30000 });
+  assert.equal(r.status, 400, r.text);
+  assert.match(r.json.message, /^maxLifetimeMs: at most 20000 \(its server's hard deadline\)/);
+  // the organization's limit still holds where it is the smaller
+  await s.cli('quota', 'set', '--org', org, '--max-lifetime', '15');
+  r = await apiMade({ serverId: srv });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.maxLifetimeMs, 15000);
+  // 0 removes the organization's limit: back to the default 24 h
+  await s.cli('quota', 'set', '--org', org, '--max-lifetime', '0');
+  r = await apiMade({});
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.maxLifetimeMs, 86400000);
+});
