@@ -161,7 +161,9 @@ test('onTimeout stop: the sweep pauses it at expiry with nobody reading; a runni
     assert.equal(dockerState(dRec.containerId).Paused, false);
     assert.equal((await v1(s, 'GET', ONE, { sandbox: d.uid })).json.core.status, 'running');
   } finally {
-    await cmdDone;
+    // bounded: a sandbox wrongly stopped under it freezes the command too
+    await Promise.race([cmdDone, sleep(40000)]);
+    cmd.kill();
   }
   // the command over: d stops after its timeout of inactivity
   await waitFor(() => dockerState(dRec.containerId).Paused === true, 60000, 300);
