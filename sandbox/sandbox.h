@@ -54,7 +54,8 @@ struct sandbox_ctx {
 };
 
 /* stopped: the container is paused (sandbox_stop), its processes and
- * memory kept; its expiry and deadline still count. stopping: a stop is
+ * memory kept; its inactivity expiry is disarmed (expiresAt = deadlineAt),
+ * its deadline still counts. stopping: a stop is
  * under way (or was interrupted: a stop or a start finishes it); nothing
  * new may run in the container meanwhile. */
 enum sandbox_status { SB_CREATING, SB_RUNNING, SB_KILLED, SB_ERROR, SB_STOPPED, SB_STOPPING };
