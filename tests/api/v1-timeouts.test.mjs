@@ -141,10 +141,17 @@ test('onTimeout stop: the sweep pauses it at expiry with nobody reading; a runni
   const cRec = await one(s, c.uid), dRec = await one(s, d.uid);
   // the container's own expiry is its deadline: its watcher never ends it
   assert.equal(containerExpiry(cRec.containerId), Math.ceil(Date.parse(cRec.deadlineAt) / 1000));
-  // a command in d, made outside sandpit (its record never sees it): 25 s
-  const cmd = spawn('docker', ['exec', dRec.containerId, 'sleep', '25'], { stdio: 'ignore' });
+  // a command in d, made outside sandpit (its record never sees it): 30 s
+  const cmd = spawn('docker', ['exec', dRec.containerId, 'sleep', '30'], { stdio: 'ignore' });
   const cmdDone = new Promise((res) => cmd.once('exit', res));
   try {
+    // once Docker runs it, d's expiry is moved from now (a command through
+    // sandpit), so a slow exec start under load does not race its expiry
+    const execs = () => Number(execFileSync('docker', ['inspect', '-f', '{{len .ExecIDs}}', dRec.containerId], { encoding: 'utf8' }).trim());
+    await waitFor(() => execs() > 0, 20000, 100);
+    const touch = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: d.uid, cmd: 'true' } });
+    assert.equal(touch.status, 200, touch.text);
+    const dExp = Date.parse((await one(s, d.uid)).expiresAt);
     const expC = Date.parse(c.effectiveFeatures.timeouts.expiresAt);
     await waitFor(() => dockerState(cRec.containerId).Paused === true, 60000, 300);
     assert.ok(Date.now() >= expC, 'not stopped before its expiry');
@@ -156,7 +163,7 @@ test('onTimeout stop: the sweep pauses it at expiry with nobody reading; a runni
     assert.equal(api.status, 'stopped');
     assert.equal(api.expiresAt, api.deadlineAt);
     // d: its command runs, so it is active, past its first expiry and sweeps
-    while (Date.now() < Date.parse(d.effectiveFeatures.timeouts.expiresAt) + 8000) await sleep(200);
+    while (Date.now() < dExp + 8000) await sleep(200);
     assert.equal(cmd.exitCode, null, 'the command still runs');
     assert.equal(dockerState(dRec.containerId).Paused, false);
     assert.equal((await v1(s, 'GET', ONE, { sandbox: d.uid })).json.core.status, 'running');
