@@ -34,11 +34,14 @@ const char operator_usage[] =
 	"  roles list --org ORG\n"
 	"  roles delete --org ORG NAME\n"
 	"  quota set --org ORG [--sandboxes N] [--cpu CPUS] [--memory-mb MB]\n"
-	"                              limits on running sandboxes (0 removes a limit)\n"
+	"            [--max-lifetime SECONDS]\n"
+	"                              limits on running sandboxes (0 removes a limit);\n"
+	"                              --max-lifetime: their hard deadline, 10..86400 s\n"
 	"  quota show --org ORG\n"
 	"  servers add --id ID --endpoint URL --orgs ORG[,ORG...]|'*' [--name NAME]\n"
 	"              [--tls-cert F --tls-key F --tls-ca F] [--ssh-key F] [--known-hosts F]\n"
 	"              [--pool POOL] [--no-pooling] [--allow-unfiltered]\n"
+	"              [--max-lifetime SECONDS]\n"
 	"                              register a Docker server: unix:///path,\n"
 	"                              tcp://host:port (TLS) or ssh://user@host[:port];\n"
 	"                              then checks that its sandboxes cannot reach its\n"
@@ -87,7 +90,7 @@ static int usage_error(const char *what)
  * Positional arguments are left in argv[optind..]. */
 struct opts {
 	const char *org, *role, *perms;
-	int64_t sandboxes, cpu_milli, memory_mb;
+	int64_t sandboxes, cpu_milli, memory_mb, max_lifetime_ms;
 	struct sandbox_server_spec srv;
 };
 
@@ -112,6 +115,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "orgs", required_argument, NULL, 'O' },
 		{ "no-pooling", no_argument, NULL, 'N' },
 		{ "allow-unfiltered", no_argument, NULL, 'U' },
+		{ "max-lifetime", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long long n;
@@ -119,7 +123,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->sandboxes = o->cpu_milli = o->memory_mb = -1;
+	o->sandboxes = o->cpu_milli = o->memory_mb = o->max_lifetime_ms = -1;
 	o->srv.pooled = 1;
 	optind = 0; /* 0: GNU getopt starts afresh */
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -185,6 +189,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'N':
 			o->srv.pooled = 0;
+			break;
+		case 'L':
+			/* the hard deadline's limit: 10 s to the default 24 h */
+			if (parse_ll(optarg, 0, SB_MAX_LIFETIME_MS / 1000, &n) < 0 ||
+			    (n > 0 && n < SB_MIN_LIFETIME_MS / 1000))
+				return usage_error(
+					"--max-lifetime: 10 to 86400 seconds (0 = no limit "
+					"of its own)");
+			o->max_lifetime_ms = n * 1000;
+			o->srv.max_lifetime_ms = n * 1000;
 			break;
 		default:
 			return usage_error("unknown option");
@@ -312,10 +326,13 @@ static int quota_cmd(struct store *st, const char *action, const struct opts *o)
 	if (need_org(o))
 		return 2;
 	if (strcmp(action, "set") == 0) {
-		if (o->sandboxes < 0 && o->cpu_milli < 0 && o->memory_mb < 0)
-			return usage_error("quota set: give --sandboxes, --cpu and/or --memory-mb");
+		if (o->sandboxes < 0 && o->cpu_milli < 0 && o->memory_mb < 0 &&
+		    o->max_lifetime_ms < 0)
+			return usage_error("quota set: give --sandboxes, --cpu, --memory-mb and/or "
+					   "--max-lifetime");
 		if (store_org_add(st, o->org, &e) < 0 ||
-		    store_quota_set(st, o->org, o->sandboxes, o->cpu_milli, o->memory_mb, &e) < 0)
+		    store_quota_set(st, o->org, o->sandboxes, o->cpu_milli, o->memory_mb,
+				    o->max_lifetime_ms, &e) < 0)
 			return fail(e.msg);
 		return 0;
 	}
@@ -333,6 +350,11 @@ static int quota_cmd(struct store *st, const char *action, const struct opts *o)
 			printf("%-10s %s\n", "cpu", "unlimited");
 		v = store_rec_get(&rec, "memoryMb");
 		printf("%-10s %s%s\n", "memory", v ? v : "unlimited", v ? " MiB" : "");
+		v = store_rec_get(&rec, "maxLifetimeMs");
+		if (v && parse_ll(v, 1, 1LL << 50, &n) == 0)
+			printf("%-10s %lld s\n", "lifetime", n / 1000);
+		else
+			printf("%-10s %d s (the default)\n", "lifetime", SB_MAX_LIFETIME_MS / 1000);
 		store_rec_free(&rec);
 		return 0;
 	}
@@ -425,6 +447,9 @@ static json_object *server_json(const struct sandbox_server_row *row)
 	json_object_object_add(o, "allowUnfiltered", json_object_new_boolean(s->allow_unfiltered));
 	if (s->net_check_at)
 		json_object_object_add(o, "netCheckAt", json_object_new_int64(s->net_check_at));
+	if (s->max_lifetime_ms > 0)
+		json_object_object_add(o, "maxLifetimeMs",
+				       json_object_new_int64(s->max_lifetime_ms));
 	if (row->has_load) {
 		json_object_object_add(o, "sandboxes", json_object_new_int64(row->sandboxes));
 		json_object_object_add(o, "cpuReserved",

@@ -110,20 +110,22 @@ static json_object *sandbox_body(const struct sandbox *sb)
 	json_object_object_add(ret, "minBytes", i64_json(SB_PROC_RETENTION));
 	json_object_object_add(ef, "outputRetention", ret);
 	/* what is in force: at expiry the container is ended and removed (the
-	 * record stays, failed); activity moves the expiry (sandpit's timeout
-	 * is an inactivity timeout), never past the hard deadline. It stays
-	 * armed while stopped (sandpit ends a stopped sandbox at expiry), and
-	 * a start re-arms it for the interval (resumeTimeout) */
+	 * record stays, failed), or with onTimeout stop paused (it reads
+	 * stopped); activity moves the expiry (sandpit's timeout is an
+	 * inactivity timeout), never past the hard deadline. It is disarmed
+	 * while stopped (no expiresAt: only the deadline counts), and a start
+	 * re-arms it for the interval (resumeTimeout) */
 	if (sb->timeout_ms > 0) {
 		json_object *to = json_object_new_object();
 		char d[32];
 		snprintf(d, sizeof(d), "%llds", (long long)(sb->timeout_ms / 1000));
-		json_object_object_add(to, "onTimeout", json_object_new_string("delete"));
+		json_object_object_add(
+			to, "onTimeout",
+			json_object_new_string(sb->timeout_stop ? "stop" : "delete"));
 		json_object_object_add(to, "autoResume", json_object_new_boolean(0));
 		json_object_object_add(to, "initialTimeout", json_object_new_string(d));
 		json_object_object_add(to, "resumeTimeout", json_object_new_string(d));
-		if (sb->status != SB_CREATING && sb->status != SB_KILLED &&
-		    sb->status != SB_ERROR && sb->expires_at > 0)
+		if (sb->status == SB_RUNNING && sb->expires_at > 0)
 			json_object_object_add(to, "expiresAt", time_json(sb->expires_at));
 		json_object_object_add(ef, "timeouts", to);
 	}
@@ -553,7 +555,7 @@ static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_
 
 /* features: only timeouts (the sandbox's TTL: timeout becomes the core's
  * inactivity timeout, at least 10 s and within the hard deadline;
- * onTimeout delete, as sandpit does at expiry; no autoResume).
+ * onTimeout delete, or stop (paused at expiry); no autoResume).
  * managedVolumes and storedSecrets are a 501; unknown fields a 400. */
 static int features_parse(json_object *in, struct sandbox_create_req *rq, struct sp_err *e)
 {
@@ -596,11 +598,14 @@ static int features_parse(json_object *in, struct sandbox_create_req *rq, struct
 	if (json_object_object_get_ex(to, "onTimeout", &v) && v) {
 		const char *a =
 			json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-		if (strcmp(a, "stop") == 0 || strcmp(a, "keep") == 0 || strcmp(a, "restart") == 0)
-			return sp_err_field(e, SP_UNIMPLEMENTED, "features.timeouts.onTimeout",
-					    "features.timeouts.onTimeout: only delete is supported "
-					    "(at expiry the container is ended)");
-		if (strcmp(a, "delete") != 0)
+		if (strcmp(a, "keep") == 0 || strcmp(a, "restart") == 0)
+			return sp_err_field(
+				e, SP_UNIMPLEMENTED, "features.timeouts.onTimeout",
+				"features.timeouts.onTimeout: only delete and stop are "
+				"supported (at expiry the container is ended or paused)");
+		if (strcmp(a, "stop") == 0)
+			rq->timeout_stop = 1;
+		else if (strcmp(a, "delete") != 0)
 			return sp_err_field(e, SP_BAD_REQUEST, "features.timeouts.onTimeout",
 					    "features.timeouts.onTimeout: expected delete, stop, "
 					    "keep or restart");
@@ -611,8 +616,8 @@ static int features_parse(json_object *in, struct sandbox_create_req *rq, struct
 					    "features.timeouts.autoResume: expected a boolean");
 		if (json_object_get_boolean(v))
 			return sp_err_field(e, SP_UNIMPLEMENTED, "features.timeouts.autoResume",
-					    "features.timeouts.autoResume: a deleted sandbox "
-					    "cannot resume");
+					    "features.timeouts.autoResume: no endpoint wakes a "
+					    "stopped sandbox (startSandbox does)");
 	}
 	if (json_object_object_get_ex(to, "timeout", &v) && v) {
 		int64_t ms = json_object_is_type(v, json_type_string)
@@ -764,6 +769,7 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 			"displayNamePrefix: give displayName or displayNamePrefix, not both");
 	rq.cpu = rq.memory_mb = -1;
 	rq.pids_limit = rq.disk_mb = rq.timeout_ms = rq.max_lifetime_ms = -1;
+	rq.timeout_field = "features.timeouts.timeout"; /* beyond the deadline: outOfRange */
 	if (img) {
 		/* a managed image is a template: images/<template> */
 		if (strncmp(img, "images/", 7) != 0 || !config_template(h->cfg, img + 7))

@@ -167,11 +167,75 @@ static void default_name(int64_t ms, char *out, size_t cap)
 /* The request checked, and sb filled from it with the defaults: its id
  * (or a warm container's), name, limits, lifetimes and times; *t the
  * template (NULL for an image). 400 naming the field for a bad request. */
+/* The hard deadline's limit: the organization's (its quota's
+ * maxLifetimeMs) or the server's, the smaller; SB_MAX_LIFETIME_MS when
+ * neither sets one. *who says whose. A server of "" has none. */
+static int lifetime_limit(struct sandbox_ctx *ctx, const char *org, const char *server,
+			  int64_t *limit, const char **who, struct sp_err *e)
+{
+	struct store_rec q = { 0 };
+	const char *v;
+	long long n;
+
+	*limit = SB_MAX_LIFETIME_MS;
+	*who = "the installation's";
+	if (store_quota_get(ctx->st, org, &q, e) < 0)
+		return -1;
+	v = store_rec_get(&q, "maxLifetimeMs");
+	if (v && parse_ll(v, 1, SB_MAX_LIFETIME_MS, &n) == 0 && n < *limit) {
+		*limit = n;
+		*who = "this organization's";
+	}
+	store_rec_free(&q);
+	if (server && *server && strcmp(server, "local") != 0) {
+		char *json = NULL;
+		struct sandbox_server s;
+		if (store_server_get(ctx->st, server, &json, e) < 0)
+			return -1;
+		n = server_from_json(json, &s, e);
+		free(json);
+		if (n < 0)
+			return -1;
+		if (s.max_lifetime_ms > 0 && s.max_lifetime_ms < *limit) {
+			*limit = s.max_lifetime_ms;
+			*who = "its server's";
+		}
+	}
+	return 0;
+}
+
+/* sb's lifetime within limit: a longer maxLifetimeMs is a 400 naming it, a
+ * longer /v1 timeout an outOfRange naming the limit; a default lifetime
+ * is the limit. Sets the lifetime fields from now when they change. */
+static int lifetime_fit(const struct sandbox_create_req *rq, struct sandbox *sb, int64_t limit,
+			const char *who, int64_t now, struct sp_err *e)
+{
+	if (rq->max_lifetime_ms > limit)
+		return sp_err_field(e, SP_BAD_REQUEST, "maxLifetimeMs",
+				    "maxLifetimeMs: at most %lld (%s hard deadline)",
+				    (long long)limit, who);
+	if (rq->timeout_field && rq->timeout_ms > limit)
+		return sp_err_field(
+			e, SP_OUT_OF_RANGE, rq->timeout_field,
+			"%s: beyond the hard deadline (%llds after creation: %s maximum "
+			"lifetime)",
+			rq->timeout_field, (long long)(limit / 1000), who);
+	if (rq->max_lifetime_ms <= 0 && sb->max_lifetime_ms != limit) {
+		sb->max_lifetime_ms = limit;
+		sb->deadline_at = now + limit;
+		sb->expires_at = min64(now + sb->timeout_ms, sb->deadline_at);
+		sb->container_expires_at =
+			((sb->timeout_stop ? sb->deadline_at : sb->expires_at) + 999) / 1000 * 1000;
+	}
+	return 0;
+}
+
 static int create_fill(struct sandbox_ctx *ctx, const char *org,
 		       const struct sandbox_create_req *rq, struct sandbox *sb,
 		       const struct template_conf **t, struct sp_err *e)
 {
-	int64_t now = now_ms();
+	int64_t now = now_ms(), limit;
+	const char *who;
 
 	if (!rq->template_name && !rq->image)
 		return sp_err_field(e, SP_BAD_REQUEST, "template",
@@ -199,6 +263,11 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 	}
 	if (rq->nenv && sandbox_env_check(rq->env, rq->nenv, "environment", e) < 0)
 		return -1;
+	/* the organization's limit, before any effect (the server's, once
+	 * placed, can only lower it: create_admit) */
+	if (lifetime_limit(ctx, org, NULL, &limit, &who, e) < 0 ||
+	    lifetime_fit(rq, sb, limit, who, now, e) < 0)
+		return -1;
 	if (rq->labels && str_copy(sb->labels, sizeof(sb->labels), rq->labels) < 0)
 		return sp_err_field(e, SP_BAD_REQUEST, "labels", "labels: at most %d bytes as JSON",
 				    SB_LABELS_MAX);
@@ -209,8 +278,9 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 		if (!sandbox_id_ok(rq->id))
 			return sp_err_set(e, SP_INTERNAL, "bad caller-chosen sandbox id");
 		str_copy(sb->id, sizeof(sb->id), rq->id);
-	} else if (rq->nenv) {
-		/* a warm container started before its environment was known */
+	} else if (rq->nenv || rq->timeout_stop) {
+		/* a warm container started before its environment (or its
+		 * expiry kept at the deadline, onTimeout stop) was known */
 		crypto_random_id(sb->id, SANDBOX_ID_LEN);
 	} else {
 		crypto_random_id(sb->id, SANDBOX_ID_LEN);
@@ -226,7 +296,7 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 	sb->memory_mb = rq->memory_mb > 0 ? rq->memory_mb : SB_DEFAULT_MEMORY_MB;
 	sb->pids_limit = rq->pids_limit > 0 ? rq->pids_limit : SB_DEFAULT_PIDS;
 	sb->timeout_ms = rq->timeout_ms > 0 ? rq->timeout_ms : SB_DEFAULT_TIMEOUT_MS;
-	sb->max_lifetime_ms = rq->max_lifetime_ms > 0 ? rq->max_lifetime_ms : SB_MAX_LIFETIME_MS;
+	sb->max_lifetime_ms = rq->max_lifetime_ms > 0 ? rq->max_lifetime_ms : limit;
 	str_copy(sb->network_mode, sizeof(sb->network_mode),
 		 rq->network_mode ? rq->network_mode : "isolated");
 	str_copy(sb->workdir, sizeof(sb->workdir), rq->workdir ? rq->workdir : TEMPLATE_HOME);
@@ -236,8 +306,12 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 	sb->last_activity_at = now;
 	sb->deadline_at = now + sb->max_lifetime_ms;
 	sb->expires_at = min64(now + sb->timeout_ms, sb->deadline_at);
-	/* what the main process writes into the container (whole seconds) */
-	sb->container_expires_at = (sb->expires_at + 999) / 1000 * 1000;
+	/* what the main process writes into the container (whole seconds):
+	 * an onTimeout-stop sandbox's is its deadline (sandpit stops it at
+	 * expiry, its watcher must not end it) */
+	sb->timeout_stop = rq->timeout_stop;
+	sb->container_expires_at =
+		((sb->timeout_stop ? sb->deadline_at : sb->expires_at) + 999) / 1000 * 1000;
 	sb->creating_until = now + (int64_t)ctx->cfg->create_timeout_s * 1000;
 	return 0;
 }
@@ -288,6 +362,21 @@ static int create_env(struct sandbox_ctx *ctx, const struct sandbox_create_req *
 	return rc;
 }
 
+/* The placed server's limit on sb's lifetime (it only lowers it: the
+ * reservations made with the longer deadline then outlast it, harmless). */
+static int place_lifetime(struct sandbox_ctx *ctx, const char *org,
+			  const struct sandbox_create_req *rq, struct sandbox *sb, struct sp_err *e)
+{
+	int64_t limit;
+	const char *who;
+
+	if (lifetime_limit(ctx, org, sb->server_id, &limit, &who, e) < 0)
+		return -1;
+	if (limit >= sb->max_lifetime_ms)
+		return 0;
+	return lifetime_fit(rq, sb, limit, who, sb->created_at, e);
+}
+
 /* The sandbox admitted: its quota share reserved, its server chosen (its
  * share there reserved) and made ready, its runtime and disk possible
  * there, and the record written "creating". On failure the shares are
@@ -302,6 +391,7 @@ static int create_admit(struct sandbox_ctx *ctx, const char *org,
 	if (sandbox_install_id(ctx, e) < 0 || reserve(ctx, sb, e) < 0)
 		return -1;
 	if (sandbox_place(ctx, org, sb, rq->server_id, e) == 0 &&
+	    (!sb->server_id[0] || place_lifetime(ctx, org, rq, sb, e) == 0) &&
 	    sandbox_select_server(ctx, sb->server_id, e) == 0 &&
 	    sandbox_docker_ready(ctx, e) == 0 && sandbox_ensure_networks(ctx, e) == 0 &&
 	    sandbox_runtime_ok(ctx, sb, e) == 0 &&

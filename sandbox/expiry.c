@@ -80,7 +80,10 @@ int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id
 		return -1;
 	out->timeout_ms = timeout_ms;
 	out->expires_at = min64(now + timeout_ms, out->deadline_at);
-	if (keeper_write(ctx, out, out->expires_at, timeout_ms, e) < 0) {
+	/* an onTimeout-stop sandbox's container keeps its deadline: sandpit,
+	 * not its watcher, acts at the expiry (pause.c) */
+	if (keeper_write(ctx, out, out->timeout_stop ? out->deadline_at : out->expires_at,
+			 timeout_ms, e) < 0) {
 		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
 			return sandbox_container_gone(ctx, out, e);
 		return -1;
@@ -105,10 +108,6 @@ int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id
 	return 0;
 }
 
-/* The container's expiry leads the record's by this much when sandpit
- * moves it, so a burst of short operations costs one write. */
-#define EXPIRY_LEAD_MS 3000
-
 /* Moves the container's expiry to cover the record's, if it does not yet
  * (short operations the watcher may not have seen). */
 void sandbox_sync_expiry(struct sandbox_ctx *ctx, struct sandbox *sb)
@@ -116,11 +115,17 @@ void sandbox_sync_expiry(struct sandbox_ctx *ctx, struct sandbox *sb)
 	struct sp_err e;
 	int64_t target;
 
-	if (sb->status != SB_RUNNING || sb->expires_at <= sb->container_expires_at || !ctx->dk)
+	if (sb->status != SB_RUNNING || sb->expires_at <= sb->container_expires_at || !ctx->dk ||
+	    sb->timeout_stop)
 		return;
-	target = min64(sb->expires_at + EXPIRY_LEAD_MS, sb->deadline_at);
+	target = min64(sb->expires_at + SB_EXPIRY_LEAD_MS, sb->deadline_at);
 	if (keeper_write(ctx, sb, target, 0, &e) < 0)
 		log_warn("sandbox %s: could not move its expiry: %s", sb->id, e.msg);
+}
+
+int sandbox_arm_expiry(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t at_ms, struct sp_err *e)
+{
+	return keeper_write(ctx, sb, min64(at_ms, sb->deadline_at), 0, e);
 }
 
 /* A sandbox being killed or removed needs no deferred expiry write: it

@@ -22,7 +22,7 @@
 #include "../store/store.h"
 #include "sandbox.h"
 
-#define SB_RECORD_FIELDS 29
+#define SB_RECORD_FIELDS 30
 /* The home and default workdir of a template sandbox. */
 #define TEMPLATE_HOME "/home/user"
 /* A status catch-up or a template-info inspect is optional: a server
@@ -199,6 +199,19 @@ void sandbox_drop_pending_expiry(struct sandbox_ctx *ctx, const char *id);
 /* Writes the container's expiry now when it does not cover the record's
  * (a running sandbox; a failure is logged). */
 void sandbox_sync_expiry(struct sandbox_ctx *ctx, struct sandbox *sb);
+/* The container's expiry leads the record's by this much when sandpit
+ * moves it, so a burst of short operations costs one write. */
+#define SB_EXPIRY_LEAD_MS 3000
+/* Writes at_ms (rounded up to the second) as the container's expiry, up or
+ * down: its deadline before a stop (the watcher thawed by a start must not
+ * find a stale expiry), the re-armed expiry after a start. */
+int sandbox_arm_expiry(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t at_ms,
+		       struct sp_err *e);
+
+/* pause.c: a running onTimeout-stop sandbox found past its expiry (a read,
+ * the reaper): stopped, unless a command of it runs (then its expiry
+ * moves). 1 when it was stopped. */
+int sandbox_stop_expired(struct sandbox_ctx *ctx, struct sandbox *sb);
 
 /* list.c: catches every record of org up (list pages read and dropped). */
 void sandbox_catch_up_org(struct sandbox_ctx *ctx, const char *org);

@@ -2,9 +2,16 @@
  * Stop and start: a sandbox's container paused (its cgroup's freezer;
  * under gVisor the whole sandbox) and thawed again, its processes and
  * memory kept (/v1's stopMemoryOutcome "preserve"). While stopped its
- * expiry and deadline still count, but the container cannot end itself
- * (its keeper is frozen with it): the read that finds it past them
- * (state.c) and the reaper end it.
+ * inactivity expiry is disarmed (the record's expiresAt is its deadline,
+ * /v1 shows no expiresAt) and only the deadline counts; the container
+ * cannot end itself then (its keeper is frozen with it): the read that
+ * finds it past the deadline (state.c) and the reaper end it. Before the
+ * pause the container's expiry becomes its deadline, so that its watcher,
+ * thawed by a start, never finds a stale one; after the start it is
+ * re-armed: now + the timeout (resumeTimeout), never past the deadline.
+ * An onTimeout-stop sandbox (/v1) is stopped here at its expiry
+ * (sandbox_stop_expired, from a read or the reaper): its container's
+ * expiry stays at its deadline, so its own watcher never ends it.
  *
  * A stop must never freeze a container while a `docker exec` into it is
  * being set up: runc's exec then waits for the frozen cgroup, and Docker
@@ -110,6 +117,8 @@ static int freeze(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 		}
 		sp_err_clear(e);
 	}
+	/* disarmed while stopped: only the deadline counts */
+	sb->expires_at = sb->deadline_at;
 	sandbox_transition(ctx, sb, SB_STOPPED, NULL, 0);
 	if (sb->status != SB_STOPPED) {
 		/* started or killed meanwhile: what it is now stands */
@@ -122,11 +131,9 @@ static int freeze(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 	return 0;
 }
 
-int sandbox_stop(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
-		 struct sp_err *e)
+/* A stop of the record read into out. */
+static int stop_loaded(struct sandbox_ctx *ctx, struct sandbox *out, struct sp_err *e)
 {
-	if (sandbox_get(ctx, org, id, out, e) < 0)
-		return -1;
 	if (out->status == SB_STOPPED)
 		return 0;
 	if (out->status != SB_RUNNING && out->status != SB_STOPPING)
@@ -134,18 +141,89 @@ int sandbox_stop(struct sandbox_ctx *ctx, const char *org, const char *id, struc
 	if (server_ready(ctx, e) < 0)
 		return -1;
 	if (out->status == SB_RUNNING) {
-		/* the container's expiry must cover the record's before it
-		 * freezes (a deferred write would meet a paused container), so
-		 * that its watcher, thawed by a start, does not find it past */
-		sandbox_drop_pending_expiry(ctx, id);
-		sandbox_sync_expiry(ctx, out);
+		sandbox_drop_pending_expiry(ctx, out->id);
 		sandbox_transition(ctx, out, SB_STOPPING, NULL, 0);
 		if (out->status == SB_STOPPED)
 			return 0;
 		if (out->status != SB_STOPPING)
 			return state_refusal(out, e);
+		/* the container's expiry becomes its deadline before it freezes
+		 * (after the record turned stopping: nothing else starts in it
+		 * meanwhile), so that its watcher, thawed by a start, does not
+		 * find a stale one past */
+		if (out->container_expires_at < out->deadline_at &&
+		    sandbox_arm_expiry(ctx, out, out->deadline_at, e) < 0) {
+			if (e->code == SP_NOT_FOUND) {
+				sandbox_mark_gone(ctx, out);
+				return state_refusal(out, e);
+			}
+			/* paused already (by hand) or not running: freeze says */
+			if (e->code == SP_CONFLICT)
+				return freeze(ctx, out, e);
+			log_warn("sandbox %s: could not write its deadline as its expiry: %s",
+				 out->id, e->msg);
+			sandbox_transition(ctx, out, SB_RUNNING, NULL, 0);
+			return -1;
+		}
 	}
 	return freeze(ctx, out, e);
+}
+
+int sandbox_stop(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
+		 struct sp_err *e)
+{
+	if (sandbox_get(ctx, org, id, out, e) < 0)
+		return -1;
+	return stop_loaded(ctx, out, e);
+}
+
+/* 1 while Docker lists a running exec of container cid (a command: the
+ * activity the watcher counts), 0 when none, -1 when Docker cannot say. */
+static int execs_running(struct sandbox_ctx *ctx, const char *cid, struct sp_err *e)
+{
+	json_object *info = NULL, *ids;
+	int n = 0;
+
+	if (docker_container_inspect(ctx->dk, cid, &info, e) < 0)
+		return -1;
+	if (json_object_object_get_ex(info, "ExecIDs", &ids) &&
+	    json_object_is_type(ids, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(ids) && !n; i++) {
+			const char *eid = json_object_get_string(json_object_array_get_idx(ids, i));
+			int code = -1, running = 0;
+			struct sp_err ie;
+			if (eid && docker_exec_inspect(ctx->dk, eid, &code, &running, &ie) == 0 &&
+			    running)
+				n = 1;
+		}
+	json_object_put(info);
+	return n;
+}
+
+int sandbox_stop_expired(struct sandbox_ctx *ctx, struct sandbox *sb)
+{
+	struct sp_err e;
+	int busy;
+
+	if (sb->status != SB_RUNNING || !sb->timeout_stop || now_ms() < sb->expires_at ||
+	    now_ms() >= sb->deadline_at || !ctx->dk || docker_client_suspect(ctx->dk) ||
+	    sandbox_docker_ready(ctx, &e) < 0)
+		return 0;
+	busy = execs_running(ctx, sb->container_id, &e);
+	if (busy < 0)
+		return 0; /* Docker cannot say: the next read or sweep */
+	if (busy) {
+		/* a command runs: activity, the expiry moves from now */
+		if (sandbox_touch_record(ctx, sb, 0, &e) < 0)
+			log_warn("sandbox %s: could not move its expiry: %s", sb->id, e.msg);
+		return 0;
+	}
+	if (stop_loaded(ctx, sb, &e) < 0) {
+		log_warn("sandbox %s: past its expiry, but the stop failed: %s", sb->id, e.msg);
+		return 0;
+	}
+	log_info("sandbox %s: inactive past its expiry, stopped (onTimeout stop)", sb->id);
+	return 1;
 }
 
 int sandbox_start(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *out,
@@ -175,10 +253,16 @@ int sandbox_start(struct sandbox_ctx *ctx, const char *org, const char *id, stru
 		if (out->status != SB_RUNNING)
 			return state_refusal(out, e);
 	}
-	/* a start is activity: the expiry moves from now (the container's
-	 * own, written before the stop, still covers the old one meanwhile) */
+	/* a start is activity: the expiry is re-armed from now (the
+	 * container's own is its deadline since the stop; an onTimeout-stop
+	 * sandbox's stays there) */
 	if (sandbox_touch_record(ctx, out, 0, e) < 0)
 		return -1;
+	if (!out->timeout_stop) {
+		struct sp_err ae;
+		if (sandbox_arm_expiry(ctx, out, out->expires_at + SB_EXPIRY_LEAD_MS, &ae) < 0)
+			log_warn("sandbox %s: could not re-arm its expiry: %s", out->id, ae.msg);
+	}
 	log_info("sandbox %s started", out->id);
 	return 0;
 }

@@ -10,13 +10,14 @@
  * turn, listing containers by label: it ends those past their deadline
  * label, those whose record is gone (a container is never adopted: its
  * record is looked up by the org and id of its own labels), killed,
- * failed, expired (a stopped sandbox's too: its frozen keeper cannot end
- * it), stuck creating, or pointing at another container; and
+ * failed, expired (a stopped sandbox at its deadline too: its frozen
+ * keeper cannot end it), stuck creating, or pointing at another container;
+ * it stops onTimeout-stop sandboxes past their expiry (pause.c); and
  * it releases quota shares whose container Docker no longer lists. It
  * only ever touches containers labelled with its own installation's id
  * (<prefix>.install): installations sharing a dockerd, and containers of
  * versions before that label, are left alone.
- * May call: pool.c (refills), state.c, expiry.c (deferred writes), ctx.c,
+ * May call: pool.c (refills), state.c, pause.c (the timeout stop), expiry.c (deferred writes), ctx.c,
  * prepare.c, servers.c, record.c.
  */
 #include "internal.h"
@@ -126,7 +127,11 @@ static const char *verdict(struct sandbox_ctx *ctx, json_object *c, const char *
 		if (json_object_object_get_ex(c, "Id", &v) && sb->container_id[0] &&
 		    strcmp(json_object_get_string(v), sb->container_id) != 0)
 			return "its record points at another container";
-		if (now > (sb->expires_at < sb->deadline_at ? sb->expires_at : sb->deadline_at) +
+		/* stopped: its expiry is disarmed; onTimeout stop: stopped at
+		 * its expiry (sweep_server), ended at its deadline */
+		if (now > (sb->status != SB_RUNNING || sb->timeout_stop
+				   ? sb->deadline_at
+				   : min64(sb->expires_at, sb->deadline_at)) +
 				  REAP_GRACE_MS)
 			return "it expired";
 		return NULL;
@@ -181,6 +186,8 @@ static void sweep_server(struct sandbox_ctx *ctx, const char *server, struct rea
 		org = sorg[0] ? sorg : NULL;
 		why = verdict(ctx, c, sid, org, &sb, &have);
 		if (!why) {
+			if (have && sb.timeout_stop)
+				sandbox_stop_expired(ctx, &sb);
 			add_live(rs, sid);
 			continue;
 		}

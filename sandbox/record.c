@@ -83,6 +83,8 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
 	rec_str(r, "errorMessage", sb->error_message, sizeof(sb->error_message));
 	rec_str(r, "labels", sb->labels, sizeof(sb->labels));
 	sb->has_environment = store_rec_get(r, "environment") != NULL;
+	sb->timeout_stop =
+		store_rec_get(r, "onTimeout") && strcmp(store_rec_get(r, "onTimeout"), "stop") == 0;
 	return 0;
 }
 
@@ -122,6 +124,7 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 	NUM("creatingUntil", "%lld", (long long)sb->creating_until);
 	KV("errorMessage", sb->error_message);
 	KV("labels", sb->labels);
+	KV("onTimeout", sb->timeout_stop ? "stop" : "delete");
 #undef KV
 #undef NUM
 	return n;

@@ -55,7 +55,8 @@ struct sandbox_ctx {
 };
 
 /* stopped: the container is paused (sandbox_stop), its processes and
- * memory kept; its expiry and deadline still count. stopping: a stop is
+ * memory kept; its inactivity expiry is disarmed (expiresAt = deadlineAt),
+ * its deadline still counts. stopping: a stop is
  * under way (or was interrupted: a stop or a start finishes it); nothing
  * new may run in the container meanwhile. */
 enum sandbox_status { SB_CREATING, SB_RUNNING, SB_KILLED, SB_ERROR, SB_STOPPED, SB_STOPPING };
@@ -109,6 +110,7 @@ struct sandbox {
 	char error_message[512];
 	char labels[SB_LABELS_MAX + 1]; /* the caller's labels: a JSON object's text, "" = none */
 	int has_environment;		/* the record holds a sealed environment (/v1) */
+	int timeout_stop; /* onTimeout stop (/v1): paused at expiry, not ended (record onTimeout) */
 };
 
 /* Where a create spent its time, in microseconds (for Server-Timing). */
@@ -147,6 +149,10 @@ struct sandbox_create_req {
 	const char *runtime;	       /* "runc" | "gvisor"; NULL: the configured default */
 	int64_t disk_mb;	       /* <= 0: the configured default */
 	struct sandbox_timing *timing; /* filled when not NULL */
+	int timeout_stop;	       /* onTimeout stop: paused at expiry (made cold) */
+	/* non-NULL (/v1): a timeout beyond the hard deadline is an outOfRange
+	 * naming this field; NULL (/api): the expiry is capped at it */
+	const char *timeout_field;
 };
 
 /* Defaults and bounds (dokploy-reference.md). */
@@ -154,7 +160,8 @@ struct sandbox_create_req {
 #define SB_DEFAULT_MEMORY_MB 512
 #define SB_DEFAULT_PIDS 256
 #define SB_DEFAULT_TIMEOUT_MS 300000
-#define SB_MAX_LIFETIME_MS 86400000
+#define SB_MAX_LIFETIME_MS 86400000 /* the default, and the longest a setting allows */
+#define SB_MIN_LIFETIME_MS 10000
 #define SB_MIN_TIMEOUT_MS 10000
 #define SB_KILL_GRACE_S 2
 
@@ -390,7 +397,8 @@ struct sandbox_server_spec {
 	const char *ssh_key, *ssh_known_hosts;
 	const char *pool, *orgs;
 	int pooled;
-	int allow_unfiltered; /* place sandboxes there even if its network check fails */
+	int allow_unfiltered;	 /* place sandboxes there even if its network check fails */
+	int64_t max_lifetime_ms; /* its sandboxes' hard deadline at most; 0 = no own limit */
 };
 /* A registered Docker server as its record holds it. */
 struct sandbox_server {
@@ -403,7 +411,8 @@ struct sandbox_server {
 	int allow_unfiltered; /* the operator accepts a failed network check */
 	char net_check[16];   /* "" (not checked), pass, fail, error */
 	char net_check_detail[512];
-	int64_t net_check_at; /* epoch ms */
+	int64_t net_check_at;	 /* epoch ms */
+	int64_t max_lifetime_ms; /* its sandboxes' hard deadline at most; 0 = SB_MAX_LIFETIME_MS */
 };
 /* A server with its current load (has_load 0: the load could not be read). */
 struct sandbox_server_row {

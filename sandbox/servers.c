@@ -54,6 +54,8 @@ int server_from_json(const char *text, struct sandbox_server *s, struct sp_err *
 	jstr(o, "netCheckDetail", s->net_check_detail, sizeof(s->net_check_detail));
 	if (json_object_object_get_ex(o, "netCheckAt", &v))
 		s->net_check_at = json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "maxLifetimeMs", &v))
+		s->max_lifetime_ms = json_object_get_int64(v);
 	json_object_put(o);
 	return 0;
 }
@@ -84,6 +86,9 @@ json_object *server_to_json(const struct sandbox_server *s)
 	json_object_object_add(o, "allowUnfiltered", json_object_new_boolean(s->allow_unfiltered));
 	if (s->net_check_at)
 		json_object_object_add(o, "netCheckAt", json_object_new_int64(s->net_check_at));
+	if (s->max_lifetime_ms > 0)
+		json_object_object_add(o, "maxLifetimeMs",
+				       json_object_new_int64(s->max_lifetime_ms));
 	return o;
 }
 
@@ -442,6 +447,11 @@ int sandbox_server_add(struct store *st, const struct sandbox_server_spec *sp, s
 	str_copy(s.orgs, sizeof(s.orgs), sp->orgs);
 	s.pooled = sp->pooled;
 	s.allow_unfiltered = sp->allow_unfiltered;
+	if (sp->max_lifetime_ms > SB_MAX_LIFETIME_MS ||
+	    (sp->max_lifetime_ms > 0 && sp->max_lifetime_ms < SB_MIN_LIFETIME_MS))
+		return sp_err_set(e, SP_BAD_REQUEST, "--max-lifetime: %d to %d seconds",
+				  SB_MIN_LIFETIME_MS / 1000, SB_MAX_LIFETIME_MS / 1000);
+	s.max_lifetime_ms = sp->max_lifetime_ms;
 	o = server_to_json(&s);
 	rc = store_server_put(st, s.id, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
 			      e);

@@ -306,7 +306,9 @@ json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct 
 
 	snprintf(deadline, sizeof(deadline), "%lld", (long long)(sb->deadline_at / 1000));
 	snprintf(remaining, sizeof(remaining), "%03lld", (long long)(sb->deadline_at % 1000));
-	snprintf(expires, sizeof(expires), "%lld", (long long)((sb->expires_at + 999) / 1000));
+	/* an onTimeout-stop sandbox's container expires at its deadline */
+	snprintf(expires, sizeof(expires), "%lld",
+		 (long long)(((sb->timeout_stop ? sb->deadline_at : sb->expires_at) + 999) / 1000));
 	snprintf(tsec, sizeof(tsec), "%lld", (long long)((sb->timeout_ms + 999) / 1000));
 	snprintf(kuid, sizeof(kuid), "%d", cfg->keeper_uid);
 	sandbox_keeper_user(cfg, keeper, sizeof(keeper));

@@ -5,7 +5,8 @@
  * by label, and reading it with status catch-up (by time: creation past
  * its time, expiry or deadline passed; by Docker: the container gone).
  * May call: record.c, servers.c (the sandbox's server), prepare.c (Docker
- * ready). Never makes a container.
+ * ready), pause.c (an onTimeout-stop sandbox past its expiry is stopped).
+ * Never makes a container.
  */
 #include "internal.h"
 
@@ -214,9 +215,13 @@ int sandbox_catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb)
 		transition(ctx, sb, SB_ERROR, 0, why, gone);
 		return 1;
 	}
-	/* a stopped sandbox cannot end itself (its keeper is frozen) */
+	/* a stopped sandbox cannot end itself (its keeper is frozen); its
+	 * expiry is disarmed: only the deadline counts. An onTimeout-stop
+	 * sandbox is stopped at its expiry, not ended (sandbox_get) */
 	if (sb->status == SB_RUNNING || sb->status == SB_STOPPED || sb->status == SB_STOPPING) {
-		int64_t end = min64(sb->expires_at, sb->deadline_at);
+		int64_t end = sb->status != SB_RUNNING || sb->timeout_stop
+				      ? sb->deadline_at
+				      : min64(sb->expires_at, sb->deadline_at);
 		if (now >= end) {
 			int gone = end_sandbox_containers(ctx, sb, 0);
 			transition(ctx, sb, SB_KILLED, end, NULL, gone);
@@ -289,6 +294,9 @@ static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 	if (!running) {
 		sandbox_mark_gone(ctx, sb);
 	} else if (paused != (sb->status == SB_STOPPED)) {
+		/* stopped: the expiry disarmed; thawed: re-armed from now */
+		sb->expires_at = paused ? sb->deadline_at
+					: min64(now_ms() + sb->timeout_ms, sb->deadline_at);
 		transition(ctx, sb, paused ? SB_STOPPED : SB_RUNNING, 0, NULL, 0);
 	} else if (!paused) {
 		pthread_mutex_lock(&seen_mu);
@@ -322,7 +330,7 @@ int sandbox_get(struct sandbox_ctx *ctx, const char *org, const char *id, struct
 {
 	if (sandbox_load(ctx, org, id, out, e) < 0)
 		return -1;
-	if (!sandbox_catch_up_time(ctx, out))
+	if (!sandbox_catch_up_time(ctx, out) && !sandbox_stop_expired(ctx, out))
 		catch_up_container(ctx, out);
 	return 0;
 }
@@ -332,7 +340,8 @@ int sandbox_get_running(struct sandbox_ctx *ctx, const char *org, const char *id
 {
 	if (sandbox_load(ctx, org, id, out, e) < 0)
 		return -1;
-	sandbox_catch_up_time(ctx, out);
+	if (!sandbox_catch_up_time(ctx, out))
+		sandbox_stop_expired(ctx, out);
 	if (out->status != SB_RUNNING)
 		return sp_err_set(e, SP_PRECONDITION, "Sandbox is %s",
 				  sandbox_status_name(out->status));

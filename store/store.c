@@ -1062,14 +1062,14 @@ int store_role_list(struct store *st, const char *org, struct store_rec *out, st
 }
 
 int store_quota_set(struct store *st, const char *org, int64_t sandboxes, int64_t cpu_milli,
-		    int64_t memory_mb, struct sp_err *e)
+		    int64_t memory_mb, int64_t max_lifetime_ms, struct sp_err *e)
 {
-	static const char *const names[] = { "sandboxes", "cpuMilli", "memoryMb" };
-	int64_t vals[] = { sandboxes, cpu_milli, memory_mb };
+	static const char *const names[] = { "sandboxes", "cpuMilli", "memoryMb", "maxLifetimeMs" };
+	int64_t vals[] = { sandboxes, cpu_milli, memory_mb, max_lifetime_ms };
 	char k[256], v[32];
 
 	snprintf(k, sizeof(k), "%s:{%s}:quota", st->prefix, org);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		const char *hset[] = { "HSET", k, names[i], v };
 		const char *hdel[] = { "HDEL", k, names[i] };
 		if (vals[i] < 0)

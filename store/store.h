@@ -139,13 +139,14 @@ int store_role_del(struct store *st, const char *org, const char *name, struct s
 int store_role_list(struct store *st, const char *org, struct store_rec *out, struct sp_err *e);
 
 /* Quotas. set: values < 0 leave a limit unchanged, 0 removes it. get
- * fills a record (sandboxes, cpuMilli, memoryMb). reserve: atomically adds
+ * fills a record (sandboxes, cpuMilli, memoryMb; maxLifetimeMs, the hard
+ * deadline's limit for the org's sandboxes, not a quota). reserve: atomically adds
  * a reservation for id if the org's live reservations plus this one stay
  * within its quota (reservations past their deadline are dropped first):
  * 0 = reserved, 1 = over quota (msg says which limit), -1 = error.
  * release: drops id's reservation (idempotent). */
 int store_quota_set(struct store *st, const char *org, int64_t sandboxes, int64_t cpu_milli,
-		    int64_t memory_mb, struct sp_err *e);
+		    int64_t memory_mb, int64_t max_lifetime_ms, struct sp_err *e);
 int store_quota_get(struct store *st, const char *org, struct store_rec *out, struct sp_err *e);
 int store_reserve(struct store *st, const char *org, const char *id, int64_t deadline_ms,
 		  int64_t cpu_milli, int64_t memory_mb, char *msg, size_t msglen, struct sp_err *e);

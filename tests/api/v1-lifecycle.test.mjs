@@ -4,9 +4,9 @@
 // sandbox: /api commands, files, setTimeout and the /sandbox-exec
 // WebSocket refuse it ("Sandbox is stopped", 412 / close 4003), /v1 answers
 // 409 failedPrecondition. If-Match (428, 412 EtagMismatch), If-None-Match
-// (304), Idempotency-Key replay, a stopped sandbox past its expiry or its
-// deadline ended by sandpit (its frozen keeper cannot) with nobody reading
-// it, a container paused or thawed behind sandpit's back read as stopped
+// (304), Idempotency-Key replay, a stopped sandbox's expiry disarmed (it
+// outlives it) and the sandbox ended by sandpit at its deadline (its frozen
+// keeper cannot) with or without a read, a container paused or thawed behind sandpit's back read as stopped
 // or running (never as gone), and a stop beside running commands that
 // never freezes a docker exec half-made (runc, and Docker with it, would
 // hang on it), and a command running at the stop frozen with the sandbox
@@ -135,8 +135,8 @@ test('stop pauses the container, every path refuses the stopped sandbox, start r
   assert.equal(r.headers.etag, r.json.core.etag);
   assert.notEqual(r.json.core.etag, tag);
   assert.equal(r.json.effectiveFeatures.lifecycle.stopMemoryOutcome, 'preserve');
-  // the deadline stays armed while stopped
-  assert.ok(r.json.effectiveFeatures.timeouts.expiresAt, JSON.stringify(r.json.effectiveFeatures));
+  // the inactivity expiry is disarmed while stopped (only the deadline counts)
+  assert.equal(r.json.effectiveFeatures.timeouts.expiresAt, undefined, JSON.stringify(r.json.effectiveFeatures));
   const stoppedTag = r.json.core.etag;
   let st = dockerState(cid);
   assert.equal(st.Paused, true, JSON.stringify(st));
@@ -269,37 +269,40 @@ test('Idempotency-Key on stop and start: a retry gets the first answer; the key 
   assert.equal(t1.json.core.status, 'running');
 });
 
-test('a stopped sandbox past its expiry or its deadline is ended by sandpit (its frozen keeper cannot), with or without a read', { timeout: 180000 }, async () => {
-  // three stopped sandboxes: one past its expiry that nobody reads (the
-  // reaper), one read just past its expiry (the catch-up), one past its
-  // hard deadline that nobody reads
-  const byReaper = await dokployCreate({ timeoutMs: 10000 });
-  const byRead = await dokployCreate({ timeoutMs: 10000 });
-  const byDeadline = await dokployCreate({ timeoutMs: 300000, maxLifetimeMs: 15000 });
-  for (const sb of [byReaper, byRead, byDeadline]) {
+test('a stopped sandbox outlives its expiry (disarmed) and is ended by sandpit at its deadline (its frozen keeper cannot), with or without a read', { timeout: 180000 }, async () => {
+  // two stopped sandboxes, both past their old expiry: one read just past
+  // its deadline (the catch-up), one nobody reads (the reaper)
+  const byRead = await dokployCreate({ timeoutMs: 10000, maxLifetimeMs: 30000 });
+  const byReaper = await dokployCreate({ timeoutMs: 10000, maxLifetimeMs: 30000 });
+  const exp = Date.parse(byRead.expiresAt);
+  for (const sb of [byRead, byReaper]) {
     const r = await v1('POST', STOP, { sandbox: sb.sandboxId }, { headers: { 'if-match': await etagOf(sb.sandboxId) } });
     assert.equal(r.status, 200, r.text);
     assert.equal(dockerState(sb.containerId).Paused, true);
   }
-  const exp = Date.parse((await s.api('GET', '/api/sandbox.one', { query: { sandboxId: byRead.sandboxId } })).json.expiresAt);
-  // the read: just past its expiry (before the reaper's grace), it ends
+  // past the old expiry, its grace and a reaper sweep: both still stopped
+  while (Date.now() < exp + 12000) await new Promise((res) => setTimeout(res, 200));
+  for (const sb of [byRead, byReaper]) assert.equal(dockerState(sb.containerId).Paused, true, sb.sandboxId);
+  const one = (await s.api('GET', '/api/sandbox.one', { query: { sandboxId: byRead.sandboxId } })).json;
+  assert.equal(one.status, 'stopped');
+  assert.equal(one.expiresAt, one.deadlineAt);
+  const dl = Date.parse(one.deadlineAt);
+  // the read: just past its deadline (before the reaper's grace), it ends
   // the container before it answers
-  while (Date.now() < exp + 100) await new Promise((res) => setTimeout(res, 50));
+  while (Date.now() < dl + 100) await new Promise((res) => setTimeout(res, 50));
   const g = await v1('GET', ONE, { sandbox: byRead.sandboxId });
   assert.equal(g.json.core.status, 'failed', g.text);
   assert.equal(g.json.failure.code, 'aborted');
   const st = dockerState(byRead.containerId);
   assert.ok(st === 'gone' || st.Running === false, JSON.stringify(st));
-  // the others: gone within a generous cap, without a read or a kill
-  await waitFor(() => dockerState(byReaper.containerId) === 'gone' && dockerState(byDeadline.containerId) === 'gone', 90000, 500);
-  for (const sb of [byReaper, byDeadline]) {
-    const r = await v1('GET', ONE, { sandbox: sb.sandboxId });
-    assert.equal(r.json.core.status, 'failed', r.text);
-    // a start after the expiry is refused
-    const t = await v1('POST', START, { sandbox: sb.sandboxId }, { headers: { 'if-match': r.headers.etag } });
-    assert.equal(t.status, 409, t.text);
-    assert.equal(t.json.code, 'failedPrecondition');
-  }
+  // the other: gone within a generous cap, without a read or a kill
+  await waitFor(() => dockerState(byReaper.containerId) === 'gone', 90000, 500);
+  const r = await v1('GET', ONE, { sandbox: byReaper.sandboxId });
+  assert.equal(r.json.core.status, 'failed', r.text);
+  // a start after the deadline is refused
+  const t = await v1('POST', START, { sandbox: byReaper.sandboxId }, { headers: { 'if-match': r.headers.etag } });
+  assert.equal(t.status, 409, t.text);
+  assert.equal(t.json.code, 'failedPrecondition');
   assert.equal((await s.api('GET', '/api/sandbox.one', { query: { sandboxId: byReaper.sandboxId } })).json.status, 'killed');
 });
 

@@ -231,7 +231,7 @@ test('createSandbox refuses what it cannot honour, before any effect', async () 
     [{ features: { managedVolumes: { volumes: [] } } }, 501, 'unimplemented', 'features'],
     [{ features: { storedSecrets: {} } }, 501, 'unimplemented', 'features'],
     [{ features: { bogus: 1 } }, 400, 'invalidArgument', 'features'],
-    [{ features: { timeouts: { timeout: '60s', onTimeout: 'stop' } } }, 501, 'unimplemented', 'features.timeouts.onTimeout'],
+    [{ features: { timeouts: { timeout: '60s', onTimeout: 'keep' } } }, 501, 'unimplemented', 'features.timeouts.onTimeout'],
     [{ features: { timeouts: { autoResume: true } } }, 501, 'unimplemented', 'features.timeouts.autoResume'],
     [{ features: { timeouts: { onTimeout: 'unspecified' } } }, 400, 'invalidArgument', 'features.timeouts.onTimeout'],
     [{ features: { timeouts: { timeout: '60' } } }, 400, 'invalidArgument', 'features.timeouts.timeout'],
