@@ -119,7 +119,7 @@ int v1_files_list(struct handler_ctx *h, json_object *in, json_object **out, str
 	snprintf(s, sizeof(s), "%llu", skip);
 	snprintf(m, sizeof(m), "%lld", (long long)size);
 	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0,
-			       (size_t)size * 9000 + 4096, &rep, e) < 0)
+			       (size_t)size * 32768 + 65536, &rep, e) < 0)
 		return -1;
 	if (!json_object_object_get_ex(rep, "entries", &ents) ||
 	    !json_object_is_type(ents, json_type_array)) {
@@ -266,7 +266,7 @@ int v1_files_remove(struct handler_ctx *h, json_object *in, json_object **out, s
 	const char *failed;
 	int64_t count;
 
-	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, 8 * 1024 * 1024,
+	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, 32 * 1024 * 1024,
 			       &rep, e) < 0)
 		return -1;
 	failed = mstr(rep, "failedPath");
