@@ -72,11 +72,12 @@ $(B)/gen/sh_programs.o: $(B)/gen/sh_programs.c
 # (.incbin) and names its volume by its hash, so the build must be
 # reproducible (no timestamps, stripped).
 HELPER_CC ?= musl-gcc
-$(B)/helper/sandpit-helper: sandbox/helper/sandpit-helper.c
+$(B)/helper/sandpit-helper: sandbox/helper/sandpit-helper.c sandbox/helper/files.c \
+		sandbox/helper/files.h
 	@mkdir -p $(dir $@)
 	@echo "  MUSL    $@"
 	@$(HELPER_CC) -static -Os -s -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes \
-		-Wmissing-prototypes -Werror -o $@ $<
+		-Wmissing-prototypes -Werror -o $@ $(filter %.c,$^)
 $(B)/sandbox/helper.o $(B)/fuzz/obj/sandbox/helper.o: $(B)/helper/sandpit-helper
 $(B)/sandbox/helper.o: ALL_CFLAGS += -DSANDPIT_HELPER_BIN='"$(B)/helper/sandpit-helper"'
 $(B)/fuzz/obj/sandbox/helper.o: FUZZ_CFLAGS += -DSANDPIT_HELPER_BIN='"$(B)/helper/sandpit-helper"'

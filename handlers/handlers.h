@@ -163,6 +163,15 @@ json_object *openapi_component(const char *name, int inline_refs);
  * tools generated from handler_routes. Answers the request itself. */
 int h_mcp(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 
+/* handlers/v1_files.c: the sandbox endpoint's file operations (upload and
+ * download are next). */
+int v1_files_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_files_stat(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_files_read(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_files_write(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_files_mkdir(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_files_move(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_files_remove(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 /* handlers/v1_processes.c: the sandbox endpoint's process operations. */
 int v1_processes_exec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_processes_create(struct handler_ctx *h, json_object *in, json_object **out,

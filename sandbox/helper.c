@@ -212,6 +212,15 @@ int sandbox_helper_run(struct sandbox_ctx *ctx, struct sandbox *sb, const char *
 		       json_object *env, const char *cwd, struct buf *out, char *err,
 		       size_t err_cap, int *code, struct sp_err *e)
 {
+	return sandbox_helper_run_input(ctx, sb, argv, env, cwd, NULL, 0, out, err, err_cap, code,
+					e);
+}
+
+int sandbox_helper_run_input(struct sandbox_ctx *ctx, struct sandbox *sb, const char *const *argv,
+			     json_object *env, const char *cwd, const void *in, size_t in_len,
+			     struct buf *out, char *err, size_t err_cap, int *code,
+			     struct sp_err *e)
+{
 	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
 	struct collect c = { out, "", 0, 0 };
 	char eid[65];
@@ -231,9 +240,13 @@ int sandbox_helper_run(struct sandbox_ctx *ctx, struct sandbox *sb, const char *
 	json_object_object_add(body, "WorkingDir", json_object_new_string(cwd ? cwd : "/"));
 	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	if (in)
+		json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
 	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0 ||
-	    docker_exec_start(ctx->dk, eid, SANDBOX_HELPER_TIMEOUT_MS, collect, NULL, &c,
-			      &timed_out, e) < 0) {
+	    (in ? docker_exec_start_input(ctx->dk, eid, SANDBOX_HELPER_TIMEOUT_MS, in, in_len,
+					  collect, NULL, &c, &timed_out, NULL, e)
+		: docker_exec_start(ctx->dk, eid, SANDBOX_HELPER_TIMEOUT_MS, collect, NULL, &c,
+				    &timed_out, e)) < 0) {
 		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
 			sandbox_mark_gone(ctx, sb);
 			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");

@@ -249,5 +249,11 @@ void sandbox_helper_mount(json_object *hc);
 int sandbox_helper_run(struct sandbox_ctx *ctx, struct sandbox *sb, const char *const *argv,
 		       json_object *env, const char *cwd, struct buf *out, char *err,
 		       size_t err_cap, int *code, struct sp_err *e);
+/* The same with in_len bytes at in (not NULL) on the helper's stdin, which
+ * must read exactly that many (it is never closed). */
+int sandbox_helper_run_input(struct sandbox_ctx *ctx, struct sandbox *sb, const char *const *argv,
+			     json_object *env, const char *cwd, const void *in, size_t in_len,
+			     struct buf *out, char *err, size_t err_cap, int *code,
+			     struct sp_err *e);
 
 #endif

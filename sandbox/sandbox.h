@@ -511,4 +511,19 @@ int sandbox_process_read(struct sandbox_ctx *ctx, const char *org, const char *i
 int sandbox_process_signal(struct sandbox_ctx *ctx, const char *org, const char *id,
 			   const char *puid, int signo, struct sp_err *e);
 
+/* The /v1 file operations (sandbox/files_v1.c): the helper's file command
+ * argv ("stat", "ls", "cat", "put", "mkdir", "mv", "rm", then its
+ * arguments) run as the sandbox's user, in_len bytes at in (may be NULL)
+ * on its stdin. raw: its stdout appended to out (out's cap; beyond it is
+ * SP_INTERNAL). json: its answer, one JSON object (new; check every
+ * member). The helper's refusals become the document's errors. */
+struct buf;
+#define SB_FILE_UNARY_MAX (10 * 1024 * 1024) /* readFile/writeFile, bytes */
+int sandbox_files_raw(struct sandbox_ctx *ctx, const char *org, const char *id,
+		      const char *const *argv, const void *in, size_t in_len, struct buf *out,
+		      struct sp_err *e);
+int sandbox_files_json(struct sandbox_ctx *ctx, const char *org, const char *id,
+		       const char *const *argv, const void *in, size_t in_len, size_t out_max,
+		       struct json_object **out, struct sp_err *e);
+
 #endif

@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "files.h"
+
 #define PROC_ROOT "/.sandpit/p"
 #define CHUNK_MAX 32768
 #define LABEL_MAX 128
@@ -742,6 +744,11 @@ int main(int argc, char **argv)
 		return cmd_read(argc - 2, argv + 2);
 	if (strcmp(argv[1], "signal") == 0)
 		return cmd_signal(argc - 2, argv + 2);
+	{
+		int rc = files_main(argv[1], argc - 2, argv + 2);
+		if (rc >= 0)
+			return rc;
+	}
 	if (strcmp(argv[1], "version") == 0) {
 		printf("{\"helper\":1}\n");
 		return HX_OK;

@@ -724,6 +724,10 @@ test('/v1/openapi.json: the implemented operations exactly as the seed states th
     'POST /v1/processes/exec exec', 'POST /v1/processes createProcess', 'GET /v1/processes listProcesses',
     'GET /v1/processes/{process} getProcess', 'GET /v1/processes/{process}/output readOutput',
     'POST /v1/processes/{process}/signal signal',
+    // and its files (v1-files.test.mjs)
+    'GET /v1/files list', 'DELETE /v1/files remove', 'GET /v1/files/stat stat',
+    'GET /v1/files/content readFile', 'PUT /v1/files/content writeFile',
+    'PUT /v1/files/directories mkdir', 'POST /v1/files/move move',
   ].sort());
   for (const [kind, all] of Object.entries(doc.components))
     for (const [name, c] of Object.entries(all)) assert.deepEqual(c, seed.components[kind][name], `${kind}/${name}`);

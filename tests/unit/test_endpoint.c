@@ -221,15 +221,18 @@ static void test_advertisement(void **state)
 {
 	struct sandbox sb;
 	json_object *o, *v, *auth;
-	const char *caps[8];
+	const char *caps[16];
 
 	(void)state;
 	memset(&sb, 0, sizeof(sb));
 	snprintf(sb.id, sizeof(sb.id), "sb1");
-	/* the real table: the six process operations (issue 16) */
-	assert_int_equal(v1_endpoint_capabilities(handler_routes, caps, 8), 6);
+	/* the real table: the six process and seven unary file operations
+	 * (issue 16) */
+	assert_int_equal(v1_endpoint_capabilities(handler_routes, caps, 16), 13);
 	assert_string_equal(caps[0], "exec");
 	assert_string_equal(caps[5], "signal");
+	assert_string_equal(caps[6], "list");
+	assert_string_equal(caps[12], "move");
 	o = v1_endpoint_json(handler_routes, origin, &sb);
 	assert_non_null(o);
 	json_object_put(o);

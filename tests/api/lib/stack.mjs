@@ -171,7 +171,7 @@ export async function startStack(opts = {}) {
      * key (default the owner key; null or '' sends no x-api-key), headers
      * (a null value removes a header), timeoutMs, onData (called with each
      * piece of the answer body as it arrives).
-     * Resolves to { status, headers, json, text }; json is undefined when
+     * Resolves to { status, headers, json, text, raw (the bytes) }; json is undefined when
      * the body is not JSON.
      */
     api(method, urlPath, o = {}) {
@@ -214,7 +214,7 @@ export async function startStack(opts = {}) {
             const text = Buffer.concat(chunks).toString('utf8');
             let json;
             try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
-            resolve({ status: res.statusCode, headers: res.headers, json, text });
+            resolve({ status: res.statusCode, headers: res.headers, json, text, raw: Buffer.concat(chunks) });
           });
           res.on('error', reject);
         });

@@ -1,0 +1,294 @@
+/*
+ * The file operations of the sandbox endpoint (issue 16), under
+ * <endpoint>/v1/files: list, stat, readFile, writeFile, mkdir, move,
+ * remove, exactly as the Docker Sandboxes document states them. Each is
+ * one call of the helper inside the sandbox as its user
+ * (sandbox/files_v1.c); its answers come from a program the sandbox's
+ * code could replace the inputs of, so every FileInfo is checked and
+ * rebuilt here. readFile answers raw bytes with an exact Content-Length,
+ * writeFile takes a raw body; both up to the unary cap (10 MiB,
+ * SB_FILE_UNARY_MAX), beyond which download and upload (next) serve.
+ */
+#include "handlers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/buf.h"
+#include "../common/utf8.h"
+#include "../common/util.h"
+
+#define LIST_PAGE_DEFAULT 100
+#define LIST_PAGE_MAX 1000
+#define INFO_ANSWER_MAX (64 * 1024)
+
+static const char *mstr(json_object *o, const char *k)
+{
+	json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static int64_t mi64(json_object *o, const char *k)
+{
+	json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_int))
+		return -1;
+	return json_object_get_int64(v);
+}
+
+/* A FileInfo rebuilt from the helper's, or NULL when it is not one (or its
+ * path is not UTF-8, which JSON cannot carry). */
+static json_object *info_json(json_object *hi)
+{
+	static const char *const types[] = { "regular", "directory", "symlink", "other", NULL };
+	const char *path = mstr(hi, "path"), *type = mstr(hi, "type"),
+		   *target = mstr(hi, "linkTarget");
+	int64_t size = mi64(hi, "size"), mode = mi64(hi, "mode");
+	json_object *o;
+	int ok = 0;
+
+	for (int i = 0; type && types[i]; i++)
+		ok |= strcmp(type, types[i]) == 0;
+	if (!ok || !path || !target || size < 0 || mode < 0 || mode > 0777 ||
+	    !utf8_valid(path, strlen(path)))
+		return NULL;
+	if (strcmp(type, "symlink") != 0 || !utf8_valid(target, strlen(target)))
+		target = "";
+	o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "size", json_object_new_int64(size));
+	json_object_object_add(o, "mode", json_object_new_int((int)mode));
+	json_object_object_add(o, "isDir", json_object_new_boolean(strcmp(type, "directory") == 0));
+	json_object_object_add(o, "type", json_object_new_string(type));
+	json_object_object_add(o, "linkTarget", json_object_new_string(target));
+	return o;
+}
+
+/* {"info": FileInfo} of the helper's answer rep, into *out. */
+static int info_answer(json_object *rep, json_object **out, struct sp_err *e)
+{
+	json_object *hi = NULL, *fi;
+
+	json_object_object_get_ex(rep, "info", &hi);
+	fi = info_json(hi);
+	if (!fi)
+		return sp_err_set(e, SP_INTERNAL, "The sandbox's helper answered no FileInfo");
+	*out = json_object_new_object();
+	json_object_object_add(*out, "info", fi);
+	return 0;
+}
+
+static const char *sandbox_of(json_object *in)
+{
+	return hin_str(in, "sandbox", NULL);
+}
+
+/* GET <endpoint>/v1/files?path=: a page of the directory's entries by
+ * path ascending (the only order); pageToken is the offset of the next
+ * page, as nextPageToken gave it. */
+int v1_files_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *tok = hin_str(in, "pageToken", NULL), *order = hin_str(in, "orderBy", NULL);
+	int64_t size = hin_i64(in, "pageSize", 0);
+	unsigned long long skip = 0;
+	char s[24], m[24];
+	const char *argv[] = { "ls", hin_str(in, "path", NULL), s, m, NULL };
+	json_object *rep = NULL, *ents, *arr, *more;
+	int rc = -1;
+
+	if (order && *order && strcmp(order, "path") != 0 && strcmp(order, "path asc") != 0)
+		return sp_err_field(e, SP_BAD_REQUEST, "orderBy",
+				    "orderBy: only path (ascending) is supported");
+	if (size <= 0)
+		size = LIST_PAGE_DEFAULT;
+	if (size > LIST_PAGE_MAX)
+		size = LIST_PAGE_MAX;
+	if (tok && *tok) {
+		char *end;
+		if (*tok < '0' || *tok > '9' || strlen(tok) > 9)
+			goto bad_token;
+		skip = strtoull(tok, &end, 10);
+		if (*end)
+			goto bad_token;
+	}
+	snprintf(s, sizeof(s), "%llu", skip);
+	snprintf(m, sizeof(m), "%lld", (long long)size);
+	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0,
+			       (size_t)size * 32768 + 65536, &rep, e) < 0)
+		return -1;
+	if (!json_object_object_get_ex(rep, "entries", &ents) ||
+	    !json_object_is_type(ents, json_type_array)) {
+		sp_err_set(e, SP_INTERNAL, "The sandbox's helper answered no entries");
+		goto done;
+	}
+	arr = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(ents); i++) {
+		json_object *fi = info_json(json_object_array_get_idx(ents, i));
+		if (fi)
+			json_object_array_add(arr, fi);
+	}
+	*out = json_object_new_object();
+	json_object_object_add(*out, "entries", arr);
+	if (json_object_object_get_ex(rep, "more", &more) && json_object_get_boolean(more)) {
+		snprintf(s, sizeof(s), "%llu", skip + (unsigned long long)size);
+		json_object_object_add(*out, "nextPageToken", json_object_new_string(s));
+	} else {
+		json_object_object_add(*out, "nextPageToken", json_object_new_string(""));
+	}
+	rc = 0;
+done:
+	json_object_put(rep);
+	return rc;
+bad_token:
+	return sp_err_field(e, SP_BAD_REQUEST, "pageToken",
+			    "pageToken: not a nextPageToken of this list");
+}
+
+/* GET <endpoint>/v1/files/stat?path= */
+int v1_files_stat(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *argv[] = { "stat", hin_str(in, "path", NULL), NULL };
+	json_object *rep = NULL;
+	int rc;
+
+	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, INFO_ANSWER_MAX,
+			       &rep, e) < 0)
+		return -1;
+	rc = info_answer(rep, out, e);
+	json_object_put(rep);
+	return rc;
+}
+
+/* GET <endpoint>/v1/files/content?path=: the whole file, raw, with its
+ * exact Content-Length; a file over the unary cap is refused whole. */
+int v1_files_read(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	char cap[24], head[256];
+	const char *argv[] = { "cat", hin_str(in, "path", NULL), cap, NULL };
+	struct buf o;
+	int rc = -1;
+
+	(void)out;
+	if (!h->stream_ok)
+		return sp_err_set(e, SP_UNIMPLEMENTED, "readFile answers raw bytes over HTTP only");
+	snprintf(cap, sizeof(cap), "%d", SB_FILE_UNARY_MAX);
+	buf_init(&o, (size_t)SB_FILE_UNARY_MAX + 1);
+	if (sandbox_files_raw(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, &o, e) < 0)
+		goto done;
+	if (o.len > SB_FILE_UNARY_MAX) {
+		sp_err_set(e, SP_TOO_LARGE,
+			   "file_too_large: the file is over the unary cap (%d bytes); use "
+			   "download for larger files",
+			   SB_FILE_UNARY_MAX);
+		goto done;
+	}
+	snprintf(head, sizeof(head),
+		 "Status: 200 OK\r\nContent-Type: application/octet-stream\r\n"
+		 "Content-Length: %zu\r\nCache-Control: no-store\r\n\r\n",
+		 o.len);
+	h->r->status = 200;
+	FCGX_PutStr(head, (int)strlen(head), h->r->fx->out);
+	if (o.len)
+		FCGX_PutStr(o.data, (int)o.len, h->r->fx->out);
+	rc = 0;
+done:
+	buf_free(&o);
+	return rc;
+}
+
+/* PUT <endpoint>/v1/files/content?path=&mode=: the raw body replaces the
+ * file (mode & 0777, 0644 when 0, no umask). */
+int v1_files_write(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	char mode[24], len[24];
+	const char *argv[] = { "put", hin_str(in, "path", NULL), mode, len, NULL };
+	json_object *rep = NULL;
+	int rc;
+
+	snprintf(mode, sizeof(mode), "%lld", (long long)(hin_i64(in, "mode", 0) & 0777));
+	snprintf(len, sizeof(len), "%zu", h->r->body.len);
+	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv,
+			       h->r->body.data ? h->r->body.data : "", h->r->body.len,
+			       INFO_ANSWER_MAX, &rep, e) < 0)
+		return -1;
+	rc = info_answer(rep, out, e);
+	json_object_put(rep);
+	return rc;
+}
+
+/* PUT <endpoint>/v1/files/directories */
+int v1_files_mkdir(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	char mode[24];
+	json_object *p, *rep = NULL;
+	int parents = json_object_object_get_ex(in, "parents", &p) && json_object_get_boolean(p);
+	const char *argv[] = { "mkdir", hin_str(in, "path", NULL), mode, parents ? "1" : "0",
+			       NULL };
+
+	snprintf(mode, sizeof(mode), "%lld", (long long)(hin_i64(in, "mode", 0) & 0777));
+	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, 1024, &rep, e) <
+	    0) {
+		if (e->code == SP_NOT_FOUND)
+			sp_err_field(e, SP_NOT_FOUND, "path",
+				     "path: a parent is missing (parents creates it)");
+		return -1;
+	}
+	json_object_put(rep);
+	*out = json_object_new_object();
+	return 0;
+}
+
+/* POST <endpoint>/v1/files/move: one rename, never a copy. */
+int v1_files_move(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *argv[] = { "mv", hin_str(in, "from", NULL), hin_str(in, "to", NULL), NULL };
+	json_object *rep = NULL;
+
+	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, 1024, &rep, e) < 0)
+		return -1;
+	json_object_put(rep);
+	*out = json_object_new_object();
+	return 0;
+}
+
+/* DELETE <endpoint>/v1/files?path=&recursive=: an absent path is fine; a
+ * recursive removal that stops answers OK with failedPath set. */
+int v1_files_remove(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	json_object *r, *rep = NULL, *done, *arr;
+	int rec = json_object_object_get_ex(in, "recursive", &r) && json_object_get_boolean(r);
+	const char *argv[] = { "rm", hin_str(in, "path", NULL), rec ? "1" : "0", NULL };
+	const char *failed;
+	int64_t count;
+
+	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, 32 * 1024 * 1024,
+			       &rep, e) < 0)
+		return -1;
+	failed = mstr(rep, "failedPath");
+	count = mi64(rep, "completedCount");
+	if (!json_object_object_get_ex(rep, "completedPaths", &done) ||
+	    !json_object_is_type(done, json_type_array) || !failed || count < 0) {
+		json_object_put(rep);
+		return sp_err_set(e, SP_INTERNAL, "The sandbox's helper answered no removal");
+	}
+	arr = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(done) && i < 1000; i++) {
+		json_object *v = json_object_array_get_idx(done, i);
+		if (json_object_is_type(v, json_type_string) &&
+		    utf8_valid(json_object_get_string(v), strlen(json_object_get_string(v))))
+			json_object_array_add(arr, json_object_get(v));
+	}
+	*out = json_object_new_object();
+	json_object_object_add(*out, "completedPaths", arr);
+	json_object_object_add(*out, "completedCount", json_object_new_int64(count));
+	json_object_object_add(
+		*out, "failedPath",
+		json_object_new_string(utf8_valid(failed, strlen(failed)) ? failed : ""));
+	json_object_put(rep);
+	return 0;
+}

@@ -1,0 +1,142 @@
+/*
+ * The /v1 file operations' core (issue 16): list, stat, readFile,
+ * writeFile, mkdir, move, remove, each one docker exec of the helper's
+ * file commands (sandbox/helper/files.c) in a running sandbox, as its
+ * user, so nothing reached here is beyond that user's rights (F2, F3).
+ * The helper's refusals (exit statuses) become the document's errors,
+ * their reasons as the message prefix. Answers are the helper's JSON (or
+ * raw bytes for readFile), which the handlers check and rebuild.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/buf.h"
+#include "../common/log.h"
+#include "../common/util.h"
+
+/* sandbox/helper/files.c */
+enum {
+	HF_NOT_FOUND = 20,
+	HF_NONREG,
+	HF_TOO_BIG,
+	HF_DENIED,
+	HF_DEST_DIR,
+	HF_OCCUPIED,
+	HF_XDEV,
+	HF_NOT_EMPTY,
+	HF_EXISTS,
+	HF_NOT_DIR,
+	HF_IS_DIR,
+	HF_INVALID,
+	HF_NO_SPACE,
+};
+
+static int code_err(int code, const char *err, struct sp_err *e)
+{
+	switch (code) {
+	case HF_NOT_FOUND:
+		return sp_err_set(e, SP_NOT_FOUND, "No such file or directory (%s)", err);
+	case HF_NONREG:
+		return sp_err_set(e, SP_PRECONDITION,
+				  "path_authority_nonregular_object: The path names an existing "
+				  "socket, FIFO, device, or other non-regular object where a "
+				  "regular file is required.");
+	case HF_TOO_BIG:
+		return sp_err_set(e, SP_TOO_LARGE,
+				  "file_too_large: %s (%d bytes); use download for larger "
+				  "files",
+				  err, SB_FILE_UNARY_MAX);
+	case HF_DENIED:
+		return sp_err_set(e, SP_FORBIDDEN, "The sandbox's user may not do this (%s)", err);
+	case HF_DEST_DIR:
+		return sp_err_set(e, SP_PRECONDITION,
+				  "move_destination_is_directory: `from` names a regular file "
+				  "and `to` an existing directory, which `Move` refuses rather "
+				  "than moving the file into it.");
+	case HF_OCCUPIED:
+		return sp_err_set(e, SP_PRECONDITION,
+				  "move_destination_occupied: `from` names a directory and `to` "
+				  "an existing path, which `Move` refuses rather than "
+				  "replacing.");
+	case HF_XDEV:
+		return sp_err_set(e, SP_PRECONDITION,
+				  "move_crosses_filesystem: `from` and `to` are on different "
+				  "filesystems, and `Move` never copies the contents to cross "
+				  "the boundary.");
+	case HF_NOT_EMPTY:
+		return sp_err_set(e, SP_PRECONDITION,
+				  "directory_not_empty: a nonrecursive remove of a nonempty "
+				  "directory changes nothing");
+	case HF_EXISTS:
+		return sp_err_set(e, SP_CONFLICT, "The path exists and is not a directory");
+	case HF_NOT_DIR:
+		return sp_err_set(e, SP_PRECONDITION, "not_a_directory: %s", err);
+	case HF_IS_DIR:
+		return sp_err_set(e, SP_PRECONDITION, "is_a_directory: the path is a directory");
+	case HF_INVALID:
+		return sp_err_field(e, SP_BAD_REQUEST, "path", "path: %s", err);
+	case HF_NO_SPACE:
+		return sp_err_set(e, SP_QUOTA, "The sandbox's disk is full (%s)", err);
+	case 126:
+	case 127:
+		return sp_err_set(e, SP_PRECONDITION,
+				  "This sandbox has no helper (it was created before sandpit "
+				  "had one); create a new sandbox");
+	default:
+		log_warn("files helper exit %d: %s", code, err);
+		return sp_err_set(e, SP_INTERNAL, "The sandbox's helper failed (status %d)", code);
+	}
+}
+
+int sandbox_files_raw(struct sandbox_ctx *ctx, const char *org, const char *id,
+		      const char *const *argv, const void *in, size_t in_len, struct buf *out,
+		      struct sp_err *e)
+{
+	struct sandbox sb;
+	char err[256] = "";
+	int code = -1;
+
+	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
+		return -1;
+	if (sandbox_helper_run_input(ctx, &sb, argv, NULL, NULL, in, in_len, out, err, sizeof(err),
+				     &code, e) < 0)
+		return -1;
+	{
+		struct sp_err ignore;
+		sandbox_touch_record(ctx, &sb, 0, &ignore);
+	}
+	err[strcspn(err, "\n")] = '\0';
+	if (code != 0)
+		return code_err(code, err, e);
+	return 0;
+}
+
+int sandbox_files_json(struct sandbox_ctx *ctx, const char *org, const char *id,
+		       const char *const *argv, const void *in, size_t in_len, size_t out_max,
+		       json_object **out, struct sp_err *e)
+{
+	struct buf o;
+	int rc = -1;
+
+	*out = NULL;
+	buf_init(&o, out_max);
+	if (sandbox_files_raw(ctx, org, id, argv, in, in_len, &o, e) < 0)
+		goto done;
+	if (o.data) {
+		json_tokener *tok = json_tokener_new();
+		*out = json_tokener_parse_ex(tok, o.data, (int)o.len);
+		json_tokener_free(tok);
+	}
+	if (!*out || !json_object_is_type(*out, json_type_object)) {
+		json_object_put(*out);
+		*out = NULL;
+		sp_err_set(e, SP_INTERNAL, "The sandbox's helper answered no JSON object");
+		goto done;
+	}
+	rc = 0;
+done:
+	buf_free(&o);
+	return rc;
+}
