@@ -71,6 +71,9 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
 	rec_str(r, "user", sb->user, sizeof(sb->user));
 	rec_str(r, "owner", sb->owner, sizeof(sb->owner));
 	sb->pooled = rec_i64(r, "pooled") == 1;
+	/* records older than the field are preserve */
+	sb->discard = store_rec_get(r, "stopMode") &&
+		      strcmp(store_rec_get(r, "stopMode"), "discard") == 0;
 	sb->disk_mb = rec_i64(r, "diskMb");
 	rec_str(r, "runtime", sb->runtime, sizeof(sb->runtime));
 	sb->created_at = rec_i64(r, "createdAt");
@@ -111,6 +114,7 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 	KV("user", sb->user);
 	KV("owner", sb->owner);
 	NUM("pooled", "%d", sb->pooled);
+	KV("stopMode", sb->discard ? "discard" : "preserve");
 	NUM("diskMb", "%lld", (long long)sb->disk_mb);
 	KV("runtime", sb->runtime);
 	NUM("createdAt", "%lld", (long long)sb->created_at);

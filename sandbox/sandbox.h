@@ -101,6 +101,8 @@ struct sandbox {
 	char owner[32]; /* the same user as numeric "uid:gid", "" if unknown */
 	char runtime[16];
 	int pooled;	 /* came from a warm pool: envVars go to each exec */
+	int discard;	 /* stop mode fixed at creation: 1 = discard (docker stop/start, no
+			    AutoRemove: discard.c), 0 = preserve (a pause, pause.c) */
 	int64_t disk_mb; /* the disk limit in force, MiB; 0 = none (the server cannot) */
 	struct sandbox_disk disk;
 	int64_t created_at, expires_at, deadline_at, last_activity_at, killed_at; /* ms, 0 = none */
