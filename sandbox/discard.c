@@ -8,7 +8,9 @@
  * from then). /v1 advertises it as stopMemoryOutcome "discard". A loop
  * disk (disk.c) of such a sandbox is attached without AUTOCLEAR, so that
  * its device and data outlive the unmount at a stop; it is detached when
- * the container is removed (state.c, sandbox_end_containers). The
+ * the container is removed (state.c, sandbox_end_containers); a start
+ * first checks that the device is still backed by the sandbox's file
+ * (after a host restart it may be none, or another sandbox's). The
  * container of a sandbox that ended is removed by the reaper.
  * Never claims a state Docker did not confirm.
  * May call: state.c, expiry.c.
@@ -16,6 +18,7 @@
 #include "internal.h"
 
 #include "../common/log.h"
+#include "../common/util.h"
 #include "../docker/docker.h"
 
 /* How long a discard stop gives the sandbox's processes after SIGTERM. */
@@ -46,8 +49,46 @@ int sandbox_discard_halt(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_
 	return 0;
 }
 
+/* 0 when every loop disk the container mounts is still this sandbox's
+ * (its device backed by its file), -1 with e set when one is not: after a
+ * host restart the device is detached, or another sandbox's. */
+static int disk_still_ours(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	json_object *info = NULL, *hc, *mounts;
+	int ok = 1;
+
+	if (docker_container_inspect(ctx->dk, sb->container_id, &info, e) < 0)
+		return -1;
+	if (json_object_object_get_ex(info, "HostConfig", &hc) &&
+	    json_object_object_get_ex(hc, "Mounts", &mounts) &&
+	    json_object_is_type(mounts, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+			json_object *m = json_object_array_get_idx(mounts, i), *vo, *dc, *o, *dev;
+			if (json_object_object_get_ex(m, "VolumeOptions", &vo) &&
+			    json_object_object_get_ex(vo, "DriverConfig", &dc) &&
+			    json_object_object_get_ex(dc, "Options", &o) &&
+			    json_object_object_get_ex(o, "device", &dev) &&
+			    !sandbox_disk_backs(ctx->cfg, json_object_get_string(dev), sb->id))
+				ok = 0;
+		}
+	json_object_put(info);
+	if (ok)
+		return 0;
+	log_warn("sandbox %s: its loop disk is no longer attached; it is ended", sb->id);
+	sandbox_mark_gone(ctx, sb);
+	return sp_err_set(e, SP_PRECONDITION,
+			  "Sandbox is killed: its disk did not survive (a host restart?)");
+}
+
 int sandbox_discard_start(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
+	if (disk_still_ours(ctx, sb, e) < 0) {
+		if (e->code == SP_NOT_FOUND) {
+			sandbox_mark_gone(ctx, sb);
+			return refusal(sb, e);
+		}
+		return -1;
+	}
 	if (docker_container_start(ctx->dk, sb->container_id, e) < 0) {
 		if (e->code != SP_NOT_FOUND)
 			return -1;

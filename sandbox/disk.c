@@ -598,6 +598,31 @@ static void detach_backing(const char *path)
 	closedir(dir);
 }
 
+int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sandbox_id)
+{
+	char p[300], back[1200], want[1100];
+	FILE *f;
+	size_t n;
+	unsigned num;
+	char tail;
+
+	if (sscanf(dev, "/dev/loop%u%c", &num, &tail) != 1)
+		return 0;
+	snprintf(p, sizeof(p), "/sys/block/loop%u/loop/backing_file", num);
+	snprintf(want, sizeof(want), "%s/%s.img", cfg->disk_dir, sandbox_id);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	n = fread(back, 1, sizeof(back) - 1, f);
+	fclose(f);
+	back[n] = '\0';
+	back[strcspn(back, "\n")] = '\0';
+	n = strlen(want);
+	/* " (deleted)" follows once the file is unlinked */
+	return strncmp(back, want, n) == 0 &&
+	       (back[n] == '\0' || strcmp(back + n, " (deleted)") == 0);
+}
+
 int sandbox_disk_release(struct sandbox_ctx *ctx, const char *sandbox_id)
 {
 	char file[1100];

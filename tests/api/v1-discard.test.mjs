@@ -214,3 +214,22 @@ test('discard: the disk limit holds after a stop and a start', { timeout: 180000
   assert.match(r.json.stdout, /No space left|rc=1/, r.text);
   assert.equal((await exec(id, 'rm -f big && echo ok')).json.stdout, 'ok\n');
 });
+
+test('discard: a start whose loop disk is no longer attached refuses and ends the sandbox', { timeout: 120000 }, async () => {
+  const d = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', diskMb: 32 } });
+  assert.equal(d.status, 200, d.text);
+  made.push(d.json.sandboxId);
+  const id = d.json.sandboxId;
+  const cid = d.json.containerId;
+  const mounts = JSON.parse(inspect(cid, '{{json .HostConfig.Mounts}}'));
+  const dev = mounts?.[0]?.VolumeOptions?.DriverConfig?.Options?.device;
+  assert.match(dev || '', /^\/dev\/loop\d+$/, JSON.stringify(mounts));
+  assert.equal((await act('POST', STOP, id, { body: {} })).status, 200);
+  // as a host restart would leave it: the device detached
+  execFileSync('losetup', ['-d', dev]);
+  const r = await act('POST', START, id, { body: {} });
+  assert.equal(r.status, 409, r.text);
+  assert.equal(r.json.code, 'failedPrecondition');
+  await waitFor(() => dockerState(cid) === 'gone', 30000);
+  assert.notEqual((await v1('GET', ONE, { sandbox: id })).json.core.status, 'stopped');
+});
