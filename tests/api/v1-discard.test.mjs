@@ -233,3 +233,27 @@ test('discard: a start whose loop disk is no longer attached refuses and ends th
   await waitFor(() => dockerState(cid) === 'gone', 30000);
   assert.notEqual((await v1('GET', ONE, { sandbox: id })).json.core.status, 'stopped');
 });
+
+test('discard: durable processes end with the stop; the helper works after the start', { timeout: 120000 }, async () => {
+  const c = await createV1({ imageRef: 'sandpit-test/busybox', image: undefined });
+  const id = c.json.uid;
+  const cr = await v1('POST', '/v1/sandboxes/{sandbox}/endpoint-credentials', { sandbox: id }, { body: { permissions: ['sandboxesExec'] } });
+  assert.equal(cr.status, 200, cr.text);
+  const ep = (method, p, o = {}) => s.api(method, `/endpoints/${id}${p}`, { key: null, ...o, headers: { authorization: `Bearer ${cr.json.token}` } });
+  let r = await ep('POST', '/v1/processes', { body: { cmd: ['sleep', '600'] } });
+  assert.equal(r.status, 201, r.text);
+  const uid = r.json.uid;
+  assert.equal((await ep('GET', `/v1/processes/${uid}`)).json.state, 'running');
+  assert.equal((await act('POST', STOP, id, { body: {} })).status, 200);
+  assert.equal((await act('POST', START, id, { body: {} })).status, 200);
+  // its record lived in the container's tmpfs: gone with the processes
+  r = await ep('GET', `/v1/processes/${uid}`);
+  assert.equal(r.status, 404, r.text);
+  r = await ep('GET', '/v1/processes');
+  assert.equal(r.status, 200, r.text);
+  assert.ok(!r.json.processes.some((p) => p.uid === uid), r.text);
+  // the helper (its read-only mount) is there again
+  r = await ep('POST', '/v1/processes/exec', { body: { cmd: ['echo', 'again'] } });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(Buffer.from(r.json.stdout ?? '', 'base64').toString(), 'again\n', r.text);
+});
