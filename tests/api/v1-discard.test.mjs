@@ -104,10 +104,12 @@ test('discard: stop ends the processes and keeps the disk, start runs it again',
   let r = await exec(id, 'echo kept > keep.txt && pwd');
   assert.equal(r.status, 200, r.text);
   const wd = r.json.stdout.trim();
-  r = await exec(id, "setsid sh -c 'while :; do sleep 1; done' >/dev/null 2>&1 & echo $!");
-  const pid = r.json.stdout.trim();
-  assert.match(pid, /^\d+$/);
-  assert.equal((await exec(id, `kill -0 ${pid} && echo alive`)).json.stdout, 'alive\n');
+  // a background process, known by its argv (a pid may be reused after
+  // the restart: the container gets a fresh pid namespace)
+  r = await exec(id, 'setsid sleep 4242 >/dev/null 2>&1 & echo started');
+  assert.equal(r.status, 200, r.text);
+  const alive = async () => (await exec(id, "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <$f 2>/dev/null; echo; done | grep -c '^sleep 4242 '")).json.stdout.trim();
+  await waitFor(async () => (await alive()) === '1', 10000);
 
   r = await act('POST', STOP, id, { body: {} });
   assert.equal(r.status, 200, r.text);
@@ -131,17 +133,18 @@ test('discard: stop ends the processes and keeps the disk, start runs it again',
   assert.equal(r.json.core.status, 'running');
   st = dockerState(cid);
   assert.equal(st.Running, true, JSON.stringify(st));
+  // nothing touches it for longer than the watcher's first read (5 s):
+  // the expiry main.sh starts with again is not taken for past
+  await new Promise((res) => setTimeout(res, 9000));
+  st = dockerState(cid);
+  assert.equal(st.Running, true, JSON.stringify(st));
   r = await exec(id, `cat ${wd}/keep.txt`);
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json.stdout, 'kept\n');
-  r = await exec(id, `kill -0 ${pid} 2>/dev/null && echo alive || echo ended`);
-  assert.equal(r.json.stdout, 'ended\n', r.text);
+  assert.equal(await alive(), '0');
   // the expiry inside is re-armed: in the future, not the first one
   const exp = Number((await exec(id, 'cat /.sandpit/expires')).json.stdout);
   assert.ok(exp * 1000 > Date.now() + 60000, `expiry ${exp}`);
-  // the watcher's first reads do not end it
-  await new Promise((res) => setTimeout(res, 12000));
-  assert.equal(dockerState(cid).Running, true);
   assert.equal((await exec(id, 'echo ok')).json.stdout, 'ok\n');
 
   // a second stop/start cycle, then the delete leaves no container
@@ -256,4 +259,27 @@ test('discard: durable processes end with the stop; the helper works after the s
   r = await ep('POST', '/v1/processes/exec', { body: { cmd: ['echo', 'again'] } });
   assert.equal(r.status, 200, r.text);
   assert.equal(Buffer.from(r.json.stdout ?? '', 'base64').toString(), 'again\n', r.text);
+});
+
+test('discard: a start re-arms the inactivity expiry (main.sh\'s first one is past by then)', { timeout: 120000 }, async () => {
+  const d = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', timeoutMs: 15000 } });
+  assert.equal(d.status, 200, d.text);
+  made.push(d.json.sandboxId);
+  const id = d.json.sandboxId;
+  const cid = d.json.containerId;
+  // active past its first expiry (the one main.sh has as an argument)
+  const t0 = Date.now();
+  while (Date.now() - t0 < 19000) {
+    assert.equal((await exec(id, 'true')).status, 200);
+    await new Promise((res) => setTimeout(res, 2000));
+  }
+  assert.equal((await act('POST', STOP, id, { body: {} })).status, 200);
+  const r = await act('POST', START, id, { body: {} });
+  assert.equal(r.status, 200, r.text);
+  // untouched past the watcher's first read: still running
+  await new Promise((res) => setTimeout(res, 9000));
+  const st = dockerState(cid);
+  assert.equal(st.Running, true, JSON.stringify(st));
+  // and it still expires when left alone
+  await waitFor(() => dockerState(cid) === 'gone', 60000);
 });
