@@ -75,6 +75,7 @@ void config_defaults(struct config *cfg)
 	cfg->keeper_uid = 65533;
 	cfg->reaper_interval_s = 5;
 	str_copy(cfg->default_runtime, sizeof(cfg->default_runtime), "runc");
+	str_copy(cfg->stop_mode, sizeof(cfg->stop_mode), "preserve");
 	str_copy(cfg->gvisor_runtime_isolated, sizeof(cfg->gvisor_runtime_isolated),
 		 "runsc-isolated");
 	str_copy(cfg->gvisor_runtime_internet, sizeof(cfg->gvisor_runtime_internet),
@@ -161,6 +162,7 @@ static const struct key {
 	{ I(keeper_uid, 1, 2147483646) },
 	{ I(reaper_interval_s, 0, 3600) },
 	{ S(default_runtime) },
+	{ S(stop_mode) },
 	{ S(gvisor_runtime_isolated) },
 	{ S(gvisor_runtime_internet) },
 	{ S(disk_limit) },
@@ -632,6 +634,10 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	if (strcmp(cfg->default_runtime, "runc") != 0 &&
 	    strcmp(cfg->default_runtime, "gvisor") != 0) {
 		snprintf(err, errlen, "%s: default_runtime must be runc or gvisor", path);
+		goto out;
+	}
+	if (strcmp(cfg->stop_mode, "preserve") != 0 && strcmp(cfg->stop_mode, "discard") != 0) {
+		snprintf(err, errlen, "%s: stop_mode must be preserve or discard", path);
 		goto out;
 	}
 	if (!valid_name_chars(cfg->gvisor_runtime_isolated) ||

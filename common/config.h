@@ -100,6 +100,8 @@ struct config {
 	int keeper_uid; /* uid:gid of the processes that enforce a sandbox's lifetime, default 65533 */
 	int reaper_interval_s; /* workers sweep labelled containers this often (0 = never), default 5 */
 	char default_runtime[16]; /* runc|gvisor: a create without `runtime`, default runc */
+	char stop_mode[16]; /* preserve|discard: what a stop does to sandboxes created from now on
+			       (docker pause, or docker stop with the disk kept), default preserve */
 	char gvisor_runtime_isolated[64]; /* the dockerd runtime (runsc --network=none) for isolated
 					     gVisor sandboxes, default runsc-isolated */
 	char gvisor_runtime_internet[64]; /* ... (runsc --network=host) for internet ones, default

@@ -104,7 +104,8 @@ static json_object *sandbox_body(const struct sandbox *sb)
 	/* always emitted: the only advertisement of the stop guarantee and of
 	 * output retention. The decided stop is a pause (memory kept); a
 	 * durable process keeps its last 4 MiB of output (SB_PROC_RETENTION) */
-	json_object_object_add(lc, "stopMemoryOutcome", json_object_new_string("preserve"));
+	json_object_object_add(lc, "stopMemoryOutcome",
+			       json_object_new_string(sb->discard ? "discard" : "preserve"));
 	json_object_object_add(lc, "canCaptureMemory", json_object_new_boolean(0));
 	json_object_object_add(ef, "lifecycle", lc);
 	json_object_object_add(ret, "minBytes", i64_json(SB_PROC_RETENTION));

@@ -284,8 +284,12 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 		crypto_random_id(sb->id, SANDBOX_ID_LEN);
 	} else {
 		crypto_random_id(sb->id, SANDBOX_ID_LEN);
-		sandbox_pool_claim(ctx, rq, sb); /* a warm container brings its own id */
+		/* a warm container brings its own id; it has AutoRemove, so a
+		 * discard-mode sandbox is always made cold */
+		if (strcmp(ctx->cfg->stop_mode, "discard") != 0)
+			sandbox_pool_claim(ctx, rq, sb);
 	}
+	sb->discard = strcmp(ctx->cfg->stop_mode, "discard") == 0;
 	str_copy(sb->org, sizeof(sb->org), org);
 	if (rq->name)
 		str_copy(sb->name, sizeof(sb->name), rq->name);

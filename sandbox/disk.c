@@ -301,8 +301,10 @@ static int debugfs_run(const struct config *cfg, const char *id, const char *tar
 	return rc;
 }
 
-/* Attaches file fd to a free loop device with AUTOCLEAR; its fd into *lfd. */
-static int loop_attach(int ffd, const char *id, char *dev, size_t cap, int *lfd, struct sp_err *e)
+/* Attaches file fd to a free loop device, with AUTOCLEAR unless told
+ * otherwise; its fd into *lfd. */
+static int loop_attach(int ffd, const char *id, int autoclear, char *dev, size_t cap, int *lfd,
+		       struct sp_err *e)
 {
 	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 
@@ -324,7 +326,7 @@ static int loop_attach(int ffd, const char *id, char *dev, size_t cap, int *lfd,
 		}
 		memset(&lc, 0, sizeof(lc));
 		lc.fd = (unsigned)ffd;
-		lc.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+		lc.info.lo_flags = autoclear ? LO_FLAGS_AUTOCLEAR : 0;
 		snprintf((char *)lc.info.lo_file_name, sizeof(lc.info.lo_file_name), "sandpit:%s",
 			 id);
 		if (ioctl(fd, LOOP_CONFIGURE, &lc) == 0) {
@@ -411,7 +413,9 @@ int sandbox_disk_prepare(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_
 		 d->mode == 01777 ? "sif / mode 041777\n" : "");
 	if (debugfs_run(cfg, sb->id, d->file, cmds, e) < 0)
 		goto fail;
-	if (loop_attach(ffd, sb->id, d->dev, sizeof(d->dev), &d->fd, e) < 0)
+	/* a discard-mode sandbox's disk outlives the unmount of a docker
+	 * stop: detached when its container is removed (state.c) */
+	if (loop_attach(ffd, sb->id, !sb->discard, d->dev, sizeof(d->dev), &d->fd, e) < 0)
 		goto fail;
 	close(ffd);
 	return 0;
@@ -592,6 +596,31 @@ static void detach_backing(const char *path)
 		}
 	}
 	closedir(dir);
+}
+
+int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sandbox_id)
+{
+	char p[300], back[1200], want[1100];
+	FILE *f;
+	size_t n;
+	unsigned num;
+	char tail;
+
+	if (sscanf(dev, "/dev/loop%u%c", &num, &tail) != 1)
+		return 0;
+	snprintf(p, sizeof(p), "/sys/block/loop%u/loop/backing_file", num);
+	snprintf(want, sizeof(want), "%s/%s.img", cfg->disk_dir, sandbox_id);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	n = fread(back, 1, sizeof(back) - 1, f);
+	fclose(f);
+	back[n] = '\0';
+	back[strcspn(back, "\n")] = '\0';
+	n = strlen(want);
+	/* " (deleted)" follows once the file is unlinked */
+	return strncmp(back, want, n) == 0 &&
+	       (back[n] == '\0' || strcmp(back + n, " (deleted)") == 0);
 }
 
 int sandbox_disk_release(struct sandbox_ctx *ctx, const char *sandbox_id)

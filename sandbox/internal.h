@@ -22,7 +22,9 @@
 #include "../store/store.h"
 #include "sandbox.h"
 
-#define SB_RECORD_FIELDS 30
+/* The record's fields (record.c, sandbox_to_kv, which stops the process
+ * rather than write past a table of this size). */
+#define SB_RECORD_FIELDS 31
 /* The home and default workdir of a template sandbox. */
 #define TEMPLATE_HOME "/home/user"
 /* A status catch-up or a template-info inspect is optional: a server
@@ -159,6 +161,10 @@ int sandbox_save_if(struct sandbox_ctx *ctx, const struct sandbox *sb, enum sand
  * its container. */
 void sandbox_transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox_status to,
 			const char *why, int gone);
+/* discard.c: the stop (from stopping) and the start of a sandbox created
+ * in stop_mode discard: docker stop / docker start, the record to match. */
+int sandbox_discard_halt(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
+int sandbox_discard_start(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
 /* When a creating record reads error. */
 int64_t sandbox_creating_end(const struct config *cfg, const struct sandbox *sb);
 /* Status catch-up by time (creation past its time, expiry or deadline

@@ -20,7 +20,8 @@
  * stop first makes the record `stopping` (no worker starts anything in it
  * from then on: sandbox_get_running refuses it), then waits until Docker
  * lists no exec of the container that is created but not yet running,
- * and only then pauses. Never pauses a container its record does not
+ * and only then pauses. A sandbox created in stop_mode discard is
+ * stopped and started by discard.c instead. Never pauses a container its record does not
  * point at, and never claims a state Docker did not confirm.
  * May call: state.c, expiry.c, prepare.c.
  */
@@ -166,6 +167,8 @@ static int stop_loaded(struct sandbox_ctx *ctx, struct sandbox *out, struct sp_e
 			return -1;
 		}
 	}
+	if (out->discard)
+		return sandbox_discard_halt(ctx, out, e);
 	return freeze(ctx, out, e);
 }
 
@@ -237,6 +240,8 @@ int sandbox_start(struct sandbox_ctx *ctx, const char *org, const char *id, stru
 		return state_refusal(out, e);
 	if (server_ready(ctx, e) < 0)
 		return -1;
+	if (out->discard)
+		return sandbox_discard_start(ctx, out, e);
 	if (docker_container_unpause(ctx->dk, out->container_id, e) < 0) {
 		if (e->code != SP_NOT_FOUND && e->code != SP_CONFLICT)
 			return -1;

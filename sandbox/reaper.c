@@ -13,7 +13,9 @@
  * failed, expired (a stopped sandbox at its deadline too: its frozen
  * keeper cannot end it), stuck creating, or pointing at another container;
  * it stops onTimeout-stop sandboxes past their expiry (pause.c); and
- * it releases quota shares whose container Docker no longer lists. It
+ * it releases quota shares whose container Docker no longer lists. A
+ * container made in stop_mode discard (no AutoRemove) that exited while
+ * its record runs is removed too; one of a stopped sandbox is kept. It
  * only ever touches containers labelled with its own installation's id
  * (<prefix>.install): installations sharing a dockerd, and containers of
  * versions before that label, are left alone.
@@ -134,6 +136,12 @@ static const char *verdict(struct sandbox_ctx *ctx, json_object *c, const char *
 				   : min64(sb->expires_at, sb->deadline_at)) +
 				  REAP_GRACE_MS)
 			return "it expired";
+		/* discard mode: no AutoRemove, so a container that ended stays
+		 * (exited) until removed here; a stopped sandbox's is kept */
+		if (sb->discard && sb->status == SB_RUNNING &&
+		    json_object_object_get_ex(c, "State", &v) &&
+		    strcmp(json_object_get_string(v), "exited") == 0)
+			return "its container exited";
 		return NULL;
 	}
 	return NULL;

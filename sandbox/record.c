@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/util.h"
@@ -71,6 +72,9 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
 	rec_str(r, "user", sb->user, sizeof(sb->user));
 	rec_str(r, "owner", sb->owner, sizeof(sb->owner));
 	sb->pooled = rec_i64(r, "pooled") == 1;
+	/* records older than the field are preserve */
+	sb->discard = store_rec_get(r, "stopMode") &&
+		      strcmp(store_rec_get(r, "stopMode"), "discard") == 0;
 	sb->disk_mb = rec_i64(r, "diskMb");
 	rec_str(r, "runtime", sb->runtime, sizeof(sb->runtime));
 	sb->created_at = rec_i64(r, "createdAt");
@@ -93,8 +97,13 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 {
 	int n = 0, k = 0;
 
-#define KV(name, val) (kv[n++] = (name), kv[n++] = (val))
-#define NUM(name, fmt, val) (snprintf(nums[k], 32, fmt, val), KV(name, nums[k]), k++)
+	/* a field added without growing SB_RECORD_FIELDS must not write past
+	 * the caller's tables: stop at the first test that writes a record */
+#define KV(name, val) \
+	(n + 2 > 2 * SB_RECORD_FIELDS ? abort() : (void)0, kv[n++] = (name), kv[n++] = (val))
+#define NUM(name, fmt, val)                                                             \
+	(k + 1 > SB_RECORD_FIELDS ? abort() : (void)0, snprintf(nums[k], 32, fmt, val), \
+	 KV(name, nums[k]), k++)
 	KV("sandboxId", sb->id);
 	KV("name", sb->name);
 	KV("organizationId", sb->org);
@@ -113,6 +122,7 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 	KV("user", sb->user);
 	KV("owner", sb->owner);
 	NUM("pooled", "%d", sb->pooled);
+	KV("stopMode", sb->discard ? "discard" : "preserve");
 	NUM("diskMb", "%lld", (long long)sb->disk_mb);
 	KV("runtime", sb->runtime);
 	NUM("createdAt", "%lld", (long long)sb->created_at);

@@ -102,6 +102,8 @@ struct sandbox {
 	char owner[32]; /* the same user as numeric "uid:gid", "" if unknown */
 	char runtime[16];
 	int pooled;	 /* came from a warm pool: envVars go to each exec */
+	int discard;	 /* stop mode fixed at creation: 1 = discard (docker stop/start, no
+			    AutoRemove: discard.c), 0 = preserve (a pause, pause.c) */
 	int64_t disk_mb; /* the disk limit in force, MiB; 0 = none (the server cannot) */
 	struct sandbox_disk disk;
 	int64_t created_at, expires_at, deadline_at, last_activity_at, killed_at; /* ms, 0 = none */
@@ -276,6 +278,10 @@ int sandbox_pool_stats(struct sandbox_ctx *ctx, int i, int *ready, long long *cl
  * reaper and for remove. sweep: releases the disks of creates that died
  * (files older than create_timeout_s); creates call it once a minute. */
 int sandbox_disk_release(struct sandbox_ctx *ctx, const char *sandbox_id);
+/* 1 when loop device dev (/dev/loopN) is still backed by sandbox_id's disk
+ * file (a discard-mode start checks it: after a host restart the device
+ * may be another sandbox's, or none), else 0. */
+int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sandbox_id);
 void sandbox_disk_sweep(struct sandbox_ctx *ctx);
 /* Marks a sandbox killed after its container was found gone. */
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);

@@ -238,6 +238,11 @@ static json_object *spec_labels(const struct sandbox_ctx *ctx, const struct sand
 	snprintf(lname, sizeof(lname), "%s.deadlineAt", cfg->label_prefix);
 	snprintf(at, sizeof(at), "%lld", (long long)sb->deadline_at);
 	json_object_object_add(labels, lname, json_object_new_string(at));
+	/* no AutoRemove: whoever ends it removes it (state.c, reaper.c) */
+	if (sb->discard) {
+		snprintf(lname, sizeof(lname), "%s.stopMode", cfg->label_prefix);
+		json_object_object_add(labels, lname, json_object_new_string("discard"));
+	}
 	return labels;
 }
 
@@ -257,7 +262,9 @@ static json_object *spec_host_config(const struct config *cfg, const struct sand
 	json_object_object_add(hc, "SecurityOpt", str_array(secopt));
 	json_object_object_add(hc, "Init", json_object_new_boolean(1));
 	sandbox_limits_json(cfg, sb, hc);
-	json_object_object_add(hc, "AutoRemove", json_object_new_boolean(1));
+	/* a discard-mode sandbox keeps its container (and disk) across a
+	 * docker stop: the reaper removes it once the sandbox has ended */
+	json_object_object_add(hc, "AutoRemove", json_object_new_boolean(!sb->discard));
 	json_object_object_add(hc, "Privileged", json_object_new_boolean(0));
 	json_object_object_add(hc, "CgroupnsMode", json_object_new_string("private"));
 	json_object_object_add(hc, "IpcMode", json_object_new_string("private"));

@@ -87,10 +87,15 @@ static void transition(struct sandbox_ctx *ctx, struct sandbox *sb, enum sandbox
 	}
 }
 
+static int end_sandbox_containers(struct sandbox_ctx *ctx, const struct sandbox *sb, int grace_s);
+
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb)
 {
+	/* a discard-mode container that ended stays until removed: its share
+	 * is released once it is */
 	if (sb->status == SB_RUNNING || sb->status == SB_STOPPED || sb->status == SB_STOPPING)
-		transition(ctx, sb, SB_KILLED, now_ms(), NULL, 1);
+		transition(ctx, sb, SB_KILLED, now_ms(), NULL,
+			   sb->discard ? end_sandbox_containers(ctx, sb, 0) : 1);
 }
 
 /* Whether a container listed by Docker is running (or paused). */
@@ -106,6 +111,18 @@ static int listed_running(json_object *c)
 		     strcmp(s, "restarting") == 0);
 }
 
+/* Whether a listed container was made in stop_mode discard (no AutoRemove). */
+static int listed_discard(const struct config *cfg, json_object *c)
+{
+	json_object *labels, *v;
+	char k[160];
+
+	snprintf(k, sizeof(k), "%s.stopMode", cfg->label_prefix);
+	return json_object_object_get_ex(c, "Labels", &labels) &&
+	       json_object_object_get_ex(labels, k, &v) &&
+	       strcmp(json_object_get_string(v), "discard") == 0;
+}
+
 static int listed_paused(json_object *c)
 {
 	json_object *st;
@@ -119,7 +136,7 @@ int sandbox_end_containers(struct sandbox_ctx *ctx, const char *id, int grace_s,
 {
 	char label[192];
 	json_object *all = NULL;
-	int rc = -1;
+	int rc = -1, discard = 0;
 
 	snprintf(label, sizeof(label), "%s.sandboxId=%s", ctx->cfg->label_prefix, id);
 	if (sandbox_docker_ready(ctx, e) < 0 ||
@@ -143,6 +160,12 @@ int sandbox_end_containers(struct sandbox_ctx *ctx, const char *id, int grace_s,
 			r = docker_container_stop(ctx->dk, s, grace_s, e);
 		else
 			r = docker_container_kill(ctx->dk, s, "KILL", e);
+		/* without AutoRemove an ended container stays: removed here */
+		if (listed_discard(ctx->cfg, c)) {
+			discard = 1;
+			if (listed_running(c) && r == 0)
+				r = docker_container_remove(ctx->dk, s, 1, e);
+		}
 		if (r < 0 && e->code != SP_NOT_FOUND && e->code != SP_CONFLICT)
 			goto out;
 	}
@@ -158,6 +181,9 @@ int sandbox_end_containers(struct sandbox_ctx *ctx, const char *id, int grace_s,
 			live += listed_running(json_object_array_get_idx(all, i));
 		if (!live) {
 			rc = 0;
+			/* its loop disk has no AUTOCLEAR (discard.c) */
+			if (discard)
+				sandbox_disk_release(ctx, id);
 			goto out;
 		}
 		nanosleep(&ts, NULL);
@@ -292,7 +318,9 @@ static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 	running = json_object_get_boolean(v);
 	paused = json_object_object_get_ex(state, "Paused", &v) && json_object_get_boolean(v);
 	if (!running) {
-		sandbox_mark_gone(ctx, sb);
+		/* a discard-mode stop leaves the container exited */
+		if (!(sb->discard && sb->status == SB_STOPPED))
+			sandbox_mark_gone(ctx, sb);
 	} else if (paused != (sb->status == SB_STOPPED)) {
 		/* stopped: the expiry disarmed; thawed: re-armed from now */
 		sb->expires_at = paused ? sb->deadline_at

@@ -2,7 +2,7 @@
 # keeper uid (the container's User; every sandbox-user action passes its
 # user to ExecCreate). $1 and $2 are deadlineAt: its epoch seconds and its
 # milliseconds (3 digits); $3 is the first expiry (epoch seconds), $4 the
-# timeout (s), $5 the keeper uid. It writes the expiry and the timeout to
+# timeout (s), $5 the keeper uid (an expiry already past is now + timeout). It writes the expiry and the timeout to
 # /.sandpit, a tmpfs only the keeper can write (mode 0755), and starts the
 # watcher (watcher.sh). The main process itself is `sleep` until the
 # deadline: it needs no fork, and the container stops then even with
@@ -11,6 +11,9 @@
 for c in sleep date; do command -v $c >/dev/null 2>&1 || { echo "sandpit: image lacks $c" >&2; exit 127; }; done
 S=$(command -v sleep) D=$(command -v date)
 d=$1 m=$2 e=$3 t=$4 k=$5
+# a docker start of a stopped container (stop_mode discard) runs this
+# again with the same arguments: an expiry already past counts from now
+n=$("$D" +%s) && [ "$e" -le "$n" ] && { e=$((n + t)); [ "$e" -le "$d" ] || e=$d; }
 printf '%s\n' "$t" >/.sandpit/timeout
 printf '%s\n' "$e" >/.sandpit/expires
 . ./watcher.sh

@@ -58,6 +58,7 @@ const ALLOWED = [
   ['DELETE', '/networks/{net}', []],
 ];
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const HELPER = /^sandpit-helper-[0-9a-f]{16}$/;
 // "" when the request is allowed, else why not
 function vet(entry, ids) {
   const [p, q = ''] = entry.url.split(/\?(.*)/s);
@@ -72,7 +73,11 @@ function vet(entry, ids) {
     let ok = true;
     for (let i = 0; i < t.length && ok; i++) {
       const seg = segs[i];
-      if (t[i] === '{cid}' || t[i] === '{eid}') ok = ids.has(seg); // only what Docker made for us
+      // only what Docker made for us, or the helper's marker container
+      // (sandbox/helper.c: one per dockerd, named by the helper's hash,
+      // made by whichever stack came first)
+      if (t[i] === '{cid}') ok = ids.has(seg) || HELPER.test(seg);
+      else if (t[i] === '{eid}') ok = ids.has(seg);
       else if (t[i] === '{net}') ok = ID.test(seg);
       else if (t[i] === '{image}') ok = /^sandpit-test%2F[a-z]+(%3A|:)latest$/.test(seg) || ID.test(seg);
       else ok = seg === t[i];
