@@ -98,7 +98,7 @@ $(B)/sandpit-stream: $(APP_OBJ) $(STREAM_OBJ)
 	@echo "  LINK    $@"
 	@$(CC) $(LDFLAGS) -pthread -o $@ $^ $(LIBS) $(STREAM_LIBS)
 
-$(B)/tests/%: tests/unit/%.c $(APP_OBJ)
+$(B)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(APP_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
 	@$(CC) $(ALL_CFLAGS) -o $@ $< $(APP_OBJ) $(LDFLAGS) $(LIBS) -lcmocka
