@@ -18,32 +18,10 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import Ajv2020 from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import WebSocket from 'ws';
-import YAML from 'yaml';
 import { repoRoot, startStack, waitFor } from './lib/stack.mjs';
+import { ajv, seedValidator as validatorFor } from './lib/v1seed.mjs';
 
-const seed = YAML.parse(fs.readFileSync(process.env.SANDPIT_V1_SEED ||
-  path.join(repoRoot, 'tests/api/spec/docker-sandboxes-api.v1.yaml'), 'utf8'));
-const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
-addFormats(ajv);
-ajv.addSchema(seed, 'seed');
-const ptr = (x) => x.replace(/~/g, '~0').replace(/\//g, '~1');
-const validators = new Map();
-function validatorFor(method, tmpl, status) {
-  const op = seed.paths[tmpl]?.[method.toLowerCase()];
-  assert.ok(op, `the seed has no ${method} ${tmpl}`);
-  const key = op.responses[String(status)] ? String(status) : 'default';
-  if (!op.responses[key].content) return null;
-  const id = `${method} ${tmpl} ${key}`;
-  if (!validators.has(id)) {
-    validators.set(id, ajv.compile({
-      $ref: `seed#/paths/${ptr(tmpl)}/${method.toLowerCase()}/responses/${key}/content/${ptr('application/json')}/schema`,
-    }));
-  }
-  return validators.get(id);
-}
 
 let s, checked = 0;
 async function v1(method, tmpl, params = {}, o = {}) {

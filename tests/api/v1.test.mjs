@@ -17,33 +17,8 @@ import http from 'node:http';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import YAML from 'yaml';
 import { repoRoot, startStack, waitFor } from './lib/stack.mjs';
-
-const seedPath = process.env.SANDPIT_V1_SEED ||
-  path.join(repoRoot, 'tests/api/spec/docker-sandboxes-api.v1.yaml');
-const seed = YAML.parse(fs.readFileSync(seedPath, 'utf8'));
-const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
-addFormats(ajv);
-ajv.addSchema(seed, 'seed');
-
-const ptr = (s) => s.replace(/~/g, '~0').replace(/\//g, '~1');
-const validators = new Map();
-// The validator of one operation's answer: its declared status, else default.
-function validatorFor(method, tmpl, status) {
-  const op = seed.paths[tmpl]?.[method.toLowerCase()];
-  assert.ok(op, `the seed has no ${method} ${tmpl}`);
-  const key = op.responses[String(status)] ? String(status) : 'default';
-  const resp = op.responses[key];
-  if (!resp.content) return null; // 204, 304: no body
-  const id = `${method} ${tmpl} ${key}`;
-  if (!validators.has(id)) {
-    validators.set(id, ajv.compile({
-      $ref: `seed#/paths/${ptr(tmpl)}/${method.toLowerCase()}/responses/${key}/content/${ptr('application/json')}/schema`,
-    }));
-  }
-  return validators.get(id);
-}
+import { ajv, seed, seedValidator as validatorFor } from './lib/v1seed.mjs';
 
 let s, checked = 0;
 // One /v1 request, its answer checked against the seed's schema for tmpl.

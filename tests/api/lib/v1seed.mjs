@@ -10,19 +10,20 @@ import { repoRoot } from './stack.mjs';
 
 const seedPath = process.env.SANDPIT_V1_SEED ||
   path.join(repoRoot, 'tests/api/spec/docker-sandboxes-api.v1.yaml');
-const seed = YAML.parse(fs.readFileSync(seedPath, 'utf8'));
+export const seed = YAML.parse(fs.readFileSync(seedPath, 'utf8'));
 export const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
 addFormats(ajv);
 ajv.addSchema(seed, 'seed');
 
 const ptr = (s) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 const cache = new Map();
-/** The validator of one operation's answer at status (else its default); null without a body. */
+/** The validator of one operation's JSON answer at status (else its default);
+ *  null where that answer has no JSON body (204, 304, readFile's raw bytes). */
 export function seedValidator(method, tmpl, status) {
   const op = seed.paths[tmpl]?.[method.toLowerCase()];
   if (!op) throw new Error(`the seed has no ${method} ${tmpl}`);
   const key = op.responses[String(status)] ? String(status) : 'default';
-  if (!op.responses[key].content) return null;
+  if (!op.responses[key].content?.['application/json']) return null;
   const id = `${method} ${tmpl} ${key}`;
   if (!cache.has(id)) {
     cache.set(id, ajv.compile({
