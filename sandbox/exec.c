@@ -415,6 +415,39 @@ fail:
 	return NULL;
 }
 
+/* The exec went with its container (under gVisor, a command that fills
+ * the pids limit can end the whole sandbox: its runtime cannot start the
+ * threads it needs): the command is over, and so is the sandbox. */
+static int container_ended(struct sandbox_ctx *ctx, struct sandbox *sb, int timed_out,
+			   const struct stop_watch *watch, struct sandbox_exec_result *res)
+{
+	kill_container(ctx, sb, "the container ended under a running command");
+	res->timed_out = timed_out;
+	res->exit_code = timed_out ? 124 : 137;
+	res->stopped = watch->fired;
+	return 1;
+}
+
+/* Whether the container of a command that ended with code (128 or more)
+ * is gone or ending. gVisor answers 128 for a process whose sandbox kernel
+ * died under it ("urpc ... WaitPID failed: EOF") a moment before Docker
+ * sees the container stop: that code is waited on for up to 2 s (a
+ * process cannot be ended by signal 0, only exit 128 itself). */
+static int container_gone_under(struct sandbox_ctx *ctx, struct sandbox *sb, int code)
+{
+	int64_t until = mono_ms() + (code == 128 && strcmp(sb->runtime, "gvisor") == 0 ? 2000 : 0);
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+	for (;;) {
+		int r = sandbox_container_running(ctx, sb);
+		if (r != 1)
+			return r == 0;
+		if (mono_ms() >= until)
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* After the exec's stream ended: its exit code into res, or, when it
  * still runs (timed out, or the caller went away), its whole process tree
  * killed (the container when that fails); a 400 naming cwd when the
@@ -430,19 +463,16 @@ static int exec_outcome(struct sandbox_ctx *ctx, struct sandbox *sb,
 	if (docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0) {
 		if (e->code != SP_NOT_FOUND)
 			return -1;
-		/* the exec went with its container (under gVisor a command that
-		 * fills the pids limit can end the whole sandbox): the command is
-		 * over, and so is the sandbox */
-		kill_container(ctx, sb, "the container ended under a running command");
-		res->timed_out = timed_out;
-		res->exit_code = timed_out ? 124 : 137;
-		res->stopped = watch->fired;
 		sp_err_clear(e);
-		return 1;
+		return container_ended(ctx, sb, timed_out, watch, res);
 	}
 	if (running && !timed_out && !watch->fired && !still_running(ctx, eid, 2000) &&
 	    docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
 		return -1; /* the stream can end a moment before the exit is recorded */
+	/* a command ended by a signal may have gone with its whole container:
+	 * then that, not the code, is the answer */
+	if (!running && code >= 128 && container_gone_under(ctx, sb, code))
+		return container_ended(ctx, sb, timed_out, watch, res);
 	if (running || timed_out || watch->fired) {
 		/* timed out, or the caller went away: end the whole process tree */
 		if (kill_marked(ctx, sb, marker) < 0 || still_running(ctx, eid, 2000))

@@ -183,6 +183,9 @@ int sandbox_container_gone(struct sandbox_ctx *ctx, struct sandbox *sb, struct s
  * a running record is made stopped. 0 otherwise, or when Docker cannot
  * say. */
 int sandbox_container_paused(struct sandbox_ctx *ctx, struct sandbox *sb);
+/* Whether sb's container runs (a paused one does too): 1 yes, 0 no (or it
+ * is gone), -1 Docker could not tell. */
+int sandbox_container_running(struct sandbox_ctx *ctx, struct sandbox *sb);
 
 /* templates.c: a local inspect answer of a template image (img NULL: the
  * image is not there), for sandbox_templates. */

@@ -396,6 +396,22 @@ int sandbox_container_paused(struct sandbox_ctx *ctx, struct sandbox *sb)
 	return paused;
 }
 
+int sandbox_container_running(struct sandbox_ctx *ctx, struct sandbox *sb)
+{
+	json_object *info = NULL, *state, *v;
+	int running;
+	struct sp_err e;
+
+	if (!ctx->dk)
+		return -1;
+	if (docker_container_inspect(ctx->dk, sb->container_id, &info, &e) < 0)
+		return e.code == SP_NOT_FOUND ? 0 : -1;
+	running = json_object_object_get_ex(info, "State", &state) &&
+		  json_object_object_get_ex(state, "Running", &v) && json_object_get_boolean(v);
+	json_object_put(info);
+	return running;
+}
+
 /* Maps Docker's refusal to act on sb's container (no such container, or
  * a 409: not running, or paused) to the record's state: a paused
  * container is a stopped sandbox (412 "Sandbox is stopped": a stop that
