@@ -81,7 +81,7 @@ function traffic(ids) {
         r = { status: 0, text: e.message, headers: {} };
       }
       if (kind === 'create' && r.status === 200) made.push(r.json.sandboxId);
-      log.push({ kind, status: r.status, ms: Date.now() - t0, at: t0, text: r.text?.slice(0, 200), json: r.json, retryAfter: r.headers?.['retry-after'] });
+      log.push({ kind, status: r.status, ms: Date.now() - t0, at: t0, text: r.text?.slice(0, 200), json: r.json, retryAfter: r.headers?.['retry-after'], requestId: r.headers?.['x-request-id'] });
       await new Promise((res) => setTimeout(res, 20));
     }
   };
@@ -126,6 +126,8 @@ test('L3: Redis SIGKILLed under traffic and started again: clean 503s, connectio
     if (x.status === 503) {
       assert.equal(x.json?.code, 'SERVICE_UNAVAILABLE', x.text);
       assert.equal(x.retryAfter, '1', `${x.kind}: ${x.text}`);
+      // every answer names its request, nginx's own 503s too
+      assert.match(x.requestId ?? '', /^[0-9a-f]{32}$/, `${x.kind}: ${x.text}`);
     }
   }
   // the failures are Redis's: while it was down, nothing that needs it succeeded

@@ -90,6 +90,31 @@ const lines = [
   ['an unknown path', `GET /nope HTTP/1.1${CRLF}Host: x${CRLF}Connection: close${CRLF}${CRLF}`, 404],
 ];
 
+// The same refusals of a request line that names the /v1 face: in /v1's
+// shape ({code, message, details}), also before any location is chosen
+// (a path that climbs above the root).
+const v1lines = [
+  ['/v1, a path above the root', `GET /v1/../../etc/passwd HTTP/1.1${CRLF}Host: x${CRLF}${CRLF}`, 400, 'invalidArgument'],
+  ['/endpoints, a path above the root', `GET /endpoints/x/../../../v1/sandboxes HTTP/1.1${CRLF}Host: x${CRLF}${CRLF}`, 400, 'invalidArgument'],
+  ['/v1, no Host', `GET /v1/sandboxes HTTP/1.1${CRLF}${CRLF}`, 400, 'invalidArgument'],
+  ['/v1, a 70 KB request line', `GET /v1/${'a'.repeat(70 * 1024)} HTTP/1.1${CRLF}Host: x${CRLF}${CRLF}`, 414, 'invalidArgument'],
+  ['/v1, HTTP/9.9', `GET /v1/sandboxes HTTP/9.9${CRLF}Host: x${CRLF}${CRLF}`, 505, 'invalidArgument'],
+  ['/v1, a 20 KB header', `GET /v1/sandboxes HTTP/1.1${CRLF}Host: x${CRLF}X-Big: ${'a'.repeat(20 * 1024)}${CRLF}${CRLF}`, 431, 'invalidArgument'],
+];
+function assertV1Error(r, status, code, what) {
+  assertJsonError(r, status, what);
+  assert.equal(r.json.code, code, `${what}: ${r.text}`);
+  assert.ok(Array.isArray(r.json.details), `${what}: not /v1's shape: ${r.text}`);
+  assert.match(r.headers['x-request-id'] || '', /^[0-9a-f]{32}$/, `${what}: ${r.text}`);
+}
+
+test('malformed request lines naming /v1: /v1-shaped JSON errors, on the TLS port and the local socket', async () => {
+  for (const [what, bytes, status, code] of v1lines) {
+    assertV1Error(await raw(bytes), status, code, `TLS, ${what}`);
+    assertV1Error(await raw(bytes, { local: true }), status, code, `local, ${what}`);
+  }
+});
+
 test('malformed request lines on the TLS port: JSON errors with their status, never HTML', async () => {
   for (const [what, bytes, status] of lines) assertJsonError(await raw(bytes), status, `TLS, ${what}`);
 });
