@@ -68,6 +68,10 @@ struct conn {
 	int64_t expires_ms;
 	int attached;
 	int64_t last_out_ms;
+	/* a close waiting for the messages queued before it (wslay sends
+	 * control frames first: the Error frame must go out before) */
+	uint16_t close_code;
+	char close_reason[124];
 	int cmd_counted;	    /* its exec job is counted in METRICS_WS_RUNNING */
 	struct conn *prev, *next;   /* every live connection */
 	struct conn *aprev, *anext; /* connections with a job */
@@ -187,15 +191,22 @@ static void send_error(struct conn *c, const char *msg)
 	queue_json(c, o);
 }
 
-/* Queues a close frame (reason < 123 bytes) and stops handling messages. */
+/* Queues a close frame (reason < 123 bytes) after the messages queued so
+ * far, and stops handling messages. */
 static void queue_close(struct conn *c, uint16_t code, const char *reason)
 {
 	size_t n = strlen(reason);
 
 	if (n > 120)
 		n = 120;
-	if (c->ws)
+	if (c->ws && wslay_event_get_queued_msg_count(c->ws) > 0) {
+		/* service() queues it once they are out */
+		c->close_code = code;
+		memcpy(c->close_reason, reason, n);
+		c->close_reason[n] = '\0';
+	} else if (c->ws) {
 		wslay_event_queue_close(c->ws, code, (const uint8_t *)reason, n);
+	}
 	if (c->state != CS_LINGER)
 		set_state(c, CS_CLOSING);
 	log_info("%s close %u %s", c->rid, (unsigned)code, reason);
@@ -1065,6 +1076,16 @@ static void service(struct conn *c)
 			conn_close(c, "write error");
 			return;
 		}
+		if (c->close_code && wslay_event_get_queued_msg_count(c->ws) == 0) {
+			wslay_event_queue_close(c->ws, c->close_code,
+						(const uint8_t *)c->close_reason,
+						strlen(c->close_reason));
+			c->close_code = 0;
+			if (wslay_event_want_write(c->ws) && wslay_event_send(c->ws) != 0) {
+				conn_close(c, "write error");
+				return;
+			}
+		}
 		/* go round again only while wslay drained and the job has more */
 		if (!c->job || wslay_event_get_queued_msg_length(c->ws) >= before ||
 		    wslay_event_want_write(c->ws))
@@ -1257,7 +1278,7 @@ static void tick(int64_t now)
 			}
 			if (c->interact && c->attached &&
 			    now - c->last_out_ms >= STREAM_HEARTBEAT_MS) {
-				queue_text(c, "{\"heartbeat\":{}}", 15);
+				queue_text(c, "{\"heartbeat\":{}}", 16);
 				c->last_out_ms = now;
 				service(c);
 			}
