@@ -633,7 +633,8 @@ static void supervise(const char *uid, uint64_t keep, unsigned rows, unsigned co
 	pf[1].fd = s.pty ? -1 : err[0];
 	open_fds = s.pty ? 1 : 2;
 	for (;;) {
-		int n, k = 3, at[CLIENTS_MAX];
+		size_t k = 3;
+		int n, at[CLIENTS_MAX];
 		if (open_fds <= 0)
 			break;
 		pf[0].events = pf[1].events = POLLIN;
@@ -650,7 +651,7 @@ static void supervise(const char *uid, uint64_t keep, unsigned rows, unsigned co
 			at[i] = -1;
 			if (s.cl[i].fd < 0 || s.in_len + CMD_BUF > sizeof(s.in))
 				continue;
-			at[i] = k;
+			at[i] = (int)k;
 			pf[k].fd = s.cl[i].fd;
 			pf[k++].events = POLLIN;
 		}
