@@ -225,6 +225,22 @@ int docker_exec_start_input(struct docker_client *c, const char *exec_id, int64_
 			    const void *in, size_t in_len, docker_output_fn on_data,
 			    int (*should_stop)(void *arg), void *arg, int *timed_out,
 			    size_t *in_sent, struct sp_err *e);
+/* Like docker_exec_start_input with input that keeps coming: in->peek
+ * offers the next bytes for the process's stdin (0: none now), in->consume
+ * says how many Docker took; in->wake_fd (-1: none) is polled beside the
+ * connection, readable when peek may have more (it is drained here). The
+ * call ends when the stream ends, on_data or should_stop aborts, or after
+ * timeout_ms. stdin is never closed. */
+struct docker_input {
+	size_t (*peek)(void *arg, const char **p);
+	void (*consume)(void *arg, size_t n);
+	int wake_fd;
+	void *arg;
+};
+int docker_exec_start_stream(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+			     const struct docker_input *in, docker_output_fn on_data,
+			     int (*should_stop)(void *arg), void *arg, int *timed_out,
+			     struct sp_err *e);
 /* Starts an exec detached: returns once the process runs. */
 int docker_exec_start_detached(struct docker_client *c, const char *exec_id, struct sp_err *e);
 int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_code, int *running,

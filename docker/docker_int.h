@@ -70,10 +70,11 @@ struct docker_req {
 	struct buf *out;     /* 2xx body goes here (default: &resp) */
 	docker_sink_fn sink; /* or here, when set */
 	void *sink_arg;
-	int64_t timeout_ms;	/* whole transfer; 0 = the client's timeout */
-	int64_t header_ms;	/* exec: answer headers must come within this */
-	int timeout_is_result;	/* a timeout after the headers is not an error */
-	int (*stop_fn)(void *); /* polled about once a second: 1 = abort */
+	int64_t timeout_ms;		  /* whole transfer; 0 = the client's timeout */
+	int64_t header_ms;		  /* exec: answer headers must come within this */
+	int timeout_is_result;		  /* a timeout after the headers is not an error */
+	int (*stop_fn)(void *);		  /* polled about once a second: 1 = abort */
+	const struct docker_input *input; /* docker_hijack: input that keeps coming */
 	void *stop_arg;
 	char *stat_hdr; /* captures X-Docker-Container-Path-Stat */
 	size_t stat_cap;

@@ -56,7 +56,7 @@ static int exec_sink(void *arg, const char *p, size_t n)
 static int exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
 		      const void *in, size_t in_len, docker_output_fn on_data,
 		      int (*should_stop)(void *arg), void *arg, int *timed_out, size_t *in_sent,
-		      struct sp_err *e)
+		      const struct docker_input *stream_in, struct sp_err *e)
 {
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
 	struct exec_state st;
@@ -89,6 +89,11 @@ static int exec_start(struct docker_client *c, const char *exec_id, int64_t time
 	r.timeout_is_result = 1;
 	r.stop_fn = should_stop;
 	r.stop_arg = arg;
+	r.input = stream_in;
+	if (stream_in) {
+		in = "";
+		in_len = 0;
+	}
 	if ((int64_t)c->timeout_s * 1000 < timeout_ms)
 		r.header_ms = (int64_t)c->timeout_s * 1000;
 	if (in) {
@@ -140,7 +145,7 @@ int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t time
 		      int *timed_out, struct sp_err *e)
 {
 	return exec_start(c, exec_id, timeout_ms, NULL, 0, on_data, should_stop, arg, timed_out,
-			  NULL, e);
+			  NULL, NULL, e);
 }
 
 /* As docker_exec_start; in must not be NULL (len 0 is fine). */
@@ -152,7 +157,19 @@ int docker_exec_start_input(struct docker_client *c, const char *exec_id, int64_
 	if (!in)
 		return sp_err_set(e, SP_INTERNAL, "exec start with input needs the input");
 	return exec_start(c, exec_id, timeout_ms, in, in_len, on_data, should_stop, arg, timed_out,
-			  in_sent, e);
+			  in_sent, NULL, e);
+}
+
+int docker_exec_start_stream(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+			     const struct docker_input *in, docker_output_fn on_data,
+			     int (*should_stop)(void *arg), void *arg, int *timed_out,
+			     struct sp_err *e)
+{
+	if (!in || !in->peek || !in->consume)
+		return sp_err_set(e, SP_INTERNAL,
+				  "exec start with a stream needs peek and consume");
+	return exec_start(c, exec_id, timeout_ms, NULL, 0, on_data, should_stop, arg, timed_out,
+			  NULL, in, e);
 }
 
 /* exit_code is -1 while running (or if Docker has none). Mapping: invalid

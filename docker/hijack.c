@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "../common/log.h"
 #include "../common/metrics.h"
@@ -41,7 +42,9 @@ struct hijack {
  * failed. */
 static int hijack_wait(struct hijack *x, short events, int64_t until)
 {
-	struct pollfd p = { .fd = x->fd, .events = events };
+	struct pollfd p[2] = { { .fd = x->fd, .events = events },
+			       { .fd = x->r->input ? x->r->input->wake_fd : -1,
+				 .events = POLLIN } };
 	int64_t now = mono_ms(), wait = until - now;
 	int n;
 
@@ -51,10 +54,15 @@ static int hijack_wait(struct hijack *x, short events, int64_t until)
 		wait = HIJACK_TICK_MS;
 	if (wait < 0)
 		wait = 0;
-	n = poll(&p, 1, (int)wait);
+	n = poll(p, p[1].fd >= 0 ? 2 : 1, (int)wait);
 	if (n < 0)
 		return errno == EINTR ? 0 : -1;
-	return n > 0;
+	if (p[1].fd >= 0 && (p[1].revents & POLLIN)) {
+		uint64_t v;
+		if (read(p[1].fd, &v, sizeof(v)) < 0)
+			log_debug("hijack: wake fd: %s", strerror(errno));
+	}
+	return (p[0].revents & (events | POLLHUP | POLLERR)) != 0;
 }
 
 /* Whether the caller asked to stop; polls stop_fn at most once a tick. */
@@ -213,7 +221,7 @@ static void pump(struct hijack *x, const char *in, size_t in_len)
 {
 	struct docker_req *r = x->r;
 	char piece[HIJACK_PIECE];
-	int in_open = in_len > 0;
+	int in_open = in_len > 0 || r->input;
 
 	for (;;) {
 		int more = 0, ready;
@@ -252,6 +260,25 @@ static void pump(struct hijack *x, const char *in, size_t in_len)
 		}
 		if (in_open && r->in_sent < in_len)
 			events |= POLLOUT;
+		while (in_open && r->input) {
+			const char *p = NULL;
+			size_t n = 0, w = r->input->peek(r->input->arg, &p);
+			CURLcode rc;
+			if (w == 0)
+				break;
+			if (w > HIJACK_PIECE)
+				w = HIJACK_PIECE;
+			rc = curl_easy_send(x->h, p, w, &n);
+			if (rc == CURLE_AGAIN) {
+				events |= POLLOUT;
+				break;
+			}
+			if (rc != CURLE_OK) {
+				in_open = 0; /* the process stopped reading; its end decides */
+				break;
+			}
+			r->input->consume(r->input->arg, n);
+		}
 		if (hijack_stopped(x))
 			return;
 		if (mono_ms() >= x->deadline) {

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <sodium.h>
+
 #include "../common/crypto.h"
 #include "../common/log.h"
 #include "../common/perms.h"
@@ -194,18 +196,106 @@ static int route_check(struct req *r, const char *uri, const char *perms, const 
  * credentials buys no more requests; over it 403 + X-Sandpit-Deny: 429),
  * then the route is checked against the credential's permissions. No
  * cache: nothing of a credential is kept, and each request is charged. */
-static void auth_endpoint(struct sandbox_ctx *sb, struct req *r, const char *uri)
+/* The interact operation's pre-upgrade checks (its x-websocket contract):
+ * no query; at most one credential, either Authorization or one
+ * "sandboxes.bearer.v1." subprotocol offer (canonical unpadded base64url
+ * of at most 4096 bytes) beside sandboxes.v1. A bearer offer is decoded
+ * into dec (wiped by the caller) and *tok points at it. 1 fine, 0 when a
+ * 400 was answered. */
+#define WS_BEARER "sandboxes.bearer.v1."
+#define WS_BEARER_MAX 4096
+static int interact_credential(struct req *r, const char *uri, const char **tok, size_t *len,
+			       char *dec, size_t dec_cap)
+{
+	const char *proto = req_param(r, "HTTP_SEC_WEBSOCKET_PROTOCOL"),
+		   *a = req_param(r, "HTTP_AUTHORIZATION"), *offer = NULL;
+	size_t offer_len = 0, got = 0;
+	int offers = 0, has_v1 = 0;
+	char *re = NULL;
+
+	if (strchr(uri, '?')) {
+		answer(r, 403,
+		       "X-Sandpit-Deny: 400\r\nX-Sandpit-Error: interact takes no query "
+		       "parameter (send the credential in Authorization or the subprotocol "
+		       "offer)\r\n");
+		return 0;
+	}
+	for (const char *p = proto; *p;) {
+		size_t n;
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		n = strcspn(p, ",");
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n == 12 && strncmp(p, "sandboxes.v1", 12) == 0)
+			has_v1 = 1;
+		else if (n >= sizeof(WS_BEARER) - 1 &&
+			 strncmp(p, WS_BEARER, sizeof(WS_BEARER) - 1) == 0) {
+			offers++;
+			offer = p + sizeof(WS_BEARER) - 1;
+			offer_len = n - (sizeof(WS_BEARER) - 1);
+		}
+		p += strcspn(p, ",");
+	}
+	if (!offers)
+		return 1;
+	if (offers > 1 || *a) {
+		answer(r, 403,
+		       offers > 1 ? "X-Sandpit-Deny: 400\r\nX-Sandpit-Error: More than one "
+				    "credential offered as a subprotocol\r\n"
+				  : "X-Sandpit-Deny: 400\r\nX-Sandpit-Error: Mixed credentials: "
+				    "Authorization and a subprotocol offer; send one\r\n");
+		return 0;
+	}
+	if (!has_v1) {
+		answer(r, 403,
+		       "X-Sandpit-Deny: 400\r\nX-Sandpit-Error: A credential offer needs the "
+		       "sandboxes.v1 subprotocol beside it\r\n");
+		return 0;
+	}
+	if (offer_len == 0 ||
+	    offer_len > sodium_base64_ENCODED_LEN(WS_BEARER_MAX,
+						  sodium_base64_VARIANT_URLSAFE_NO_PADDING) ||
+	    sodium_base642bin((unsigned char *)dec, dec_cap - 1, offer, offer_len, NULL, &got, NULL,
+			      sodium_base64_VARIANT_URLSAFE_NO_PADDING) != 0 ||
+	    got == 0 || got > WS_BEARER_MAX) {
+		answer(r, 403,
+		       "X-Sandpit-Deny: 400\r\nX-Sandpit-Error: The subprotocol credential is not "
+		       "unpadded base64url of at most 4096 bytes\r\n");
+		return 0;
+	}
+	/* canonical: it encodes back to the very same text */
+	re = malloc(offer_len + 4);
+	if (!re || (sodium_bin2base64(re, offer_len + 4, (unsigned char *)dec, got,
+				      sodium_base64_VARIANT_URLSAFE_NO_PADDING),
+		    strlen(re) != offer_len || memcmp(re, offer, offer_len) != 0)) {
+		free(re);
+		answer(r, 403,
+		       "X-Sandpit-Deny: 400\r\nX-Sandpit-Error: The subprotocol credential is not "
+		       "canonical base64url\r\n");
+		return 0;
+	}
+	free(re);
+	dec[got] = '\0';
+	*tok = dec;
+	*len = got;
+	return 1;
+}
+
+static void auth_endpoint_check(struct sandbox_ctx *sb, struct req *r, const char *uri, char *dec,
+				size_t dec_cap)
 {
 	const char *id = uri + strlen(V1_EP_PREFIX), *a = req_param(r, "HTTP_AUTHORIZATION");
-	size_t idlen = strcspn(id, "/?"), len;
+	size_t idlen = strcspn(id, "/?"), len = 0;
 	char sandbox[65], origin[V1_EP_ORIGIN_MAX], perms[128], bucket[96];
 	char hdr[PERMS_LIST_MAX + 256];
 	const char *tok;
 	struct v1_ep_claims c;
 	struct sp_err e;
 	int64_t retry_ms;
-	int rc, ok = idlen > 0 && idlen < sizeof(sandbox) && id[idlen] == '/';
+	int rc, interact, ok = idlen > 0 && idlen < sizeof(sandbox) && id[idlen] == '/';
 
+	tok = NULL;
 	for (size_t i = 0; ok && i < idlen; i++)
 		ok = (id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
 		     (id[i] >= '0' && id[i] <= '9') || id[i] == '_' || id[i] == '-';
@@ -216,6 +306,20 @@ static void auth_endpoint(struct sandbox_ctx *sb, struct req *r, const char *uri
 	}
 	memcpy(sandbox, id, idlen);
 	sandbox[idlen] = '\0';
+	{
+		int mo = 0;
+		const struct route *rt = route_find(handler_routes, "GET", uri, &mo);
+		interact = rt && rt->op_id && strcmp(rt->op_id, "interact") == 0 &&
+			   strcmp(req_param(r, "SANDPIT_AUTH_METHOD"), "GET") == 0;
+	}
+	if (interact) {
+		if (!interact_credential(r, uri, &tok, &len, dec, dec_cap))
+			return;
+		if (tok) {
+			a = "";
+			goto check;
+		}
+	}
 	if (*req_param(r, "HTTP_X_API_KEY")) {
 		answer(r, 401,
 		       "X-Sandpit-Error: An API key is not accepted at a sandbox endpoint: send "
@@ -234,6 +338,7 @@ static void auth_endpoint(struct sandbox_ctx *sb, struct req *r, const char *uri
 	len = strlen(tok);
 	while (len && tok[len - 1] == ' ')
 		len--;
+check:
 	if (v1_endpoint_origin(sb->cfg, r, origin, sizeof(origin)) < 0) {
 		answer(r, 401, "X-Sandpit-Error: Invalid endpoint credential\r\n");
 		return;
@@ -243,8 +348,16 @@ static void auth_endpoint(struct sandbox_ctx *sb, struct req *r, const char *uri
 	case V1_EP_OK:
 		break;
 	case V1_EP_OTHER_SANDBOX:
-		answer(r, 401,
-		       "X-Sandpit-Error: This endpoint credential is for another sandbox\r\n");
+		/* interact's contract: a credential that does not address this
+		 * endpoint is a 404 before the upgrade */
+		if (interact)
+			answer(r, 403,
+			       "X-Sandpit-Deny: 404\r\nX-Sandpit-Error: This endpoint credential is "
+			       "for another sandbox\r\n");
+		else
+			answer(r, 401,
+			       "X-Sandpit-Error: This endpoint credential is for another "
+			       "sandbox\r\n");
 		return;
 	case V1_EP_EXPIRED:
 		answer(r, 401, "X-Sandpit-Error: The endpoint credential has expired\r\n");
@@ -274,11 +387,20 @@ static void auth_endpoint(struct sandbox_ctx *sb, struct req *r, const char *uri
 	v1_endpoint_perms_list(c.perms, perms, sizeof(perms));
 	if (!route_check(r, uri, perms, "This endpoint credential", "No endpoint operation"))
 		return;
+	/* Expires: interact closes the socket when the credential does (P4) */
 	snprintf(hdr, sizeof(hdr),
 		 "X-Sandpit-Org: %s\r\nX-Sandpit-Key-Id: endpoint\r\nX-Sandpit-Role: "
-		 "endpoint\r\nX-Sandpit-Perms: %s\r\n",
-		 c.org, perms);
+		 "endpoint\r\nX-Sandpit-Perms: %s\r\nX-Sandpit-Expires: %lld\r\n",
+		 c.org, perms, (long long)c.exp_ms);
 	answer(r, 200, hdr);
+}
+
+static void auth_endpoint(struct sandbox_ctx *sb, struct req *r, const char *uri)
+{
+	char dec[WS_BEARER_MAX + 8];
+
+	auth_endpoint_check(sb, r, uri, dec, sizeof(dec));
+	sodium_memzero(dec, sizeof(dec));
 }
 
 void handlers_auth(struct sandbox_ctx *sb, struct req *r)

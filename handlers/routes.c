@@ -304,7 +304,8 @@ static const struct field_spec v1_process_create_fields[] = {
 	V1_CMD_FIELDS,
 	{ .name = "pty",
 	  .type = FT_JSON,
-	  .desc = "Refused (501) until interact",
+	  .desc = "A PTY (stdin, stdout, stderr on one terminal): {initialSize: {rows, "
+		  "cols, bounded}}, default 24x80",
 	  .source = FS_BODY },
 	{ .name = "session",
 	  .type = FT_STRING,
@@ -448,6 +449,19 @@ static int h_stream_only(struct handler_ctx *h, json_object *in, json_object **o
 	(void)out;
 	return sp_err_set(e, SP_BAD_REQUEST,
 			  "/sandbox-exec is a WebSocket endpoint: connect with Upgrade: websocket");
+}
+
+/* interact: served by sandpit-stream (nginx proxies the upgrade there);
+ * the entry lets /_auth_endpoint check the credential before it. */
+static int h_interact_only(struct handler_ctx *h, json_object *in, json_object **out,
+			   struct sp_err *e)
+{
+	(void)h;
+	(void)in;
+	(void)out;
+	return sp_err_set(e, SP_BAD_REQUEST,
+			  "interact is a WebSocket endpoint: connect with Upgrade: websocket and "
+			  "the sandboxes.v1 subprotocol");
 }
 
 const struct route handler_routes[] = {
@@ -631,6 +645,14 @@ const struct route handler_routes[] = {
 	  .op_id = "signal",
 	  .summary = "Send a signal to a process",
 	  .output = "SignalResponse",
+	  .face = &face_v1 },
+	{ .method = "GET",
+	  .path = V1_EP_PREFIX "{sandbox}/v1/processes/{process}/interact",
+	  .fn = h_interact_only,
+	  .perm = "sandboxesExec",
+	  .kind = ROUTE_META,
+	  .op_id = "interact",
+	  .summary = "Interact with a process (WebSocket, served by sandpit-stream)",
 	  .face = &face_v1 },
 	/* the endpoint's files (upload and download are next: multipart) */
 	{ .method = "GET",

@@ -251,10 +251,11 @@ json_object *v1_endpoint_json(const struct route *table, const char *origin,
 	json_object_object_add(auth, "scheme", json_object_new_string("scopedBearer"));
 	json_object_object_add(auth, "defaultTtl", json_object_new_string(ttl));
 	json_object_object_add(auth, "maxTtl", json_object_new_string(ttl));
-	/* only the header: the WebSocket subprotocol carrier comes with
-	 * interact */
+	/* the header everywhere; for interact also the subprotocol offer
+	 * (handlers/auth.c) */
 	tr = json_object_new_array();
 	json_object_array_add(tr, json_object_new_string("authorizationHeader"));
+	json_object_array_add(tr, json_object_new_string("webSocketSubprotocol"));
 	json_object_object_add(auth, "credentialTransports", tr);
 	json_object_object_add(o, "authentication", auth);
 	return o;

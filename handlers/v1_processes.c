@@ -10,8 +10,8 @@
  * the others go to the helper inside the sandbox (sandbox/process.c),
  * whose answers come from files the sandbox user can write: every member
  * used here is checked and the answer is rebuilt, never passed through.
- * Interact (WebSocket), a PTY and stdin are the next step: createProcess
- * refuses pty with 501 until then.
+ * A process's stdin stays open (a pipe, or its PTY) for interact, which
+ * sandpit-stream serves (stream/interact.c).
  */
 #include "handlers.h"
 
@@ -268,6 +268,69 @@ static json_object *process_json(json_object *rep, const char *receipt)
 	return o;
 }
 
+/* One TerminalSize dimension: an integer; bounded, 1..65535 (else a 400
+ * naming it), unbounded, clamped into that range (a PTY has no other). */
+static int size_read(json_object *sz, const char *k, int bounded, unsigned *out, struct sp_err *e)
+{
+	json_object *v;
+	int64_t n;
+
+	if (!json_object_object_get_ex(sz, k, &v) || !v)
+		return 0;
+	if (!json_object_is_type(v, json_type_int))
+		return sp_err_field(e, SP_BAD_REQUEST, "pty", "pty.initialSize.%s: an integer", k);
+	n = json_object_get_int64(v);
+	if (bounded && (n < 1 || n > 65535))
+		return sp_err_field(e, SP_BAD_REQUEST, "pty",
+				    "pty.initialSize.%s: 1 to 65535 (bounded)", k);
+	*out = n < 1 ? 1 : n > 65535 ? 65535 : (unsigned)n;
+	return 0;
+}
+
+/* pty: a PtyConfig ({initialSize?: TerminalSize}); default 24 x 80. */
+static int pty_read(json_object *pty, struct sandbox_process_req *rq, struct sp_err *e)
+{
+	json_object *sz = NULL, *b;
+	int bounded = 0;
+
+	rq->pty = 1;
+	rq->rows = 24;
+	rq->cols = 80;
+	if (!json_object_is_type(pty, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "pty", "pty: an object ({initialSize})");
+	json_object_object_foreach(pty, k, v)
+	{
+		(void)v;
+		if (strcmp(k, "initialSize") != 0)
+			return sp_err_field(e, SP_BAD_REQUEST, "pty",
+					    "pty: unknown member (only initialSize)");
+	}
+	if (!json_object_object_get_ex(pty, "initialSize", &sz) || !sz)
+		return 0;
+	if (!json_object_is_type(sz, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "pty",
+				    "pty.initialSize: an object ({rows, cols, bounded})");
+	json_object_object_foreach(sz, k2, v2)
+	{
+		(void)v2;
+		if (strcmp(k2, "rows") != 0 && strcmp(k2, "cols") != 0 &&
+		    strcmp(k2, "bounded") != 0)
+			return sp_err_field(
+				e, SP_BAD_REQUEST, "pty",
+				"pty.initialSize: unknown member (rows, cols, bounded)");
+	}
+	if (json_object_object_get_ex(sz, "bounded", &b) && b) {
+		if (!json_object_is_type(b, json_type_boolean))
+			return sp_err_field(e, SP_BAD_REQUEST, "pty",
+					    "pty.initialSize.bounded: a boolean");
+		bounded = json_object_get_boolean(b);
+	}
+	if (size_read(sz, "rows", bounded, &rq->rows, e) < 0 ||
+	    size_read(sz, "cols", bounded, &rq->cols, e) < 0)
+		return -1;
+	return 0;
+}
+
 /* POST <endpoint>/v1/processes: 201 with the Process (receiptKind fresh;
  * a replay of the same Idempotency-Key and payload answers the kept one
  * as replay, handlers/dispatch.c). */
@@ -283,9 +346,8 @@ int v1_processes_create(struct handler_ctx *h, json_object *in, json_object **ou
 	int rc = -1;
 
 	if (json_object_object_get_ex(in, "pty", &pty) && pty &&
-	    !json_object_is_type(pty, json_type_null))
-		return sp_err_field(e, SP_UNIMPLEMENTED, "pty",
-				    "pty: not yet (pipes only; a PTY comes with interact)");
+	    !json_object_is_type(pty, json_type_null) && pty_read(pty, &rq, e) < 0)
+		return -1;
 	if (argv_read(in, &argv, e) < 0 || env_read(in, &vars, &rq.nenv, e) < 0)
 		goto out;
 	if (sandbox_get_running(h->sb, h->r->org, id, &sb, e) < 0 || user_check(in, &sb, e) < 0)

@@ -21,6 +21,7 @@
 #include "../common/buf.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "../docker/docker.h"
 
 /* the helper's exit statuses (sandbox/helper/sandpit-helper.c) */
 enum {
@@ -156,8 +157,8 @@ int sandbox_process_create(struct sandbox_ctx *ctx, const char *org, const char 
 			   const struct sandbox_process_req *rq, json_object **out,
 			   struct sp_err *e)
 {
-	const char *argv[4102];
-	char keep[32];
+	const char *argv[4103];
+	char keep[32], tty[16] = "-";
 	size_t n = 0;
 
 	if (rq->cwd && (sandbox_path_check("workingDir", rq->cwd, e) < 0))
@@ -168,12 +169,15 @@ int sandbox_process_create(struct sandbox_ctx *ctx, const char *org, const char 
 	if (sandbox_env_check(rq->env, rq->nenv, "env", e) < 0)
 		return -1;
 	snprintf(keep, sizeof(keep), "%d", SB_PROC_RETENTION);
-	argv[n++] = "spawn";
+	if (rq->pty)
+		snprintf(tty, sizeof(tty), "%ux%u", rq->rows, rq->cols);
+	argv[n++] = "start";
 	argv[n++] = rq->uid;
 	argv[n++] = keep;
 	argv[n++] = rq->label;
 	argv[n++] = rq->session ? rq->session : "";
 	argv[n++] = rq->cwd ? rq->cwd : ""; /* "": the workdir */
+	argv[n++] = rq->pty ? tty : "-";
 	for (const char *const *a = rq->argv; *a; a++) {
 		if (n + 1 >= sizeof(argv) / sizeof(argv[0]))
 			return sp_err_field(e, SP_BAD_REQUEST, "cmd", "cmd: at most 4096 items");
@@ -223,5 +227,51 @@ int sandbox_process_signal(struct sandbox_ctx *ctx, const char *org, const char 
 	snprintf(s, sizeof(s), "%d", signo);
 	rc = helper_call(ctx, org, id, argv, NULL, 65536, &o, NULL, e);
 	json_object_put(o);
+	return rc;
+}
+
+int sandbox_process_attach(struct sandbox_ctx *ctx, const char *org, const char *id,
+			   const char *puid, int64_t from, const struct sandbox_attach_io *io,
+			   struct sp_err *e)
+{
+	struct sandbox sb;
+	struct docker_input in = { io->in_peek, io->in_consume, io->wake_fd, io->arg };
+	json_object *body = NULL, *cmd;
+	char eid[65], f[24];
+	int timed_out = 0, rc = -1;
+
+	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
+		return -1;
+	snprintf(f, sizeof(f), "%lld", (long long)from);
+	body = json_object_new_object();
+	cmd = json_object_new_array();
+	json_object_array_add(cmd,
+			      json_object_new_string(SANDBOX_HELPER_DIR "/" SANDBOX_HELPER_NAME));
+	json_object_array_add(cmd, json_object_new_string("attach"));
+	json_object_array_add(cmd, json_object_new_string(puid));
+	json_object_array_add(cmd, json_object_new_string(f));
+	json_object_object_add(body, "Cmd", cmd);
+	/* the sandbox's user, never the keeper (the container's own) */
+	json_object_object_add(body, "User", json_object_new_string(sb.user[0] ? sb.user : "root"));
+	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
+	json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	if (docker_exec_create(ctx->dk, sb.container_id, body, eid, e) < 0 ||
+	    docker_exec_start_stream(ctx->dk, eid, SB_PROC_ATTACH_MAX_MS, &in, io->on_output,
+				     io->should_stop, io->arg, &timed_out, e) < 0) {
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
+			sandbox_mark_gone(ctx, &sb);
+			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
+		}
+		goto out;
+	}
+	{
+		struct sp_err ignore;
+		sandbox_touch_record(ctx, &sb, 0, &ignore);
+	}
+	rc = 0;
+out:
+	json_object_put(body);
 	return rc;
 }

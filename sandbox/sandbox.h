@@ -484,7 +484,8 @@ int sandbox_start(struct sandbox_ctx *ctx, const char *org, const char *id, stru
  * helper's JSON (new objects), from files the sandbox user can write:
  * callers check every member they use. */
 struct json_object;
-#define SB_PROC_RETENTION (4 * 1024 * 1024) /* output kept per process, bytes */
+#define SB_PROC_RETENTION (4 * 1024 * 1024)	   /* output kept per process, bytes */
+#define SB_PROC_ATTACH_MAX_MS (24LL * 3600 * 1000) /* one interact connection at most */
 #define SB_PROC_LABEL_MAX 128
 #define SB_PROC_SESSION_MAX 1024
 #define SB_PROC_READ_DEFAULT (1024 * 1024) /* readOutput's page when maxBytes is 0 */
@@ -495,7 +496,9 @@ struct sandbox_process_req {
 	size_t nenv;
 	const char *cwd; /* NULL = the workdir */
 	const char *label, *session;
-	const char *uid; /* the process's id (SANDBOX_ID_LEN [a-z0-9]) */
+	const char *uid;     /* the process's id (SANDBOX_ID_LEN [a-z0-9]) */
+	int pty;	     /* 1: stdin, stdout and stderr on a PTY of rows x cols */
+	unsigned rows, cols; /* 1..65535 each */
 };
 /* create: *out {"uid","pid"}; SP_CONFLICT when the label is taken, a 400
  * naming cmd when cmd[0] cannot be run. get: *out the helper's report
@@ -516,6 +519,28 @@ int sandbox_process_read(struct sandbox_ctx *ctx, const char *org, const char *i
 			 struct json_object **page, struct sp_err *e);
 int sandbox_process_signal(struct sandbox_ctx *ctx, const char *org, const char *id,
 			   const char *puid, int signo, struct sp_err *e);
+
+/* One interaction with a durable process (interact, sandpit-stream): a
+ * docker exec of the helper's attach in the running sandbox org/id, as its
+ * user, for as long as both ends want. Input: in_peek offers bytes of the
+ * helper's command protocol (sandbox/helper/sandpit-helper.c: "I <len>\n"
+ * + bytes, "E\n", "R <rows> <cols>\n"), in_consume says how many went;
+ * wake_fd is readable when there is more (or should_stop became true).
+ * Output: on_output gets the attach's stdout (stream 1) as it comes; -1
+ * from it ends the interaction. Returns 0 when the exec ended (or was
+ * stopped), -1 with e set when the sandbox is not running or Docker failed.
+ * May be called from any thread with a context of its own. */
+struct sandbox_attach_io {
+	size_t (*in_peek)(void *arg, const char **p);
+	void (*in_consume)(void *arg, size_t n);
+	int wake_fd;
+	int (*on_output)(void *arg, int stream, const char *data, size_t len);
+	int (*should_stop)(void *arg);
+	void *arg;
+};
+int sandbox_process_attach(struct sandbox_ctx *ctx, const char *org, const char *id,
+			   const char *puid, int64_t from, const struct sandbox_attach_io *io,
+			   struct sp_err *e);
 
 /* The /v1 file operations (sandbox/files_v1.c): the helper's file command
  * argv ("stat", "ls", "cat", "put", "mkdir", "mv", "rm", then its

@@ -127,12 +127,57 @@ static void set_ident(char *dst, size_t cap, int *seen, const char *v, size_t n)
 	*seen = 1;
 }
 
+/* One path segment s[0..n) as an id: 1..64 of [A-Za-z0-9_-] into out. */
+static int seg_id(const char *s, size_t n, char *out, size_t cap)
+{
+	if (n == 0 || n >= cap)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '-'))
+			return -1;
+	memcpy(out, s, n);
+	out[n] = '\0';
+	return 0;
+}
+
+/* /endpoints/<sandbox>/v1/processes/<process>/interact (path p[0..n), no
+ * query): 1 with the ids in u, 0 when it is not that path. A process
+ * segment that is no id leaves u->process "" (no such process). */
+static int interact_path(const char *p, size_t n, struct stream_upgrade *u)
+{
+	static const char pre[] = "/endpoints/", mid[] = "/v1/processes/", end[] = "/interact";
+	const char *sb, *sl, *pr;
+	size_t k;
+
+	if (n < sizeof(pre) - 1 + sizeof(mid) - 1 + sizeof(end) - 1 + 2 ||
+	    memcmp(p, pre, sizeof(pre) - 1) != 0 ||
+	    memcmp(p + n - (sizeof(end) - 1), end, sizeof(end) - 1) != 0)
+		return 0;
+	sb = p + sizeof(pre) - 1;
+	sl = memchr(sb, '/', (size_t)(p + n - sb));
+	if (!sl || (size_t)(p + n - sl) < sizeof(mid) - 1 + sizeof(end) ||
+	    memcmp(sl, mid, sizeof(mid) - 1) != 0 ||
+	    seg_id(sb, (size_t)(sl - sb), u->sandbox_id, sizeof(u->sandbox_id)) < 0)
+		return 0;
+	pr = sl + sizeof(mid) - 1;
+	k = (size_t)(p + n - (sizeof(end) - 1) - pr);
+	if (k == 0 || memchr(pr, '/', k))
+		return 0;
+	if (seg_id(pr, k, u->process, sizeof(u->process)) < 0)
+		u->process[0] = '\0';
+	u->sid = SID_OK;
+	u->kind = SK_INTERACT;
+	return 1;
+}
+
 int stream_http_parse(const char *p, size_t len, struct stream_upgrade *u)
 {
 	const char *end = p + len, *line, *eol, *sp1, *sp2, *q;
 	const char *key = NULL, *upgrade = NULL, *conn = NULL, *version = NULL;
 	size_t key_len = 0, upgrade_len = 0, conn_len = 0, version_len = 0;
 	int seen_org = 0, seen_key_id = 0, seen_role = 0, seen_perms = 0, seen_rid = 0, keys = 0;
+	int seen_exp = 0;
+	char exp[24] = "";
 
 	memset(u, 0, sizeof(*u));
 	u->status = 400;
@@ -190,6 +235,11 @@ int stream_http_parse(const char *p, size_t len, struct stream_upgrade *u)
 			set_ident(u->role, sizeof(u->role), &seen_role, v, (size_t)(ve - v));
 		} else if (IS("X-Sandpit-Perms")) {
 			set_ident(u->perms, sizeof(u->perms), &seen_perms, v, (size_t)(ve - v));
+		} else if (IS("Sec-WebSocket-Protocol")) {
+			if (has_token(v, (size_t)(ve - v), "sandboxes.v1"))
+				u->subproto = 1;
+		} else if (IS("X-Sandpit-Expires")) {
+			set_ident(exp, sizeof(exp), &seen_exp, v, (size_t)(ve - v));
 		} else if (IS("X-Sandpit-Request-Id")) {
 			set_ident(u->request_id, sizeof(u->request_id), &seen_rid, v,
 				  (size_t)(ve - v));
@@ -209,13 +259,24 @@ int stream_http_parse(const char *p, size_t len, struct stream_upgrade *u)
 		u->why = NULL;
 		return 0;
 	}
-	if ((size_t)((q ? q : sp2) - sp1 - 1) != sizeof(STREAM_PATH) - 1 ||
-	    memcmp(sp1 + 1, STREAM_PATH, sizeof(STREAM_PATH) - 1) != 0) {
+	if (exp[0]) {
+		long long v;
+		if (parse_ll(exp, 1, INT64_MAX, &v) == 0)
+			u->expires_ms = v;
+	}
+	if (interact_path(sp1 + 1, (size_t)((q ? q : sp2) - sp1 - 1), u)) {
+		if (q) {
+			u->status = 400;
+			u->why = "interact takes no query parameter";
+			return 0;
+		}
+	} else if ((size_t)((q ? q : sp2) - sp1 - 1) != sizeof(STREAM_PATH) - 1 ||
+		   memcmp(sp1 + 1, STREAM_PATH, sizeof(STREAM_PATH) - 1) != 0) {
 		u->status = 404;
 		u->why = "Not found";
 		return 0;
 	}
-	if (q)
+	if (q && u->kind == SK_EXEC)
 		parse_sandbox_id(q + 1, (size_t)(sp2 - q - 1), u);
 	if (!upgrade || !has_token(upgrade, upgrade_len, "websocket") || !conn ||
 	    !has_token(conn, conn_len, "upgrade")) {

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,6 +130,14 @@ struct stream_job *stream_job_new(struct stream_worker *w, enum stream_job_kind 
 	snprintf(j->sandbox_id, sizeof(j->sandbox_id), "%s", sandbox_id);
 	snprintf(j->request_id, sizeof(j->request_id), "%s", request_id);
 	j->in = in;
+	j->wake = -1;
+	if (kind == JOB_INTERACT) {
+		j->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (j->wake < 0) {
+			stream_job_release(j);
+			return NULL;
+		}
+	}
 	return j;
 }
 
@@ -147,6 +156,9 @@ void stream_job_release(struct stream_job *j)
 		free(m);
 	}
 	json_object_put(j->in);
+	free(j->in_buf);
+	if (j->wake >= 0)
+		close(j->wake);
 	pthread_cond_destroy(&j->cv);
 	pthread_mutex_destroy(&j->mu);
 	free(j);
@@ -154,10 +166,52 @@ void stream_job_release(struct stream_job *j)
 
 void stream_job_stop(struct stream_job *j)
 {
+	uint64_t one = 1;
+
 	atomic_store(&j->stop, 1);
 	pthread_mutex_lock(&j->mu);
 	pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
+	if (j->wake >= 0 && write(j->wake, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("eventfd write: %s", strerror(errno));
+}
+
+int stream_job_input(struct stream_job *j, const char *p, size_t n)
+{
+	uint64_t one = 1;
+	int rc = 0;
+
+	pthread_mutex_lock(&j->mu);
+	if (j->in_len + n > j->in_cap) {
+		size_t cap = j->in_cap ? j->in_cap : 4096;
+		char *nb;
+		while (cap < j->in_len + n)
+			cap *= 2;
+		nb = realloc(j->in_buf, cap);
+		if (!nb) {
+			rc = -1;
+			goto out;
+		}
+		j->in_buf = nb;
+		j->in_cap = cap;
+	}
+	memcpy(j->in_buf + j->in_len, p, n);
+	j->in_len += n;
+out:
+	pthread_mutex_unlock(&j->mu);
+	if (rc == 0 && j->wake >= 0 && write(j->wake, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("eventfd write: %s", strerror(errno));
+	return rc;
+}
+
+size_t stream_job_input_len(struct stream_job *j)
+{
+	size_t n;
+
+	pthread_mutex_lock(&j->mu);
+	n = j->in_len;
+	pthread_mutex_unlock(&j->mu);
+	return n;
 }
 
 static void wake_loop(struct stream_job *j)
@@ -187,6 +241,28 @@ static void push(struct stream_job *j, struct stream_msg *m)
 	pthread_mutex_unlock(&j->mu);
 	if (was_empty)
 		wake_loop(j);
+}
+
+void stream_job_push(struct stream_job *j, struct stream_msg *m)
+{
+	push(j, m);
+}
+
+int stream_job_wait_room(struct stream_job *j)
+{
+	pthread_mutex_lock(&j->mu);
+	while (j->qbytes > STREAM_QUEUE_CAP && !atomic_load(&j->stop)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+	}
+	pthread_mutex_unlock(&j->mu);
+	return atomic_load(&j->stop) ? 1 : 0;
 }
 
 static void push_error(struct stream_job *j, const char *msg)
@@ -379,6 +455,20 @@ static void *job_main(void *arg)
 		log_warn("%s sandbox context: %s", j->request_id, e.msg);
 		if (j->kind == JOB_EXEC)
 			push_error(j, "Service unavailable; try again");
+		if (j->kind == JOB_INTERACT) {
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "code", json_object_new_string("unavailable"));
+			json_object_object_add(
+				o, "message",
+				json_object_new_string("Service unavailable; try again"));
+			json_object_object_add(o, "details", json_object_new_array());
+			push(j, stream_msg_json(o));
+			json_object_put(o);
+			pthread_mutex_lock(&j->mu);
+			j->close_code = 1011;
+			snprintf(j->close_reason, sizeof(j->close_reason), "unavailable");
+			pthread_mutex_unlock(&j->mu);
+		}
 		pthread_mutex_lock(&j->mu);
 		j->ok = 0;
 		j->code = SP_UNAVAILABLE;
@@ -393,6 +483,8 @@ static void *job_main(void *arg)
 		j->code = rc == 0 ? SP_OK : e.code;
 		snprintf(j->msg, sizeof(j->msg), "%s", rc == 0 ? "" : e.msg);
 		pthread_mutex_unlock(&j->mu);
+	} else if (j->kind == JOB_INTERACT) {
+		healthy = stream_interact_run(j, ctx) == 0;
 	} else {
 		healthy = run_exec(j, ctx) == 0;
 	}

@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sodium.h>
 #include <wslay/wslay.h>
 
 #include "../common/buf.h"
@@ -59,7 +60,18 @@ struct conn {
 	int64_t since_ms;	  /* entered the current state */
 	int64_t blocked_since_ms; /* a write would block since then; 0 = not blocked */
 	int64_t last_ping_ms;
-	int ws_counted;		    /* counted in METRICS_WS_OPEN */
+	int ws_counted; /* counted in METRICS_WS_OPEN */
+	/* interact (SK_INTERACT): the process, the credential's expiry, whether
+	 * attach came, when a frame last went out */
+	int interact;
+	char process[65];
+	int64_t expires_ms;
+	int attached;
+	int64_t last_out_ms;
+	/* a close waiting for the messages queued before it (wslay sends
+	 * control frames first: the Error frame must go out before) */
+	uint16_t close_code;
+	char close_reason[124];
 	int cmd_counted;	    /* its exec job is counted in METRICS_WS_RUNNING */
 	struct conn *prev, *next;   /* every live connection */
 	struct conn *aprev, *anext; /* connections with a job */
@@ -179,18 +191,41 @@ static void send_error(struct conn *c, const char *msg)
 	queue_json(c, o);
 }
 
-/* Queues a close frame (reason < 123 bytes) and stops handling messages. */
+/* Queues a close frame (reason < 123 bytes) after the messages queued so
+ * far, and stops handling messages. */
 static void queue_close(struct conn *c, uint16_t code, const char *reason)
 {
 	size_t n = strlen(reason);
 
 	if (n > 120)
 		n = 120;
-	if (c->ws)
+	if (c->ws && wslay_event_get_queued_msg_count(c->ws) > 0) {
+		/* service() queues it once they are out */
+		c->close_code = code;
+		memcpy(c->close_reason, reason, n);
+		c->close_reason[n] = '\0';
+	} else if (c->ws) {
 		wslay_event_queue_close(c->ws, code, (const uint8_t *)reason, n);
+	}
 	if (c->state != CS_LINGER)
 		set_state(c, CS_CLOSING);
 	log_info("%s close %u %s", c->rid, (unsigned)code, reason);
+}
+
+/* interact: the terminal Error frame, then the close (the document: a
+ * close reason holds at most 123 bytes, the frame says it all). */
+static void interact_fail(struct conn *c, const char *code, uint16_t close_code, const char *msg)
+{
+	json_object *o = json_object_new_object();
+
+	if (c->state == CS_CLOSING || c->state == CS_LINGER)
+		return;
+	drop_job(c);
+	json_object_object_add(o, "code", json_object_new_string(code));
+	json_object_object_add(o, "message", json_object_new_string(msg));
+	json_object_object_add(o, "details", json_object_new_array());
+	queue_json(c, o);
+	queue_close(c, close_code, code);
 }
 
 /* --- wslay callbacks -------------------------------------------------------- */
@@ -293,6 +328,230 @@ static void handle_exec(struct conn *c, json_object *msg)
 	log_info("%s sandbox %s: exec", c->rid, c->sandbox_id);
 }
 
+/* An int64 cursor: a JSON integer >= 0 or a string of digits. */
+static int cursor_read(json_object *v, int64_t *out)
+{
+	long long x;
+
+	if (json_object_is_type(v, json_type_int)) {
+		*out = json_object_get_int64(v);
+		return *out >= 0 ? 0 : -1;
+	}
+	if (json_object_is_type(v, json_type_string) &&
+	    parse_ll(json_object_get_string(v), 0, INT64_MAX, &x) == 0) {
+		*out = x;
+		return 0;
+	}
+	return -1;
+}
+
+/* One TerminalSize dimension into *out: an integer; bounded, 1..65535,
+ * else clamped into it. 0 fine, -1 out of the bounded range, -2 not one. */
+static int dim_read(json_object *sz, const char *k, int bounded, unsigned *out)
+{
+	json_object *v;
+	int64_t n = 0;
+
+	if (json_object_object_get_ex(sz, k, &v) && v) {
+		if (!json_object_is_type(v, json_type_int))
+			return -2;
+		n = json_object_get_int64(v);
+	}
+	if (bounded && (n < 1 || n > 65535))
+		return -1;
+	*out = n < 1 ? 1 : n > 65535 ? 65535 : (unsigned)n;
+	return 0;
+}
+
+static void interact_attach(struct conn *c, json_object *a)
+{
+	json_object *name = NULL, *from = NULL;
+	char want[96];
+	int64_t at = 0;
+	struct stream_job *j;
+
+	json_object_object_foreach(a, k, v)
+	{
+		(void)v;
+		if (strcmp(k, "name") != 0 && strcmp(k, "resumeFrom") != 0) {
+			interact_fail(c, "invalidArgument", 1007, "attach: unknown member");
+			return;
+		}
+	}
+	if (!json_object_object_get_ex(a, "name", &name) ||
+	    !json_object_is_type(name, json_type_string)) {
+		interact_fail(c, "invalidArgument", 1007,
+			      "attach.name: required (processes/{process})");
+		return;
+	}
+	if (json_object_object_get_ex(a, "resumeFrom", &from) && from &&
+	    cursor_read(from, &at) < 0) {
+		interact_fail(c, "invalidArgument", 1007,
+			      "attach.resumeFrom: an int64 stream sequence, 0 or more");
+		return;
+	}
+	snprintf(want, sizeof(want), "processes/%s", c->process);
+	if (strcmp(json_object_get_string(name), want) != 0) {
+		interact_fail(c, "invalidArgument", 1008,
+			      "attach.name: must be the path's process (processes/{process})");
+		return;
+	}
+	if (!c->process[0]) {
+		interact_fail(c, "notFound", 1008, "No such process in this sandbox");
+		return;
+	}
+	if (L.njobs >= STREAM_MAX_JOBS) {
+		interact_fail(c, "resourceExhausted", 1008,
+			      "Too many interactions on this server; try again");
+		return;
+	}
+	j = stream_job_new(&L.w, JOB_INTERACT, c->org, c->sandbox_id, c->rid, NULL);
+	if (j) {
+		str_copy(j->process, sizeof(j->process), c->process);
+		j->from = at;
+	}
+	if (!j || stream_job_start(j) < 0) {
+		if (j)
+			stream_job_release(j);
+		interact_fail(c, "unavailable", 1011, "Could not start the interaction; try again");
+		return;
+	}
+	c->job = j;
+	c->attached = 1;
+	c->last_out_ms = mono_ms();
+	active_add(c);
+	log_info("%s sandbox %s: interact %s from %lld", c->rid, c->sandbox_id, c->process,
+		 (long long)at);
+}
+
+/* One InteractRequest frame: exactly one of attach, closeStdin, resize,
+ * stdin (its schema's oneOf), attach first and only once. */
+static void handle_interact(struct conn *c, json_object *o)
+{
+	const char *key = NULL;
+	json_object *v = NULL;
+	int n = 0;
+	char hdr[48];
+
+	json_object_object_foreach(o, k, val)
+	{
+		key = k;
+		v = val;
+		n++;
+	}
+	if (n != 1 || (strcmp(key, "attach") != 0 && strcmp(key, "closeStdin") != 0 &&
+		       strcmp(key, "resize") != 0 && strcmp(key, "stdin") != 0)) {
+		interact_fail(c, "invalidArgument", 1007,
+			      "A frame is one InteractRequest: exactly one of attach, stdin, "
+			      "closeStdin, resize");
+		return;
+	}
+	if (strcmp(key, "attach") == 0) {
+		if (!v || !json_object_is_type(v, json_type_object)) {
+			interact_fail(c, "invalidArgument", 1007, "attach: an object");
+			return;
+		}
+		if (c->attached) {
+			interact_fail(c, "invalidArgument", 1008, "attach was already sent");
+			return;
+		}
+		interact_attach(c, v);
+		return;
+	}
+	if (!c->attached) {
+		interact_fail(c, "invalidArgument", 1008, "The first frame must be attach");
+		return;
+	}
+	if (!c->job)
+		return; /* the interaction is ending: nothing more goes in */
+	if (strcmp(key, "closeStdin") == 0) {
+		if (!v || !json_object_is_type(v, json_type_boolean)) {
+			interact_fail(c, "invalidArgument", 1007, "closeStdin: a boolean");
+			return;
+		}
+		if (json_object_get_boolean(v) && stream_job_input(c->job, "E\n", 2) < 0)
+			interact_fail(c, "internal", 1011, "out of memory");
+		return;
+	}
+	if (strcmp(key, "resize") == 0) {
+		json_object *b = NULL;
+		unsigned rows = 0, cols = 0;
+		int bounded = 0, r1, r2;
+		if (!v || !json_object_is_type(v, json_type_object)) {
+			interact_fail(c, "invalidArgument", 1007, "resize: a TerminalSize object");
+			return;
+		}
+		json_object_object_foreach(v, k2, v2)
+		{
+			(void)v2;
+			if (strcmp(k2, "rows") != 0 && strcmp(k2, "cols") != 0 &&
+			    strcmp(k2, "bounded") != 0) {
+				interact_fail(c, "invalidArgument", 1007, "resize: unknown member");
+				return;
+			}
+		}
+		if (json_object_object_get_ex(v, "bounded", &b) && b) {
+			if (!json_object_is_type(b, json_type_boolean)) {
+				interact_fail(c, "invalidArgument", 1007,
+					      "resize.bounded: a boolean");
+				return;
+			}
+			bounded = json_object_get_boolean(b);
+		}
+		r1 = dim_read(v, "rows", bounded, &rows);
+		r2 = dim_read(v, "cols", bounded, &cols);
+		if (r1 == -2 || r2 == -2) {
+			interact_fail(c, "invalidArgument", 1007,
+				      "resize: rows and cols are integers");
+			return;
+		}
+		if (r1 < 0 || r2 < 0) {
+			interact_fail(c, "invalidArgument", 1008,
+				      "resize: rows and cols 1 to 65535 (bounded)");
+			return;
+		}
+		n = snprintf(hdr, sizeof(hdr), "R %u %u\n", rows, cols);
+		if (stream_job_input(c->job, hdr, (size_t)n) < 0)
+			interact_fail(c, "internal", 1011, "out of memory");
+		return;
+	}
+	/* stdin: base64 (the schema's format: byte), in commands of at most
+	 * 64 KiB */
+	{
+		const char *t;
+		size_t tl, got = 0;
+		unsigned char *bin;
+		if (!v || !json_object_is_type(v, json_type_string)) {
+			interact_fail(c, "invalidArgument", 1007, "stdin: base64 bytes");
+			return;
+		}
+		t = json_object_get_string(v);
+		tl = (size_t)json_object_get_string_len(v);
+		bin = malloc(tl / 4 * 3 + 4);
+		if (!bin) {
+			interact_fail(c, "internal", 1011, "out of memory");
+			return;
+		}
+		if (sodium_base642bin(bin, tl / 4 * 3 + 4, t, tl, NULL, &got, NULL,
+				      sodium_base64_VARIANT_ORIGINAL) != 0) {
+			free(bin);
+			interact_fail(c, "invalidArgument", 1007, "stdin: not base64");
+			return;
+		}
+		for (size_t off = 0; off < got;) {
+			size_t piece = got - off > 65536 ? 65536 : got - off;
+			n = snprintf(hdr, sizeof(hdr), "I %zu\n", piece);
+			if (stream_job_input(c->job, hdr, (size_t)n) < 0 ||
+			    stream_job_input(c->job, (const char *)bin + off, piece) < 0) {
+				interact_fail(c, "internal", 1011, "out of memory");
+				break;
+			}
+			off += piece;
+		}
+		free(bin);
+	}
+}
+
 static void handle_text(struct conn *c, const char *data, size_t len)
 {
 	struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
@@ -307,6 +566,16 @@ static void handle_text(struct conn *c, const char *data, size_t len)
 	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	o = json_tokener_parse_ex(tok, data, (int)len);
+	if (c->interact) {
+		if (!o || json_tokener_get_error(tok) != json_tokener_success ||
+		    json_tokener_get_parse_end(tok) != len ||
+		    !json_object_is_type(o, json_type_object))
+			interact_fail(c, "invalidArgument", 1007,
+				      "A frame must be one InteractRequest JSON object");
+		else
+			handle_interact(c, o);
+		goto out;
+	}
 	if (!o || json_tokener_get_error(tok) != json_tokener_success ||
 	    json_tokener_get_parse_end(tok) != len) {
 		enum json_tokener_error je = json_tokener_get_error(tok);
@@ -353,13 +622,28 @@ static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
 		return;
 	if (arg->opcode == WSLAY_TEXT_FRAME)
 		handle_text(c, (const char *)arg->msg, arg->msg_length);
+	else if (arg->opcode == WSLAY_BINARY_FRAME && c->interact)
+		interact_fail(c, "invalidArgument", 1003, "Every frame is text (JSON)");
 	else if (arg->opcode == WSLAY_BINARY_FRAME)
 		send_error(c, "Binary messages are not supported; send JSON text");
 	/* ping → pong and close are answered by wslay itself */
 }
 
+/* interact: a frame over the limit is refused with its Error frame
+ * before wslay buffers it (wslay's own close would carry none). */
+static void ws_on_frame_start(wslay_event_context_ptr ctx,
+			      const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
+{
+	struct conn *c = user;
+
+	(void)ctx;
+	if (c->interact && c->state == CS_OPEN && !(arg->opcode & 0x8) &&
+	    arg->payload_length > (uint64_t)L.cfg->stream_max_message)
+		interact_fail(c, "invalidArgument", 1009, "The frame is over the frame limit");
+}
+
 static const struct wslay_event_callbacks ws_callbacks = {
-	ws_recv, ws_send, NULL, NULL, NULL, NULL, ws_on_msg,
+	ws_recv, ws_send, NULL, ws_on_frame_start, NULL, NULL, ws_on_msg,
 };
 
 /* --- connections ------------------------------------------------------------ */
@@ -458,10 +742,18 @@ static void http_reply(struct conn *c, int status, const char *why)
 	const char *body;
 
 	json_object_object_add(o, "message", json_object_new_string(why));
-	json_object_object_add(o, "code",
-			       json_object_new_string(status == 404   ? "NOT_FOUND"
-						      : status == 405 ? "METHOD_NOT_ALLOWED"
-								      : "BAD_REQUEST"));
+	if (c->interact) {
+		json_object_object_add(o, "code",
+				       json_object_new_string(status == 404   ? "notFound"
+							      : status == 405 ? "unimplemented"
+									      : "invalidArgument"));
+		json_object_object_add(o, "details", json_object_new_array());
+	} else {
+		json_object_object_add(o, "code",
+				       json_object_new_string(status == 404   ? "NOT_FOUND"
+							      : status == 405 ? "METHOD_NOT_ALLOWED"
+									      : "BAD_REQUEST"));
+	}
 	body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	/* out is sized for this answer: a why of any length goes out whole */
 	buf_free(&c->out);
@@ -521,9 +813,58 @@ static void metrics_reply(struct conn *c)
 /* The upgrade is accepted: 101, then the checks in the order the close
  * codes promise (4000 sandboxId, 4001 identity, 4003 permission and
  * sandbox), the last one in a thread. */
+/* interact's upgrade: 101 (echoing sandboxes.v1 only), then the checks
+ * whose refusals the document gives close codes: no subprotocol 1002, no
+ * identity or permission 1008; the attach frame comes next. */
+static void upgrade_interact(struct conn *c, const struct stream_upgrade *u)
+{
+	if (buf_printf(&c->out,
+		       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+		       "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s\r\n",
+		       u->accept,
+		       u->subproto ? "Sec-WebSocket-Protocol: sandboxes.v1\r\n" : "") < 0 ||
+	    wslay_event_context_server_init(&c->ws, &ws_callbacks, c) != 0) {
+		conn_close(c, "out of memory");
+		return;
+	}
+	wslay_event_config_set_max_recv_msg_length(c->ws, (uint64_t)L.cfg->stream_max_message);
+	c->ws_counted = 1;
+	metrics_gauge_add(METRICS_WS_OPEN, 1);
+	c->last_ping_ms = mono_ms();
+	c->last_out_ms = mono_ms();
+	str_copy(c->sandbox_id, sizeof(c->sandbox_id), u->sandbox_id);
+	str_copy(c->org, sizeof(c->org), u->org);
+	str_copy(c->process, sizeof(c->process), u->process);
+	c->expires_ms = u->expires_ms;
+	set_state(c, CS_OPEN);
+	if (L.draining) {
+		interact_fail(c, "unavailable", 1011, "The server is shutting down; reconnect");
+		return;
+	}
+	if (!u->subproto) {
+		interact_fail(c, "invalidArgument", 1002,
+			      "No subprotocol negotiated: offer sandboxes.v1");
+		return;
+	}
+	if (!u->org[0]) {
+		interact_fail(c, "unauthenticated", 1008, "Unauthenticated");
+		return;
+	}
+	if (!route_has_perm(u->perms, "sandboxesExec")) {
+		interact_fail(c, "permissionDenied", 1008,
+			      "This endpoint credential lacks the sandboxesExec permission");
+		return;
+	}
+}
+
 static void upgrade(struct conn *c, const struct stream_upgrade *u)
 {
 	struct stream_job *j;
+
+	if (u->kind == SK_INTERACT) {
+		upgrade_interact(c, u);
+		return;
+	}
 
 	if (buf_printf(&c->out,
 		       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
@@ -604,6 +945,7 @@ static void read_head(struct conn *c)
 			return;
 		}
 		stream_http_parse(c->head.data, (size_t)(end - c->head.data), &u);
+		c->interact = u.kind == SK_INTERACT;
 		if (u.request_id[0])
 			str_copy(c->rid, sizeof(c->rid), u.request_id);
 		buf_free(&c->head);
@@ -642,6 +984,17 @@ static void job_finished(struct conn *c)
 		} else {
 			queue_close(c, WSLAY_CODE_INTERNAL_SERVER_ERROR, "Service unavailable");
 		}
+	} else if (j->kind == JOB_INTERACT) {
+		int code;
+		char reason[124];
+		pthread_mutex_lock(&j->mu);
+		code = j->close_code;
+		str_copy(reason, sizeof(reason), j->close_reason);
+		pthread_mutex_unlock(&j->mu);
+		log_info("%s sandbox %s: interact %s done (%d)", c->rid, c->sandbox_id, c->process,
+			 code);
+		if (code && c->state == CS_OPEN)
+			queue_close(c, (uint16_t)code, reason);
 	} else if (j->kind == JOB_EXEC) {
 		cmd_uncount(c);
 		log_info("%s sandbox %s: exec done", c->rid, c->sandbox_id);
@@ -668,6 +1021,7 @@ static void pump(struct conn *c)
 			j->tail = NULL;
 		j->qbytes -= m->len;
 		queue_text(c, m->data, m->len);
+		c->last_out_ms = mono_ms();
 		free(m);
 	}
 	if (j->qbytes <= STREAM_QUEUE_CAP)
@@ -722,6 +1076,16 @@ static void service(struct conn *c)
 			conn_close(c, "write error");
 			return;
 		}
+		if (c->close_code && wslay_event_get_queued_msg_count(c->ws) == 0) {
+			wslay_event_queue_close(c->ws, c->close_code,
+						(const uint8_t *)c->close_reason,
+						strlen(c->close_reason));
+			c->close_code = 0;
+			if (wslay_event_want_write(c->ws) && wslay_event_send(c->ws) != 0) {
+				conn_close(c, "write error");
+				return;
+			}
+		}
 		/* go round again only while wslay drained and the job has more */
 		if (!c->job || wslay_event_get_queued_msg_length(c->ws) >= before ||
 		    wslay_event_want_write(c->ws))
@@ -754,7 +1118,9 @@ static void service(struct conn *c)
 	case CS_OPEN:
 	case CS_CLOSING:
 		if (c->ws && wslay_event_want_read(c->ws) &&
-		    wslay_event_get_queued_msg_length(c->ws) < STREAM_WS_READ_PAUSE)
+		    wslay_event_get_queued_msg_length(c->ws) < STREAM_WS_READ_PAUSE &&
+		    (!c->job || c->job->kind != JOB_INTERACT ||
+		     stream_job_input_len(c->job) < STREAM_INPUT_CAP))
 			ev |= EPOLLIN;
 		break;
 	default:
@@ -854,6 +1220,11 @@ static void begin_drain(void)
 			queue_close(c, WSLAY_CODE_GOING_AWAY,
 				    "The server is shutting down; reconnect");
 			service(c);
+		} else if (c->state == CS_OPEN && c->interact) {
+			/* the process is the helper's: it goes on; the client resumes */
+			interact_fail(c, "unavailable", 1011,
+				      "The server is shutting down; reconnect and resume");
+			service(c);
 		} else if (c->state == CS_OPEN && !c->job) {
 			queue_close(c, WSLAY_CODE_GOING_AWAY,
 				    "The server is shutting down; reconnect");
@@ -891,6 +1262,26 @@ static void tick(int64_t now)
 				conn_close(c, "close timed out");
 			break;
 		case CS_OPEN:
+			if (c->interact && c->expires_ms && now_ms() >= c->expires_ms) {
+				/* P4: the socket closes, the process goes on */
+				interact_fail(c, "unauthenticated", 1008,
+					      "The endpoint credential expired; get a fresh one, "
+					      "reconnect and resume");
+				service(c);
+				break;
+			}
+			if (c->interact && !c->attached && now - c->since_ms > STREAM_ATTACH_MS) {
+				interact_fail(c, "invalidArgument", 1008,
+					      "No attach frame within 30 s");
+				service(c);
+				break;
+			}
+			if (c->interact && c->attached &&
+			    now - c->last_out_ms >= STREAM_HEARTBEAT_MS) {
+				queue_text(c, "{\"heartbeat\":{}}", 16);
+				c->last_out_ms = now;
+				service(c);
+			}
 			if (now - c->last_ping_ms >= STREAM_PING_MS && c->ws) {
 				struct wslay_event_msg m = { WSLAY_PING, nothing, 0 };
 				c->last_ping_ms = now;

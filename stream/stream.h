@@ -39,6 +39,7 @@
 /* --- http.c: the upgrade request ---------------------------------------- */
 
 enum stream_sid { SID_MISSING = 0, SID_OK, SID_MALFORMED };
+enum stream_kind { SK_EXEC = 0, SK_INTERACT };
 
 /* What the upgrade request says. status 0 = a WebSocket upgrade to accept;
  * else the HTTP status to answer with (why says why). Identity fields are ""
@@ -54,10 +55,16 @@ struct stream_upgrade {
 	char perms[PERMS_LIST_MAX];
 	char request_id[65];
 	char accept[32]; /* Sec-WebSocket-Accept */
+	/* interact: /endpoints/<sandbox_id>/v1/processes/<process>/interact */
+	enum stream_kind kind;
+	char process[65];   /* "" when the path's process is no process id */
+	int subproto;	    /* sandboxes.v1 was offered */
+	int64_t expires_ms; /* the credential's expiry (X-Sandpit-Expires); 0 none */
 };
 
 /* Parses one HTTP/1.1 request head of len bytes (through the blank line).
- * Reads only; fills u. u->status 0 is an upgrade of /sandbox-exec, 200 a
+ * Reads only; fills u. u->status 0 is an upgrade of /sandbox-exec (or of a
+ * process's interact, u->kind SK_INTERACT), 200 a
  * GET /metrics, anything else the error to answer. Returns 0, or -1 when
  * the head is not HTTP at all (u->status is then 400 too). */
 int stream_http_parse(const char *p, size_t len, struct stream_upgrade *u);
@@ -87,7 +94,7 @@ struct stream_worker {
 	int npool;
 };
 
-enum stream_job_kind { JOB_CHECK, JOB_EXEC };
+enum stream_job_kind { JOB_CHECK, JOB_EXEC, JOB_INTERACT };
 
 /* Shared by a connection and its thread; freed when both have let go. The
  * queue, done and the check result are guarded by mu. */
@@ -109,6 +116,25 @@ struct stream_job {
 	int ok;
 	enum sp_code code;
 	char msg[256];
+	/* JOB_INTERACT: the process, the resume point, the helper's commands
+	 * waiting for the exec's stdin (in, guarded by mu; tx the thread's),
+	 * the eventfd that wakes the thread, how the socket closes after */
+	char process[65];
+	int64_t from;
+	char *in_buf;
+	size_t in_len, in_cap;
+	char tx[65536 + 64];
+	size_t tx_len;
+	int wake;
+	int close_code; /* 0: none (the loop stopped it) */
+	char close_reason[124];
+	/* thread-side: the attach's output being parsed (interact.c) */
+	char line[160];
+	size_t line_len;
+	uint64_t rec_seq;
+	unsigned rec_stream;
+	size_t rec_len, rec_have;
+	char rec[32768];
 	/* thread-side: an incomplete UTF-8 sequence carried to the next chunk */
 	unsigned char carry[3][4];
 	size_t ncarry[3];
@@ -129,6 +155,23 @@ int stream_job_start(struct stream_job *j);
 void stream_job_release(struct stream_job *j);
 /* Asks the thread to end the command as soon as it can. */
 void stream_job_stop(struct stream_job *j);
+
+#define STREAM_INPUT_CAP (1024 * 1024) /* interact: stdin waiting per connection */
+#define STREAM_HEARTBEAT_MS 10000      /* interact: a heartbeat after this long without a frame */
+#define STREAM_ATTACH_MS 30000	       /* interact: the attach frame must come within this */
+
+/* interact.c: the thread's half. Runs the job's interaction (consumes
+ * nothing); 0, or -1 when the backends failed (the context is not reused). */
+int stream_interact_run(struct stream_job *j, struct sandbox_ctx *ctx);
+/* Queues bytes of the helper's command protocol for the exec's stdin and
+ * wakes the thread. -1 when out of memory. */
+int stream_job_input(struct stream_job *j, const char *p, size_t n);
+/* Bytes queued for stdin and not yet taken by the thread. */
+size_t stream_job_input_len(struct stream_job *j);
+/* Pushes a message into the job's queue (consumed) and wakes the loop. */
+void stream_job_push(struct stream_job *j, struct stream_msg *m);
+/* Waits while the job's queue is over its cap; 1 once asked to stop. */
+int stream_job_wait_room(struct stream_job *j);
 
 /* A JSON text message {"type":type,"message":msg} or similar, built by the
  * caller; allocates. */

@@ -32,9 +32,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,7 +64,7 @@
 struct rec {
 	uint64_t seq;
 	uint32_t len;
-	uint8_t stream; /* 1 stdout, 2 stderr (3 pty, later) */
+	uint8_t stream; /* 1 stdout, 2 stderr, 3 a PTY */
 	uint8_t pad[3];
 };
 
@@ -322,32 +326,274 @@ static void close_from3(int keep)
 		close(fds[i]);
 }
 
-/* The supervisor: runs argv with its output on pipes, keeps every read as a
- * chunk, then the exit status. ready gets "<pid>\n" once argv is running or
- * "E<errno>\n" when it could not be run. Never returns. */
-static void supervise(const char *uid, uint64_t keep, char **argv, int ready)
+/* --- the control socket ------------------------------------------------------
+ * PROC_ROOT/<uid>/ctl, a unix stream socket the supervisor listens on while
+ * the process runs. A client (an `attach`) sends commands, each a header
+ * line and for I its bytes:
+ *   I <len>\n<len bytes>   bytes for the process's stdin (len 1..CMD_DATA_MAX)
+ *   E\n                    close stdin (a PTY: one VEOF character instead)
+ *   R <rows> <cols>\n      the terminal's size (a PTY only; else ignored)
+ * and reads one byte ('n') whenever output was added to the log (a byte
+ * already pending says the same: none is queued twice). The supervisor
+ * closes every client when it ends, after the exit file is written. Any
+ * code of the sandbox's user can connect: it gains nothing, the process
+ * is that user's. */
+
+#define CMD_DATA_MAX 65536
+#define CMD_BUF (CMD_DATA_MAX + 64)
+#define CLIENTS_MAX 8
+#define STDIN_BUF (4 * CMD_BUF)
+
+struct client {
+	int fd;
+	size_t have;
+	char buf[CMD_BUF];
+};
+
+struct sup {
+	const char *uid;
+	int pty;	   /* 1: master is a PTY's */
+	int in_fd;	   /* the process's stdin (a pipe's write end, or the master); -1 closed */
+	int close_in;	   /* a pipe's stdin is closed once what is pending has gone */
+	unsigned char eof; /* the PTY's VEOF character */
+	size_t in_len;
+	unsigned char in[STDIN_BUF];
+	int lfd; /* the control socket; -1 none */
+	struct client cl[CLIENTS_MAX];
+};
+
+static int parse_num(const char *s, size_t n, uint64_t max, uint64_t *out)
 {
-	int out[2], err[2], ex[2], logfd, open_fds = 2, status = 0, reaped = 0;
-	char p[256], msg[64];
-	unsigned char buf[CHUNK_MAX];
+	uint64_t v = 0;
+
+	if (n == 0 || n > 10)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* One command at p[0..n): its length when whole (*kind, the numbers, the
+ * data's offset set), 0 when more bytes are needed, -1 when malformed. */
+static ssize_t cmd_parse(const char *p, size_t n, char *kind, uint64_t *a, uint64_t *b,
+			 size_t *data)
+{
+	const char *nl = memchr(p, '\n', n < 40 ? n : 40);
+	const char *sp;
+
+	if (!nl)
+		return n >= 40 ? -1 : 0;
+	*kind = p[0];
+	*a = *b = 0;
+	*data = (size_t)(nl - p) + 1;
+	switch (p[0]) {
+	case 'E':
+		return nl == p + 1 ? (ssize_t)*data : -1;
+	case 'I':
+		if (p[1] != ' ' || parse_num(p + 2, (size_t)(nl - p - 2), CMD_DATA_MAX, a) < 0 ||
+		    *a == 0)
+			return -1;
+		return n - *data >= *a ? (ssize_t)(*data + *a) : 0;
+	case 'R':
+		sp = p[1] == ' ' ? memchr(p + 2, ' ', (size_t)(nl - p - 2)) : NULL;
+		if (!sp || parse_num(p + 2, (size_t)(sp - p - 2), 65535, a) < 0 ||
+		    parse_num(sp + 1, (size_t)(nl - sp - 1), 65535, b) < 0)
+			return -1;
+		return (ssize_t)*data;
+	default:
+		return -1;
+	}
+}
+
+static void set_winsize(int fd, unsigned rows, unsigned cols)
+{
+	struct winsize ws;
+
+	memset(&ws, 0, sizeof(ws));
+	ws.ws_row = (unsigned short)rows;
+	ws.ws_col = (unsigned short)cols;
+	ioctl(fd, TIOCSWINSZ, &ws);
+}
+
+/* Runs the whole commands in a client's buffer (they fit: a client is read
+ * only while STDIN_BUF has room for a buffer's worth). */
+static void sup_commands(struct sup *s, struct client *c)
+{
+	size_t off = 0;
+
+	for (;;) {
+		char kind;
+		uint64_t a, b;
+		size_t data;
+		ssize_t n = cmd_parse(c->buf + off, c->have - off, &kind, &a, &b, &data);
+		if (n == 0)
+			break;
+		if (n < 0) {
+			close(c->fd); /* not our protocol: that client goes */
+			c->fd = -1;
+			return;
+		}
+		if (kind == 'I' && s->in_fd >= 0 && !s->close_in &&
+		    s->in_len + a <= sizeof(s->in)) {
+			memcpy(s->in + s->in_len, c->buf + off + data, a);
+			s->in_len += a;
+		} else if (kind == 'E' && s->in_fd >= 0) {
+			if (s->pty) {
+				if (s->in_len < sizeof(s->in))
+					s->in[s->in_len++] = s->eof;
+			} else {
+				s->close_in = 1;
+			}
+		} else if (kind == 'R' && s->pty && s->in_fd >= 0) {
+			set_winsize(s->in_fd, (unsigned)a, (unsigned)b);
+		}
+		off += (size_t)n;
+	}
+	memmove(c->buf, c->buf + off, c->have - off);
+	c->have -= off;
+}
+
+/* Writes what stdin can take now; closes a pipe's stdin when asked and
+ * nothing is pending. A process that closed its stdin drops the rest. */
+static void sup_stdin(struct sup *s)
+{
+	while (s->in_fd >= 0 && s->in_len) {
+		ssize_t w = write(s->in_fd, s->in, s->in_len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return;
+		if (w <= 0) {
+			s->in_len = 0; /* EPIPE: nobody reads it any more */
+			break;
+		}
+		memmove(s->in, s->in + w, s->in_len - (size_t)w);
+		s->in_len -= (size_t)w;
+	}
+	if (s->close_in && !s->pty && s->in_fd >= 0 && !s->in_len) {
+		close(s->in_fd);
+		s->in_fd = -1;
+	}
+}
+
+static void sup_notify(struct sup *s)
+{
+	for (int i = 0; i < CLIENTS_MAX; i++)
+		if (s->cl[i].fd >= 0 && write(s->cl[i].fd, "n", 1) < 0 && errno != EAGAIN) {
+			close(s->cl[i].fd);
+			s->cl[i].fd = -1;
+		}
+}
+
+static void sup_accept(struct sup *s)
+{
+	int fd;
+
+	while ((fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		int i;
+		for (i = 0; i < CLIENTS_MAX && s->cl[i].fd >= 0; i++)
+			;
+		if (i == CLIENTS_MAX) {
+			close(fd); /* full: that attach falls back to reading the log */
+			continue;
+		}
+		s->cl[i].fd = fd;
+		s->cl[i].have = 0;
+	}
+}
+
+static int sup_listen(const char *uid)
+{
+	struct sockaddr_un a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	if (path_of(a.sun_path, sizeof(a.sun_path), uid, "ctl") < 0)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	unlink(a.sun_path);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, CLIENTS_MAX) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The supervisor: runs argv with its stdin, stdout and stderr on pipes, or
+ * all three on a PTY of rows x cols (rows 0: pipes), keeps every read as a
+ * chunk, takes commands on the control socket, then keeps the exit status.
+ * ready gets "<pid>\n" once argv is running or "E<errno>\n" when it could
+ * not be run. Never returns. */
+static void supervise(const char *uid, uint64_t keep, unsigned rows, unsigned cols, char **argv,
+		      int ready)
+{
+	static struct sup s;
+	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 }, ex[2];
+	int logfd, open_fds, status = 0, reaped = 0, master = -1;
+	char p[256], msg[64], slave[64];
+	static unsigned char buf[CHUNK_MAX];
 	uint64_t seq = 0, since = 0;
 	pid_t pid;
-	struct pollfd pf[2];
+	struct pollfd pf[3 + CLIENTS_MAX];
 
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0)
+	s.uid = uid;
+	s.pty = rows > 0;
+	s.lfd = -1;
+	for (int i = 0; i < CLIENTS_MAX; i++)
+		s.cl[i].fd = -1;
+	if (pipe2(ex, O_CLOEXEC) < 0)
 		goto early;
+	if (s.pty) {
+		struct termios t;
+		master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0 ||
+		    ptsname_r(master, slave, sizeof(slave)) != 0)
+			goto early;
+		set_winsize(master, rows, cols);
+		s.eof = tcgetattr(master, &t) == 0 && t.c_cc[VEOF] ? t.c_cc[VEOF] : 4;
+	} else if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+		   pipe2(in, O_CLOEXEC) < 0) {
+		goto early;
+	}
 	if (path_of(p, sizeof(p), uid, "out") < 0 ||
 	    (logfd = open(p, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0)
 		goto early;
+	if (s.pty && put_file(uid, "pty", "1\n", 2) < 0)
+		goto early;
+	s.lfd = sup_listen(uid);
 	pid = fork();
 	if (pid < 0)
 		goto early;
 	if (pid == 0) {
 		int e;
-		int nul = open("/dev/null", O_RDONLY);
-		setpgid(0, 0);
-		if (nul < 0 || dup2(nul, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
-			_exit(127);
+		if (s.pty) {
+			int sl;
+			setsid();
+			sl = open(slave, O_RDWR);
+			if (sl < 0)
+				_exit(127);
+			/* the open made it the controlling terminal already on
+			 * Linux; gVisor refuses the ioctl then: not fatal */
+			if (ioctl(sl, TIOCSCTTY, 0) < 0 && errno != EPERM)
+				_exit(127);
+			if (dup2(sl, 0) < 0 || dup2(sl, 1) < 0 || dup2(sl, 2) < 0)
+				_exit(127);
+			if (sl > 2)
+				close(sl);
+		} else {
+			setpgid(0, 0);
+			if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
+				_exit(127);
+		}
 		sig_default();
 		unsetenv("SANDPIT_EXEC");
 		execvp(argv[0], argv);
@@ -356,9 +602,16 @@ static void supervise(const char *uid, uint64_t keep, char **argv, int ready)
 			_exit(127);
 		_exit(127);
 	}
-	setpgid(pid, pid);
-	close(out[1]);
-	close(err[1]);
+	if (!s.pty) {
+		setpgid(pid, pid);
+		close(out[1]);
+		close(err[1]);
+		close(in[0]);
+		s.in_fd = in[1];
+	} else {
+		s.in_fd = master;
+	}
+	fcntl(s.in_fd, F_SETFL, fcntl(s.in_fd, F_GETFL) | O_NONBLOCK);
 	close(ex[1]);
 	{
 		int e = 0;
@@ -379,32 +632,82 @@ static void supervise(const char *uid, uint64_t keep, char **argv, int ready)
 	if (write(ready, msg, strlen(msg)) < 0)
 		_exit(1);
 	close(ready);
-	pf[0].fd = out[0];
-	pf[1].fd = err[0];
-	pf[0].events = pf[1].events = POLLIN;
-	while (open_fds > 0) {
-		int n = poll(pf, 2, reaped ? 100 : 1000);
+	/* pf[0], pf[1]: the output (stdout, stderr; or the master alone);
+	 * pf[2]: the control socket; then stdin's writes; then the clients */
+	pf[0].fd = s.pty ? master : out[0];
+	pf[1].fd = s.pty ? -1 : err[0];
+	open_fds = s.pty ? 1 : 2;
+	for (;;) {
+		size_t k = 3;
+		int n, at[CLIENTS_MAX];
+		if (open_fds <= 0)
+			break;
+		pf[0].events = pf[1].events = POLLIN;
+		pf[2].fd = s.lfd;
+		pf[2].events = POLLIN;
+		/* a PTY's master is both: its writes wait with its reads */
+		if (s.in_len && !s.pty) {
+			pf[k].fd = s.in_fd;
+			pf[k++].events = POLLOUT;
+		} else if (s.in_len && s.pty) {
+			pf[0].events |= POLLOUT;
+		}
+		for (int i = 0; i < CLIENTS_MAX; i++) {
+			at[i] = -1;
+			if (s.cl[i].fd < 0 || s.in_len + CMD_BUF > sizeof(s.in))
+				continue;
+			at[i] = (int)k;
+			pf[k].fd = s.cl[i].fd;
+			pf[k++].events = POLLIN;
+		}
+		n = poll(pf, (nfds_t)k, reaped ? 100 : 1000);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (!reaped && waitpid(pid, &status, WNOHANG) == pid)
 			reaped = 1;
 		if (n == 0 && reaped)
-			break; /* its children keep the pipes: what they print later is lost */
-		for (int i = 0; n > 0 && i < 2; i++) {
+			break; /* its children keep the output open: what they print later is lost */
+		if (n <= 0)
+			continue;
+		if (pf[2].fd >= 0 && (pf[2].revents & POLLIN))
+			sup_accept(&s);
+		for (int i = 0; i < CLIENTS_MAX; i++) {
+			ssize_t r;
+			if (at[i] < 0 || !(pf[at[i]].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			r = read(s.cl[i].fd, s.cl[i].buf + s.cl[i].have,
+				 sizeof(s.cl[i].buf) - s.cl[i].have);
+			if (r < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (r <= 0) {
+				close(s.cl[i].fd);
+				s.cl[i].fd = -1;
+				continue;
+			}
+			s.cl[i].have += (size_t)r;
+			sup_commands(&s, &s.cl[i]);
+		}
+		sup_stdin(&s);
+		for (int i = 0; i < 2; i++) {
 			ssize_t r;
 			if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			r = read(pf[i].fd, buf, sizeof(buf));
-			if (r < 0 && errno == EINTR)
+			if (r < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (r <= 0) {
+				/* a PTY's master reads EIO once no slave is open */
+				if (pf[i].fd == s.in_fd)
+					s.in_fd = -1;
 				close(pf[i].fd);
 				pf[i].fd = -1;
 				open_fds--;
 				continue;
 			}
 			{
-				struct rec h = { ++seq, (uint32_t)r, (uint8_t)(i + 1), { 0 } };
+				struct rec h = {
+					++seq, (uint32_t)r, (uint8_t)(s.pty ? 3 : i + 1), { 0 }
+				};
 				struct iovec v[2] = { { &h, sizeof(h) }, { buf, (size_t)r } };
 				/* the tmpfs full: this chunk is lost, its number
 				 * is reused */
@@ -418,6 +721,7 @@ static void supervise(const char *uid, uint64_t keep, char **argv, int ready)
 					_exit(1);
 				since = (uint64_t)lseek(logfd, 0, SEEK_END);
 			}
+			sup_notify(&s);
 		}
 	}
 	if (!reaped)
@@ -428,6 +732,12 @@ static void supervise(const char *uid, uint64_t keep, char **argv, int ready)
 	else
 		snprintf(msg, sizeof(msg), "%d exited\n", WEXITSTATUS(status));
 	put_file(uid, "exit", msg, strlen(msg));
+	if (path_of(p, sizeof(p), uid, "ctl") == 0)
+		unlink(p);
+	/* the clients read the rest of the log, then the exit */
+	for (int i = 0; i < CLIENTS_MAX; i++)
+		if (s.cl[i].fd >= 0)
+			close(s.cl[i].fd);
 	_exit(0);
 early:
 	snprintf(msg, sizeof(msg), "E%d\n", errno);
@@ -449,10 +759,13 @@ static int enter(const char *dir)
 	return 0;
 }
 
-/* spawn UID RETENTION LABEL SESSION CWD ARGV...: {"uid","pid"} once ARGV
- * runs in CWD. */
-static int cmd_spawn(int argc, char **argv)
+/* start UID RETENTION LABEL SESSION CWD TTY ARGV...: {"uid","pid"} once
+ * ARGV runs in CWD; TTY is "-" (stdin, stdout and stderr on pipes, stdin
+ * open until closed through the control socket) or ROWSxCOLS (a PTY of that
+ * size). spawn is start with TTY "-" and stdin open as well. */
+static int cmd_spawn(int argc, char **argv, int has_tty)
 {
+	uint64_t rows = 0, cols = 0;
 	const char *uid = argv[0], *label = argv[2], *session = argv[3];
 	char p[256], lp[300], hex[2 * LABEL_MAX + 1], line[64];
 	uint64_t keep;
@@ -461,9 +774,23 @@ static int cmd_spawn(int argc, char **argv)
 	pid_t pid;
 	struct timespec ts;
 
+	if (has_tty && argc < 7)
+		return fail(HX_USAGE, "usage: start UID RETENTION LABEL SESSION CWD TTY ARGV...");
+	if (has_tty && strcmp(argv[5], "-") != 0) {
+		const char *x = strchr(argv[5], 'x');
+		if (!x || parse_num(argv[5], (size_t)(x - argv[5]), 65535, &rows) < 0 ||
+		    parse_num(x + 1, strlen(x + 1), 65535, &cols) < 0 || rows == 0 || cols == 0)
+			return fail(HX_USAGE, "TTY: - or ROWSxCOLS");
+	}
+	if (has_tty) {
+		for (int i = 5; i > 0; i--)
+			argv[i] = argv[i - 1];
+		argv++;
+		argc--;
+	}
 	if (argc < 6 || !uid_ok(uid) || parse_u64(argv[1], &keep) < 0 || keep < 65536 ||
 	    strlen(label) > LABEL_MAX)
-		return fail(HX_USAGE, "usage: spawn UID RETENTION LABEL SESSION CWD ARGV...");
+		return fail(HX_USAGE, "usage: start UID RETENTION LABEL SESSION CWD TTY ARGV...");
 	mkdir(PROC_ROOT, 01777);
 	if (path_of(p, sizeof(p), uid, NULL) < 0 || mkdir(p, 0700) < 0)
 		return fail(HX_ERROR, "cannot make the process folder");
@@ -518,7 +845,7 @@ static int cmd_spawn(int argc, char **argv)
 		close_from3(sync[1]);
 		signal(SIGHUP, SIG_IGN);
 		signal(SIGPIPE, SIG_IGN);
-		supervise(uid, keep, argv + 5, sync[1]);
+		supervise(uid, keep, (unsigned)rows, (unsigned)cols, argv + 5, sync[1]);
 	}
 	close(sync[1]);
 	waitpid(pid, NULL, 0);
@@ -539,7 +866,7 @@ refused:
 		path_of(lp, sizeof(lp), uid, NULL);
 		{
 			static const char *const files[] = { "label", "session", "created", "out",
-							     "pid" };
+							     "pid",   "pty",	 "ctl" };
 			for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 				char f[256];
 				if (path_of(f, sizeof(f), uid, files[i]) == 0)
@@ -729,13 +1056,206 @@ static int cmd_signal(int argc, char **argv)
 	return HX_OK;
 }
 
+/* --- attach ----------------------------------------------------------------- */
+
+static void say(const char *s, size_t n)
+{
+	if (write_all(1, s, n) < 0)
+		_exit(HX_ERROR); /* sandpit went away */
+}
+
+/* Sends the log's chunks after *cursor as "C <seq> <stream> <len>\n" and
+ * the bytes; reopens the log when it was compacted (a new file). 0, or
+ * HX_DROPPED after "D <first> <last>\n" when chunks after *cursor are no
+ * longer kept. */
+static int log_pump(const char *uid, int *fd, off_t *at, uint64_t *cursor)
+{
+	static unsigned char data[CHUNK_MAX];
+	char p[256], hdr[96];
+	struct stat a, b;
+	struct rec h;
+
+	if (path_of(p, sizeof(p), uid, "out") < 0 || stat(p, &a) < 0)
+		return 0;
+	if (*fd < 0 || fstat(*fd, &b) < 0 || a.st_ino != b.st_ino) {
+		uint64_t first = 0;
+		if (*fd >= 0)
+			close(*fd);
+		*fd = open(p, O_RDONLY | O_CLOEXEC);
+		*at = 0;
+		if (*fd < 0)
+			return 0;
+		while (pread(*fd, &h, sizeof(h), *at) == (ssize_t)sizeof(h) && h.len <= CHUNK_MAX) {
+			if (!first)
+				first = h.seq;
+			if (h.seq > *cursor)
+				break;
+			*at += (off_t)sizeof(h) + h.len;
+		}
+		if (first && *cursor + 1 < first) {
+			struct span sp;
+			int n;
+			log_scan(*fd, &sp);
+			n = snprintf(hdr, sizeof(hdr), "D %llu %llu\n",
+				     (unsigned long long)sp.first, (unsigned long long)sp.last);
+			say(hdr, (size_t)n);
+			return HX_DROPPED;
+		}
+	}
+	for (;;) {
+		int n;
+		if (fstat(*fd, &b) < 0 || pread(*fd, &h, sizeof(h), *at) != (ssize_t)sizeof(h) ||
+		    h.len > CHUNK_MAX || *at + (off_t)sizeof(h) + h.len > b.st_size)
+			return 0; /* the end, or a record still being written */
+		if (h.seq > *cursor) {
+			if (pread(*fd, data, h.len, *at + (off_t)sizeof(h)) != (ssize_t)h.len)
+				return 0;
+			n = snprintf(hdr, sizeof(hdr), "C %llu %u %u\n", (unsigned long long)h.seq,
+				     h.stream, h.len);
+			say(hdr, (size_t)n);
+			say((const char *)data, h.len);
+			*cursor = h.seq;
+		}
+		*at += (off_t)sizeof(h) + h.len;
+	}
+}
+
+static int ctl_connect(const char *uid)
+{
+	struct sockaddr_un a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	if (path_of(a.sun_path, sizeof(a.sun_path), uid, "ctl") < 0)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		return -1;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return fd;
+}
+
+/* attach UID FROM: one interaction (sandpit-stream, one docker exec per
+ * WebSocket). Writes "H <pty 0|1>\n", then the retained chunks after FROM
+ * and every new one as it comes (log_pump), then "X <code> <reason>\n"
+ * once the process has exited and all its output is out; "N\n" when UID
+ * names no process, "D ..." when output after FROM is no longer kept.
+ * Reads control-socket commands (I, E, R) on stdin and passes them to the
+ * supervisor; R for a process without a PTY answers "F <why>\n" (sandpit
+ * refuses it). Ends when stdin ends: the process goes on. */
+static int cmd_attach(int argc, char **argv)
+{
+	static char ib[CMD_BUF], ob[CMD_BUF];
+	size_t ih = 0, oh = 0;
+	const char *uid;
+	char p[256], ex[64], hdr[96];
+	uint64_t cursor;
+	off_t at = 0;
+	int fd = -1, ctl, pty, n;
+
+	if (argc < 2 || !uid_ok(argv[0]) || parse_u64(argv[1], &cursor) < 0)
+		return fail(HX_USAGE, "usage: attach UID FROM");
+	uid = argv[0];
+	signal(SIGPIPE, SIG_IGN);
+	if (path_of(p, sizeof(p), uid, "label") < 0 || access(p, F_OK) < 0) {
+		say("N\n", 2);
+		return HX_NOT_FOUND;
+	}
+	pty = get_file(uid, "pty", ex, sizeof(ex)) >= 0;
+	n = snprintf(hdr, sizeof(hdr), "H %d\n", pty);
+	say(hdr, (size_t)n);
+	ctl = ctl_connect(uid);
+	for (;;) {
+		struct pollfd pf[2];
+		int exited = get_file(uid, "exit", ex, sizeof(ex)) >= 0, rc;
+		ssize_t r;
+
+		/* the exit first: once it is there, all the output is in the log */
+		if ((rc = log_pump(uid, &fd, &at, &cursor)) != 0)
+			return rc;
+		if (exited) {
+			char *sp = strchr(ex, ' ');
+			ex[strcspn(ex, "\n")] = '\0';
+			n = snprintf(hdr, sizeof(hdr), "X %lld %s\n",
+				     (long long)strtoll(ex, NULL, 10), sp ? sp + 1 : "");
+			say(hdr, (size_t)n);
+			return HX_OK;
+		}
+		pf[0].fd = oh ? -1 : 0;
+		pf[0].events = POLLIN;
+		pf[1].fd = ctl;
+		pf[1].events = (short)(POLLIN | (oh ? POLLOUT : 0));
+		/* without the socket (the supervisor ending, or full) the log is
+		 * read every 200 ms */
+		if (poll(pf, 2, ctl < 0 ? 200 : 1000) < 0 && errno != EINTR)
+			return fail(HX_ERROR, "poll");
+		if (ctl >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			char junk[256];
+			r = read(ctl, junk, sizeof(junk));
+			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+				close(ctl);
+				ctl = -1;
+				oh = 0;
+			}
+		}
+		if (ctl >= 0 && oh && (pf[1].revents & POLLOUT)) {
+			r = write(ctl, ob, oh);
+			if (r > 0) {
+				memmove(ob, ob + r, oh - (size_t)r);
+				oh -= (size_t)r;
+			}
+		}
+		if (pf[0].fd >= 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			size_t off = 0;
+			r = read(0, ib + ih, sizeof(ib) - ih);
+			if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+				return HX_OK; /* sandpit went away: the process goes on */
+			if (r < 0)
+				continue;
+			ih += (size_t)r;
+			for (;;) {
+				char kind;
+				uint64_t a, b;
+				size_t data;
+				ssize_t k = cmd_parse(ib + off, ih - off, &kind, &a, &b, &data);
+				if (k == 0)
+					break;
+				if (k < 0)
+					return fail(HX_USAGE, "attach: a malformed command");
+				if (kind == 'R' && !pty) {
+					static const char f[] =
+						"F resize: the process has no terminal (it was "
+						"created without pty)\n";
+					say(f, sizeof(f) - 1);
+				} else if (ctl >= 0) {
+					/* oh is 0 here: one buffer's worth always fits */
+					memcpy(ob + oh, ib + off, (size_t)k);
+					oh += (size_t)k;
+				}
+				off += (size_t)k;
+			}
+			memmove(ib, ib + off, ih - off);
+			ih -= off;
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
 		return fail(HX_USAGE, "usage: sandpit-helper spawn|get|list|read|signal ...");
 	errno = 0;
 	if (strcmp(argv[1], "spawn") == 0)
-		return cmd_spawn(argc - 2, argv + 2);
+		return cmd_spawn(argc - 2, argv + 2, 0);
+	if (strcmp(argv[1], "start") == 0)
+		return cmd_spawn(argc - 2, argv + 2, 1);
+	if (strcmp(argv[1], "attach") == 0)
+		return cmd_attach(argc - 2, argv + 2);
 	if (strcmp(argv[1], "get") == 0)
 		return cmd_get(argc - 2, argv + 2);
 	if (strcmp(argv[1], "list") == 0)

@@ -216,7 +216,7 @@ test('the endpoint: a credential gets past auth (404 notFound where no endpoint 
   const g = await call('GET', ONE, { sandbox: A });
   assert.equal(g.status, 200);
   assert.deepEqual([...g.json.core.endpoint.capabilities].sort(),
-    ['createProcess', 'exec', 'getProcess', 'list', 'listProcesses', 'mkdir', 'move', 'readFile', 'readOutput', 'remove', 'signal', 'stat', 'writeFile']);
+    ['createProcess', 'exec', 'getProcess', 'interact', 'list', 'listProcesses', 'mkdir', 'move', 'readFile', 'readOutput', 'remove', 'signal', 'stat', 'writeFile']);
   assert.equal(g.json.core.endpoint.sandboxUid, A);
   assert.match(g.json.core.endpoint.uri, new RegExp(`/endpoints/${A}$`));
 });

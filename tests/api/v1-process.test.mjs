@@ -116,7 +116,7 @@ after(async () => {
 test('core.endpoint advertises exactly the process and unary file operations; effectiveFeatures.outputRetention their retention', async () => {
   const r = await call('GET', '/v1/sandboxes/{sandbox}', { sandbox: A });
   assert.equal(r.status, 200, r.text);
-  assert.deepEqual([...r.json.core.endpoint.capabilities].sort(), ['createProcess', 'exec', 'getProcess', 'list', 'listProcesses', 'mkdir', 'move', 'readFile', 'readOutput', 'remove', 'signal', 'stat', 'writeFile']);
+  assert.deepEqual([...r.json.core.endpoint.capabilities].sort(), ['createProcess', 'exec', 'getProcess', 'interact', 'list', 'listProcesses', 'mkdir', 'move', 'readFile', 'readOutput', 'remove', 'signal', 'stat', 'writeFile']);
   assert.equal(r.json.core.endpoint.uri, `${s.url}/endpoints/${A}`);
   assert.ok(Number(r.json.effectiveFeatures.outputRetention.minBytes) >= 65536);
 });
@@ -200,7 +200,7 @@ test('createProcess: 201 fresh; getProcess running then exited; the same Idempot
   assert.equal(x.lastStreamSequence, '2');
 });
 
-test('createProcess errors: label taken (409 alreadyExists), cmd[0] missing, workingDir, pty, fields (400/501); getProcess 404', async () => {
+test('createProcess errors: label taken (409 alreadyExists), cmd[0] missing, workingDir, pty, fields (400); getProcess 404', async () => {
   const label = `only-${Date.now()}`;
   await startProc(A, { cmd: ['sleep', '30'], label });
   let r = await ep(A, 'POST', '/v1/processes', {}, { body: { cmd: ['true'], label } });
@@ -214,9 +214,14 @@ test('createProcess errors: label taken (409 alreadyExists), cmd[0] missing, wor
     assert.equal(r.status, 400, `${wd}: ${r.text}`);
     assert.equal(r.json.details[0].fieldViolations[0].field, 'workingDir');
   }
+  // a PTY is served now (v1-interact.test.mjs); a malformed PtyConfig is a 400 naming pty
   r = await ep(A, 'POST', '/v1/processes', {}, { body: { cmd: ['true'], pty: {} } });
-  assert.equal(r.status, 501, r.text);
-  assert.equal(r.json.code, 'unimplemented');
+  assert.equal(r.status, 201, r.text);
+  for (const pty of [5, { size: 1 }, { initialSize: { rows: 'x' } }, { initialSize: { rows: 0, cols: 5, bounded: true } }]) {
+    r = await ep(A, 'POST', '/v1/processes', {}, { body: { cmd: ['true'], pty } });
+    assert.equal(r.status, 400, `${JSON.stringify(pty)}: ${r.text}`);
+    assert.equal(r.json.details[0].fieldViolations[0].field, 'pty');
+  }
   for (const [body, field] of [[{}, 'cmd'], [{ cmd: [] }, 'cmd'], [{ cmd: ['true'], label: '' }, 'label'], [{ cmd: ['true'], session: 5 }, 'session']]) {
     r = await ep(A, 'POST', '/v1/processes', {}, { body });
     assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);

@@ -226,13 +226,14 @@ static void test_advertisement(void **state)
 	(void)state;
 	memset(&sb, 0, sizeof(sb));
 	snprintf(sb.id, sizeof(sb.id), "sb1");
-	/* the real table: the six process and seven unary file operations
-	 * (issue 16) */
-	assert_int_equal(v1_endpoint_capabilities(handler_routes, caps, 16), 13);
+	/* the real table: the seven process operations (interact among them)
+	 * and seven unary file operations (issue 16) */
+	assert_int_equal(v1_endpoint_capabilities(handler_routes, caps, 16), 14);
 	assert_string_equal(caps[0], "exec");
 	assert_string_equal(caps[5], "signal");
-	assert_string_equal(caps[6], "list");
-	assert_string_equal(caps[12], "move");
+	assert_string_equal(caps[6], "interact");
+	assert_string_equal(caps[7], "list");
+	assert_string_equal(caps[13], "move");
 	o = v1_endpoint_json(handler_routes, origin, &sb);
 	assert_non_null(o);
 	json_object_put(o);
@@ -267,6 +268,8 @@ static void test_advertisement(void **state)
 	assert_true(json_object_object_get_ex(auth, "credentialTransports", &v));
 	assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 0)),
 			    "authorizationHeader");
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 1)),
+			    "webSocketSubprotocol");
 	json_object_put(o);
 }
 
