@@ -155,7 +155,7 @@ test('a pipe process: stdin in, output out, closeStdin ends cat (1000 after exit
   assert.equal(g.json.state, 'exited');
 });
 
-test('a PTY: one pty stream, initialSize, resize shows in stty size, closeStdin is VEOF (cat ends); subprotocol carrier', { timeout: 60000 }, async () => {
+test('a PTY: one pty stream, initialSize, resize shows in stty size, closeStdin is VEOF (a partial line read, then cat ends); subprotocol carrier', { timeout: 60000 }, async () => {
   const p = await startProc(A, {
     cmd: ['sh', '-c', 'stty size; while read l; do [ "$l" = size ] && stty size; [ "$l" = cat ] && break; done; cat; echo after-cat'],
     pty: { initialSize: { rows: 33, cols: 101 } },
@@ -172,10 +172,23 @@ test('a PTY: one pty stream, initialSize, resize shows in stty size, closeStdin 
   c.stdin('cat\n');
   c.stdin('typed\n');
   await c.until(/typed\r\n[\s\S]*typed/); // the echo and cat's copy
+  // VEOF within a line hands the partial line to the reader: the echo and
+  // cat's copy of it, no newline typed
+  c.stdin('part');
   c.send({ closeStdin: true });
-  await c.until(/after-cat/);
-  const x = await c.next((f) => f.exited);
-  assert.equal(x.exited.exitCode, 0);
+  await c.until(/part[\s\S]*part/);
+  if (process.env.SANDPIT_TEST_RUNTIME === 'gvisor') {
+    // gVisor's terminal (runsc 20221219) ends no read at a VEOF at the
+    // start of a line, so cat goes on (README "gVisor"); it is ended here
+    await ep(A, 'POST', '/v1/processes/{process}/signal', { process: p.uid }, { body: { signal: 'kill' } });
+    await c.next((f) => f.exited);
+  } else {
+    // at the start of a line VEOF is the end of input: cat ends
+    c.send({ closeStdin: true });
+    await c.until(/after-cat/);
+    const x = await c.next((f) => f.exited);
+    assert.equal(x.exited.exitCode, 0);
+  }
   await closedWith(c, 1000);
   assert.ok(c.frames.filter((f) => f.chunk).every((f) => f.chunk.stream === 'pty'), c.texts.join('\n'));
   // the default size
