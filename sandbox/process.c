@@ -108,6 +108,15 @@ static int helper_call(struct sandbox_ctx *ctx, const char *org, const char *id,
 		sp_err_field(e, SP_BAD_REQUEST, "workingDir",
 			     "workingDir: missing, or under /proc");
 		goto out;
+	case HX_USAGE:
+		if (strncmp(err, "unknown operation", 17) != 0)
+			goto unexpected;
+		/* a helper older than this sandpit (the sandbox was made before
+		 * an upgrade: its volume holds that version's helper) */
+		sp_err_set(e, SP_PRECONDITION,
+			   "This sandbox's process helper is older than this sandpit (the sandbox "
+			   "was created before an upgrade); create a new sandbox");
+		goto out;
 	case 126:
 	case 127:
 		/* the runtime could not start the helper: a sandbox made before
@@ -117,6 +126,7 @@ static int helper_call(struct sandbox_ctx *ctx, const char *org, const char *id,
 			   "had one); create a new sandbox");
 		goto out;
 	default:
+unexpected:
 		log_warn("sandbox %s: helper exit %d: %s", sb.id, code, err);
 		sp_err_set(e, SP_INTERNAL, "The sandbox's process helper failed (status %d)", code);
 		goto out;
