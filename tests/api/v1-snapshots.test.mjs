@@ -112,6 +112,11 @@ test('snapshot -> two restores side by side: both see what was written before, n
   // where the layer is writable (/tmp is memory: never captured)
   await sh(src.uid, `mkdir -p ${W}/d && echo before > ${W}/d/f && head -c 3000000 /dev/urandom > ${W}/big && md5sum ${W}/big | cut -d' ' -f1 > ${W}/big.md5 && echo tmp > /tmp/t`);
   const sum = (await out(src.uid, `cat ${W}/big.md5`)).trim();
+  // and a file a running process still holds open (under gVisor its
+  // writes must have reached the host's disk by the capture)
+  await sh(src.uid, `(exec 3>${W}/open; echo held >&3; head -c 100000 /dev/zero >&3; exec sleep 300) >/dev/null 2>&1 </dev/null &`);
+  await waitFor(async () => (await out(src.uid, `wc -c < ${W}/open 2>/dev/null || echo 0`)).trim() === '100005', 10000);
+  assert.match(await out(src.uid, 'ps -o args 2>/dev/null || ps'), /sleep 300/, 'the writer still runs, its file open');
   const { accepted, ready } = await snapshot(src.uid, { displayName: 'first', description: 'before the fork' });
   assert.equal(accepted.json.name, `snapshots/${accepted.json.uid}`);
   assert.equal(ready.sandbox, `sandboxes/${src.uid}`);
@@ -147,6 +152,7 @@ test('snapshot -> two restores side by side: both see what was written before, n
   for (const f of [A, B]) {
     assert.equal(await out(f, `cat ${W}/d/f`), 'before\n');
     assert.equal((await out(f, `md5sum ${W}/big | cut -d' ' -f1`)).trim(), sum);
+    assert.equal(await out(f, `head -n1 ${W}/open; wc -c < ${W}/open`), 'held\n100005\n');
     assert.equal((await sh(f, `test -e ${W}/later`)).exitCode, 1, 'the source\'s later write is not in a fork');
     assert.equal((await sh(f, 'test -e /tmp/t')).exitCode, 1, '/tmp is memory, not captured');
     assert.equal((await out(f, `stat -c %u ${W}/d/f`)).trim(), '1000', 'ownership kept');
