@@ -202,8 +202,14 @@ int docker_image_commit(struct docker_client *c, const char *container, const ch
 	    (tag && docker_req_query(&r, "tag", tag, e) < 0) ||
 	    docker_req_query(&r, "pause", "false", e) < 0)
 		goto done;
-	if (docker_call(c, &r, config, &ans, e) < 0)
-		goto done;
+	{
+		/* always a JSON body: Docker refuses a commit without one */
+		json_object *none = config ? NULL : json_object_new_object();
+		int crc = docker_call(c, &r, config ? config : none, &ans, e);
+		json_object_put(none);
+		if (crc < 0)
+			goto done;
+	}
 	id = ans ? docker_json_str(ans, "Id") : NULL;
 	if (!id || strlen(id) >= 80) {
 		sp_err_set(e, SP_INTERNAL, "Docker's commit answer has no image id");
