@@ -77,6 +77,9 @@ int h_sandbox_list_files(struct handler_ctx *h, json_object *in, json_object **o
  * core.etag; etag (may be NULL) gets the ETag too. New object. */
 json_object *v1_sandbox_json(const struct config *cfg, const struct sandbox *sb, char *etag,
 			     size_t cap);
+/* The Sandbox as getSandbox answers it: v1_sandbox_json with
+ * core.endpoint and core.environment. NULL with e set. New object. */
+json_object *v1_render(struct handler_ctx *h, const struct sandbox *sb, struct sp_err *e);
 int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **out,
 			struct sp_err *e);

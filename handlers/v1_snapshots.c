@@ -518,8 +518,8 @@ int v1_snapshots_restore(struct handler_ctx *h, json_object *in, json_object **o
 					    "Idempotency-Key is still running; retry later");
 		return -1;
 	}
-	*out = v1_sandbox_json(h->cfg, &sb, NULL, 0);
-	return 0;
+	*out = v1_render(h, &sb, e);
+	return *out ? 0 : -1;
 }
 
 /* --- images -------------------------------------------------------------------- */

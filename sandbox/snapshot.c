@@ -210,6 +210,15 @@ int sandbox_snapshot_create(struct sandbox_ctx *ctx, const char *org, const char
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	/* a retry under an Idempotency-Key whose first request wrote the
+	 * record and died before its answer: that snapshot, as it is */
+	if (rq->id && sandbox_id_ok(rq->id) && snap_load(ctx, org, rq->id, out, NULL, e) == 0) {
+		if (strcmp(out->sandbox_id, sandbox_id) == 0)
+			return 0;
+		return sp_err_set(e, SP_INTERNAL, "snapshot id taken by another sandbox's");
+	}
+	sp_err_clear(e);
+	memset(out, 0, sizeof(*out));
 	if (sandbox_get(ctx, org, sandbox_id, &sb, e) < 0)
 		return -1;
 	if (sb.status != SB_RUNNING)

@@ -404,8 +404,9 @@ int sandbox_container_paused(struct sandbox_ctx *ctx, struct sandbox *sb)
  * came in meanwhile), anything else a killed one. */
 int sandbox_container_gone(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
+	/* a snapshot's capture holds it paused (or did a moment ago) */
 	if (e->code == SP_CONFLICT && sb->status == SB_RUNNING &&
-	    sandbox_snapshot_capturing(ctx, sb->id) && sandbox_container_paused(ctx, sb))
+	    sandbox_snapshot_capturing(ctx, sb->id))
 		return sp_err_set(
 			e, SP_UNAVAILABLE,
 			"The sandbox is paused for a snapshot's capture; retry in a moment");

@@ -238,6 +238,33 @@ test('createSnapshot refusals: stopped source, captureMode all, bad input, unkno
   await removeSandbox(f.json.uid);
 });
 
+test('the capture\'s pause is no stop: commands meanwhile answer 200 or a retryable 503, the sandbox reads running', { timeout: 180000 }, async () => {
+  const sb = await createV1();
+  // 100 MiB make the pause last a while (two commits and a tar of them)
+  await sh(sb.uid, 'head -c 104857600 /dev/urandom > big');
+  const r = await v1('POST', SNAP_CREATE, { sandbox: sb.uid }, { body: { displayName: 'busy' } });
+  assert.equal(r.status, 202, r.text);
+  snaps.push(r.json.uid);
+  const seen = new Map();
+  let status = 'creating';
+  const t0 = Date.now();
+  while (status === 'creating' && Date.now() - t0 < 120000) {
+    const [x, g] = await Promise.all([
+      s.api('POST', '/api/sandbox.exec', { body: { sandboxId: sb.uid, cmd: 'true' }, timeoutMs: 60000 }),
+      v1('GET', '/v1/sandboxes/{sandbox}', { sandbox: sb.uid }),
+    ]);
+    const k = `${x.status}${x.status === 503 ? ` retry-after ${x.headers['retry-after']}` : ''}`;
+    seen.set(k, (seen.get(k) ?? 0) + 1);
+    assert.ok(x.status === 200 || (x.status === 503 && x.headers['retry-after'] === '1' && /snapshot/.test(x.json?.message)), `exec during the capture: ${x.status} ${x.text}`);
+    assert.equal(g.json.core.status, 'running', `the sandbox during the capture: ${g.text}`);
+    status = (await v1('GET', SNAP, { snapshot: r.json.uid })).json.status;
+  }
+  assert.equal(status, 'ready', JSON.stringify([...seen]));
+  assert.equal((await sh(sb.uid, 'echo alive')).stdout, 'alive\n');
+  assert.equal((await v1('GET', '/v1/sandboxes/{sandbox}', { sandbox: sb.uid })).json.core.status, 'running');
+  console.log(`# exec answers during the capture: ${JSON.stringify([...seen])}`);
+});
+
 test('Idempotency-Key: a replay answers the first 202, one snapshot; another body is a 409', { timeout: 180000 }, async () => {
   const sb = await createV1();
   const key = `snap-${Date.now()}`;
