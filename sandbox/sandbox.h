@@ -537,8 +537,9 @@ int sandbox_files_json(struct sandbox_ctx *ctx, const char *org, const char *id,
 /* Snapshots (sandbox/snapshot.c, /v1): a running sandbox's disk as a
  * local image <SB_SNAP_REPO>:<id> on its server, the org's record moving
  * creating -> ready | failed. create: refuses a sandbox that is not
- * running (SP_PRECONDITION snapshot_source_not_running) and a second
- * capture of one sandbox at a time (snapshot_in_progress), writes the
+ * running (SP_PRECONDITION snapshot_source_not_running), a second
+ * capture of one sandbox at a time (snapshot_in_progress) and a snapshot
+ * past SB_SNAP_MAX_PER_ORG (SP_QUOTA), writes the
  * record creating, and leaves the capture to sandbox_snapshot_idle (now
  * when ctx->defer_expiry is 0). get: SP_NOT_FOUND for another org's; a
  * capture that never finished reads failed. list: newest first (*out
@@ -551,6 +552,7 @@ int sandbox_files_json(struct sandbox_ctx *ctx, const char *org, const char *id,
  * for a stop). */
 #define SB_SNAP_REPO "sandpit-snapshot"
 #define SB_SNAP_DESC_MAX 4096
+#define SB_SNAP_MAX_PER_ORG 256 /* snapshots an organization may keep (429 beyond) */
 enum { SB_SNAP_CREATING, SB_SNAP_READY, SB_SNAP_FAILED };
 struct sandbox_snapshot {
 	char id[SANDBOX_ID_LEN + 1];

@@ -231,6 +231,20 @@ int sandbox_snapshot_create(struct sandbox_ctx *ctx, const char *org, const char
 		*e = ctx->server_err;
 		return -1;
 	}
+	{
+		struct store_rec all = { 0 };
+		int n;
+		if (store_obj_list(ctx->st, org, SNAP_KIND, &all, e) < 0)
+			return -1;
+		n = all.n;
+		store_rec_free(&all);
+		if (n >= SB_SNAP_MAX_PER_ORG)
+			return sp_err_set(
+				e, SP_QUOTA,
+				"The organization has %d snapshots, the most it may keep; "
+				"delete some first",
+				n);
+	}
 	lock_name(sb.id, lname, sizeof(lname));
 	rc = store_lock(ctx->st, lname, SNAP_CAPTURE_MS, e);
 	if (rc < 0)
