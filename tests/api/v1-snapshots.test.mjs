@@ -260,6 +260,23 @@ test('the capture\'s pause is no stop: commands meanwhile answer 200 or a retrya
     status = (await v1('GET', SNAP, { snapshot: r.json.uid })).json.status;
   }
   assert.equal(status, 'ready', JSON.stringify([...seen]));
+  // a stop while a capture holds the sandbox: a retryable 503 (a stop
+  // then would be undone by the capture's thaw), never a stopped record
+  // the container contradicts
+  const r2 = await v1('POST', SNAP_CREATE, { sandbox: sb.uid }, { body: { displayName: 'busy2' } });
+  assert.equal(r2.status, 202, r2.text);
+  snaps.push(r2.json.uid);
+  const tag = (await v1('GET', '/v1/sandboxes/{sandbox}', { sandbox: sb.uid })).headers.etag;
+  const st = await v1('POST', '/v1/sandboxes/{sandbox}/stop', { sandbox: sb.uid }, { body: {}, headers: { 'if-match': tag } });
+  assert.ok(st.status === 503 || st.status === 200, st.text);
+  if (st.status === 503) assert.match(st.json.message, /snapshot/);
+  await waitFor(async () => (await v1('GET', SNAP, { snapshot: r2.json.uid })).json.status !== 'creating', 120000, 200);
+  const after = (await v1('GET', '/v1/sandboxes/{sandbox}', { sandbox: sb.uid })).json.core.status;
+  assert.equal(after, st.status === 200 ? 'stopped' : 'running');
+  if (after === 'stopped') {
+    const pausedNow = execFileSync('docker', ['inspect', '-f', '{{.State.Paused}}', (await s.api('GET', '/api/sandbox.one', { query: { sandboxId: sb.uid } })).json.containerId], { encoding: 'utf8' }).trim();
+    assert.equal(pausedNow, 'true', 'a stopped sandbox\'s container stays paused');
+  }
   assert.equal((await sh(sb.uid, 'echo alive')).stdout, 'alive\n');
   assert.equal((await v1('GET', '/v1/sandboxes/{sandbox}', { sandbox: sb.uid })).json.core.status, 'running');
   console.log(`# exec answers during the capture: ${JSON.stringify([...seen])}`);
