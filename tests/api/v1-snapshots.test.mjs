@@ -266,6 +266,12 @@ test('the capture\'s pause is no stop: commands meanwhile answer 200 or a retrya
   const r2 = await v1('POST', SNAP_CREATE, { sandbox: sb.uid }, { body: { displayName: 'busy2' } });
   assert.equal(r2.status, 202, r2.text);
   snaps.push(r2.json.uid);
+  // a delete while the capture runs: refused until it settles (100 MiB
+  // take a second or two; should it have settled already, the ETag moved)
+  const early = await v1('DELETE', SNAP, { snapshot: r2.json.uid }, { headers: { 'if-match': r2.json.etag } });
+  if (early.status === 409) assert.match(early.json.message, /^deletion_preparation_incomplete:/);
+  else assert.equal(early.status, 412, early.text);
+  console.log(`# delete during the capture: ${early.status}`);
   const tag = (await v1('GET', '/v1/sandboxes/{sandbox}', { sandbox: sb.uid })).headers.etag;
   const st = await v1('POST', '/v1/sandboxes/{sandbox}/stop', { sandbox: sb.uid }, { body: {}, headers: { 'if-match': tag } });
   assert.ok(st.status === 503 || st.status === 200, st.text);
