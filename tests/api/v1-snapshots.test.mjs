@@ -96,7 +96,14 @@ before(async () => {
 after(async () => {
   for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
   for (const id of snaps) {
-    const r = await s?.api('GET', `/v1/snapshots/${id}`).catch(() => null);
+    // a capture still under way (a test that failed midway) makes its
+    // image after a delete would have come: wait for it to settle
+    let r;
+    const t0 = Date.now();
+    do {
+      r = await s?.api('GET', `/v1/snapshots/${id}`).catch(() => null);
+      if (r?.json?.status === 'creating') await new Promise((ok) => setTimeout(ok, 250));
+    } while (r?.json?.status === 'creating' && Date.now() - t0 < 120000);
     if (r?.status === 200) await s.api('DELETE', `/v1/snapshots/${id}`, { headers: { 'if-match': r.headers.etag } }).catch(() => {});
     // whatever is left of our own images (a failing test)
     try { execFileSync('docker', ['rmi', '-f', `sandpit-snapshot:${id}`], { stdio: 'ignore' }); } catch { /* gone */ }
