@@ -15,6 +15,8 @@
  *   bench mem-down P         removes the sandboxes whose ids are on stdin
  *   bench one-id             creates one sandbox, prints its id (for wrk)
  *   bench create-v1          POST /v1/sandboxes beside sandbox.create, interleaved
+ *   bench snapshots          createSnapshot of 100 MiB beside docker commit; restore →
+ *                            first exec beside a cold create → first exec
  *
  * Times are on the wire, on both sides alike: from the request's first
  * byte to the answer's last (the sum over a row's requests). What a client
@@ -24,8 +26,9 @@
  * Environment: SANDPIT_URL, SANDPIT_KEY, SANDPIT_CA (DIR/env of
  * deploy/stack.sh); DOCKER_HOST (unix:///var/run/docker.sock);
  * BENCH_COLD (30), BENCH_EXEC (200), BENCH_BIG_EXEC (40), BENCH_SMALL_FILE
- * (100), BENCH_BIG_FILE (20), BENCH_GVISOR (10), BENCH_V1_CREATE (30): sample
- * counts.
+ * (100), BENCH_BIG_FILE (20), BENCH_GVISOR (10), BENCH_V1_CREATE (30),
+ * BENCH_SNAPSHOT (5), BENCH_RESTORE (10): sample counts. The snapshot rows
+ * are wall time (a capture runs after its 202; polled every 20 ms).
  * Never leaves a container behind on a normal exit.
  */
 #include <curl/curl.h>
@@ -179,7 +182,7 @@ static json_object *sp_call(const char *method, const char *proc, const char *q,
 	if (rc != CURLE_OK)
 		die(proc, curl_easy_strerror(rc));
 	curl_easy_getinfo(sp, CURLINFO_RESPONSE_CODE, &status);
-	if (status == 201 && proc[0] == '/')
+	if ((status == 201 || status == 202) && proc[0] == '/')
 		status = 200;
 	if (status != 200 && sp_soft)
 		return NULL;
@@ -727,6 +730,208 @@ static void mode_create_v1(void)
 	free(b.v);
 }
 
+/* ---- /v1 snapshots: capture and restore ------------------------------------------ */
+
+/* DELETE path with If-Match: etag on the kept-alive connection; the status. */
+static long sp_delete(const char *path, const char *etag)
+{
+	static struct buf out;
+	struct curl_slist *hdrs = NULL;
+	char url[1024], h[512];
+	long status = 0;
+
+	if (!out.cap)
+		buf_init(&out, MIB);
+	buf_reset(&out);
+	snprintf(h, sizeof(h), "x-api-key: %s", sp_key);
+	hdrs = curl_slist_append(hdrs, h);
+	snprintf(h, sizeof(h), "If-Match: %s", etag);
+	hdrs = curl_slist_append(hdrs, h);
+	snprintf(url, sizeof(url), "%s%s", sp_url, path);
+	curl_easy_setopt(sp, CURLOPT_URL, url);
+	curl_easy_setopt(sp, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(sp, CURLOPT_WRITEFUNCTION, on_sp_body);
+	curl_easy_setopt(sp, CURLOPT_WRITEDATA, &out);
+	curl_easy_setopt(sp, CURLOPT_HEADERFUNCTION, NULL);
+	curl_easy_setopt(sp, CURLOPT_CUSTOMREQUEST, "DELETE");
+	if (curl_easy_perform(sp) != CURLE_OK)
+		die(path, "DELETE failed");
+	curl_easy_getinfo(sp, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_setopt(sp, CURLOPT_CUSTOMREQUEST, NULL);
+	curl_easy_setopt(sp, CURLOPT_HTTPGET, 1L);
+	curl_slist_free_all(hdrs);
+	return status;
+}
+
+static const char *jstr(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "";
+}
+
+/* createSnapshot of sandbox id, then GETs until it is ready (20 ms apart);
+ * the snapshot's id into snap (new). Wall time, in µs. */
+static int64_t sp_snapshot(const char *id, char **snap)
+{
+	char path[256];
+	json_object *b = json_tokener_parse("{\"displayName\":\"bench\"}"), *o;
+	int64_t t0 = mono_us();
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/snapshots", id);
+	o = sp_call("POST", path, NULL, b, 0);
+	*snap = strdup(jstr(o, "uid"));
+	json_object_put(o);
+	json_object_put(b);
+	snprintf(path, sizeof(path), "/v1/snapshots/%s", *snap);
+	for (;;) {
+		o = sp_call("GET", path, NULL, NULL, 0);
+		if (strcmp(jstr(o, "status"), "ready") == 0) {
+			json_object_put(o);
+			return mono_us() - t0;
+		}
+		if (strcmp(jstr(o, "status"), "failed") == 0)
+			die("snapshot", json_object_to_json_string(o));
+		json_object_put(o);
+		usleep(20000);
+	}
+}
+
+static void sp_snapshot_delete(const char *snap)
+{
+	char path[256];
+	json_object *o;
+
+	snprintf(path, sizeof(path), "/v1/snapshots/%s", snap);
+	for (int i = 0; i < 100; i++) {
+		long st;
+		o = sp_call("GET", path, NULL, NULL, 0);
+		st = sp_delete(path, jstr(o, "etag"));
+		json_object_put(o);
+		if (st == 204)
+			return;
+		usleep(100000); /* a removed fork's container goes a moment after */
+	}
+	die("deleteSnapshot", "still refused after 10 s");
+}
+
+/* restoreSnapshot, then exec `true` in the fork; wall time; the fork's id
+ * into fork (new). */
+static int64_t sp_restore_exec(const char *snap, char **fork)
+{
+	char path[256];
+	json_object *b = json_object_new_object(), *o;
+	int64_t t0 = mono_us();
+
+	snprintf(path, sizeof(path), "/v1/snapshots/%s/restore", snap);
+	o = sp_call("POST", path, NULL, b, 0);
+	*fork = strdup(jstr(o, "uid"));
+	json_object_put(o);
+	json_object_put(b);
+	sp_exec(*fork, "true", 0);
+	return mono_us() - t0;
+}
+
+/* POST /v1/sandboxes (cold), then exec `true`; wall time. */
+static int64_t sp_v1_create_exec(char **id)
+{
+	json_object *b = json_tokener_parse("{\"image\":\"images/alpine\"}"), *o;
+	int64_t t0 = mono_us();
+
+	o = sp_call("POST", "/v1/sandboxes", NULL, b, 0);
+	*id = strdup(jstr(o, "uid"));
+	json_object_put(o);
+	json_object_put(b);
+	sp_exec(*id, "true", 0);
+	return mono_us() - t0;
+}
+
+static void print_pair(const char *what, struct samples *a, struct samples *b, const char *tgt)
+{
+	double a50 = pct(a, 50), b50 = pct(b, 50);
+
+	printf("| %s (n=%d) | %.1f | %.1f | %.1f | %.1f | %.2f× (+%.1f ms) | %s | — |\n", what,
+	       a->n, a50, pct(a, 95), b50, pct(b, 95), a50 / b50, a50 - b50, tgt);
+	fflush(stdout);
+}
+
+static void mode_snapshots(void)
+{
+	int n = (int)env_n("BENCH_SNAPSHOT", 5), nr = (int)env_n("BENCH_RESTORE", 10);
+	const char *image =
+		getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE") : "sandpit-test/busybox:latest";
+	const char *fill = "head -c 104857600 /dev/urandom > big && echo -n";
+	struct samples a, b;
+	char *id = NULL, cid[65], *snap, *fork, img[80], tag[32];
+	struct sp_err e;
+
+	/* snapshot of 100 MiB written (the workdir, its own disk) beside
+	 * docker commit of a container with 100 MiB in its layer (paused by
+	 * Docker as `docker commit` does by default) */
+	samples_init(&a, n);
+	samples_init(&b, n);
+	sp_create(NULL, &id, 0);
+	sp_exec(id, fill, 0);
+	raw_create(image, NULL, cid);
+	raw_exec(cid, "head -c 104857600 /dev/urandom > /tmp/big && echo -n", 0);
+	for (int i = -1; i < n; i++) {
+		int64_t t0;
+		a.v[a.n] = sp_snapshot(id, &snap);
+		if (i >= 0)
+			a.n++;
+		sp_snapshot_delete(snap);
+		free(snap);
+		snprintf(tag, sizeof(tag), "b%d", i + 1);
+		t0 = mono_us();
+		dk_check(docker_container_pause(dk, cid, &e), "pause", &e);
+		dk_check(docker_image_commit(dk, cid, "sandpit-bench-snapshot", tag, NULL, img, &e),
+			 "commit", &e);
+		dk_check(docker_container_unpause(dk, cid, &e), "unpause", &e);
+		if (i >= 0)
+			b.v[b.n++] = mono_us() - t0;
+		docker_image_remove(dk, img, &e);
+	}
+	print_pair("`createSnapshot` of 100 MiB written → ready (ms; raw = `docker commit`, "
+		   "paused, 100 MiB in the layer)",
+		   &a, &b, "—");
+	raw_remove(cid);
+	free(a.v);
+	free(b.v);
+
+	/* restore → first exec beside a cold create → first exec (/v1, alpine),
+	 * interleaved; the snapshot: of that 100 MiB sandbox */
+	samples_init(&a, nr);
+	samples_init(&b, nr);
+	sp_snapshot(id, &snap);
+	for (int i = -1; i < nr; i++) {
+		char *cold = NULL;
+		for (int side = 0; side < 2; side++) {
+			if ((side ^ (i & 1)) == 0) {
+				a.v[a.n] = sp_restore_exec(snap, &fork);
+				if (i >= 0)
+					a.n++;
+				sp_id_call("sandbox.remove", fork);
+				free(fork);
+			} else {
+				b.v[b.n] = sp_v1_create_exec(&cold);
+				if (i >= 0)
+					b.n++;
+				sp_id_call("sandbox.remove", cold);
+				free(cold);
+			}
+		}
+	}
+	print_pair("`restoreSnapshot` (100 MiB) → first exec `true` (ms; raw = cold `POST "
+		   "/v1/sandboxes` → first exec, interleaved)",
+		   &a, &b, "—");
+	sp_id_call("sandbox.remove", id);
+	free(id);
+	sp_snapshot_delete(snap);
+	free(snap);
+	free(a.v);
+	free(b.v);
+}
+
 /* ---- memory: many sandboxes at once ------------------------------------------- */
 
 static void mode_mem_up(int n, int procs)
@@ -801,7 +1006,7 @@ int main(int argc, char **argv)
 		docker_host = getenv("DOCKER_HOST");
 	if (argc < 2 || !sp_url || !sp_key || !sp_ca) {
 		fprintf(stderr,
-			"usage: bench latency|warm|gvisor RUNTIME|mem-up N P|mem-down P|one-id|create-v1 "
+			"usage: bench latency|warm|gvisor RUNTIME|mem-up N P|mem-down P|one-id|create-v1|snapshots "
 			"(with SANDPIT_URL, SANDPIT_KEY, SANDPIT_CA set)\n");
 		return 2;
 	}
@@ -838,6 +1043,8 @@ int main(int argc, char **argv)
 		mode_latency();
 	else if (strcmp(argv[1], "warm") == 0)
 		mode_warm();
+	else if (strcmp(argv[1], "snapshots") == 0)
+		mode_snapshots();
 	else if (strcmp(argv[1], "gvisor") == 0 && argc >= 3)
 		mode_gvisor(argv[2]);
 	else

@@ -47,6 +47,8 @@ static const struct {
 	{ "GET", "/exec/{id}/json" },
 	{ "POST", "/images/create" },
 	{ "GET", "/images/{name:ref}/json" },
+	{ "DELETE", "/images/{name:ref}" },
+	{ "POST", "/commit" },
 	{ "GET", "/networks" },
 	{ "POST", "/networks/create" },
 	{ "GET", "/networks/{id}" },

@@ -112,6 +112,15 @@ int docker_image_inspect(struct docker_client *c, const char *image, json_object
 			 struct sp_err *e);
 int docker_image_pull(struct docker_client *c, const char *image, int timeout_s, struct sp_err *e);
 
+/* commit: POST /commit of container (never paused by Docker: the caller
+ * pauses), tagged repo:tag when both are given (else untagged), with
+ * config (the image's Config; Docker fills what it leaves empty from the
+ * container's, Labels excepted; not consumed; may be NULL); id_out gets the
+ * image id ("sha256:..."). remove: DELETE /images/{image} (not forced): a
+ * container using it is SP_CONFLICT, a missing one SP_NOT_FOUND. */
+int docker_image_commit(struct docker_client *c, const char *container, const char *repo,
+			const char *tag, json_object *config, char id_out[80], struct sp_err *e);
+int docker_image_remove(struct docker_client *c, const char *image, struct sp_err *e);
 /* Containers. create: body is the ContainerConfig (+HostConfig,
  * NetworkingConfig) object, not consumed; name may be NULL; id_out gets the
  * full id (65 bytes). stop: POST stop?t=grace (a stopped or missing

@@ -1,5 +1,6 @@
 /*
- * Image endpoints: inspect and pull. An image reference is checked against
+ * Image endpoints: inspect, pull, commit (a container's filesystem as a new
+ * image: snapshots) and remove. An image reference is checked against
  * the reference character set and percent-escaped whole into one path
  * segment ("a/b:c" -> "a%2Fb%3Ac"; the daemon decodes it). A pull's progress
  * stream is parsed object by object as it arrives, never buffered whole.
@@ -172,6 +173,72 @@ int docker_image_pull(struct docker_client *c, const char *image, int timeout_s,
 done:
 	if (ps.tok)
 		json_tokener_free(ps.tok);
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+int docker_image_commit(struct docker_client *c, const char *container, const char *repo,
+			const char *tag, json_object *config, char id_out[80], struct sp_err *e)
+{
+	struct docker_req r;
+	json_object *ans = NULL;
+	const char *id;
+	int rc = -1;
+
+	id_out[0] = '\0';
+	docker_req_init(&r, "POST");
+	if (!docker_valid_id(container)) {
+		sp_err_set(e, SP_BAD_REQUEST, "invalid container id");
+		goto done;
+	}
+	if ((repo && check_ref(repo, e) < 0) || (tag && !docker_valid_id(tag))) {
+		if (e->code == SP_OK)
+			sp_err_set(e, SP_BAD_REQUEST, "invalid image tag");
+		goto done;
+	}
+	if (docker_req_path(&r, e, "/commit") < 0 ||
+	    docker_req_query(&r, "container", container, e) < 0 ||
+	    (repo && docker_req_query(&r, "repo", repo, e) < 0) ||
+	    (tag && docker_req_query(&r, "tag", tag, e) < 0) ||
+	    docker_req_query(&r, "pause", "false", e) < 0)
+		goto done;
+	{
+		/* always a JSON body: Docker refuses a commit without one */
+		json_object *none = config ? NULL : json_object_new_object();
+		int crc = docker_call(c, &r, config ? config : none, &ans, e);
+		json_object_put(none);
+		if (crc < 0)
+			goto done;
+	}
+	id = ans ? docker_json_str(ans, "Id") : NULL;
+	if (!id || strlen(id) >= 80) {
+		sp_err_set(e, SP_INTERNAL, "Docker's commit answer has no image id");
+		goto done;
+	}
+	snprintf(id_out, 80, "%s", id);
+	rc = 0;
+done:
+	json_object_put(ans);
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+int docker_image_remove(struct docker_client *c, const char *image, struct sp_err *e)
+{
+	char esc[IMAGE_REF_MAX * 3 + 1];
+	struct docker_req r;
+	int rc = -1;
+
+	docker_req_init(&r, "DELETE");
+	if (check_ref(image, e) < 0)
+		goto done;
+	if (docker_escape(image, esc, sizeof(esc)) < 0 ||
+	    docker_req_path(&r, e, "/images/%s", esc) < 0) {
+		sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+		goto done;
+	}
+	rc = docker_call(c, &r, NULL, NULL, e);
+done:
 	docker_req_cleanup(&r);
 	return rc;
 }

@@ -363,7 +363,9 @@ static int behaviours_after(struct handler_ctx *h, const struct route *rt, json_
 		    none_match_hit(header(h->r, "HTTP_IF_NONE_MATCH"), tag))
 			return 304;
 	}
-	return ledger.replay_status ? ledger.replay_status : route_status(rt);
+	return ledger.replay_status ? ledger.replay_status
+	       : h->status	    ? h->status
+				    : route_status(rt);
 }
 
 /* The ledger's step after the handler: the first answer is kept for its
@@ -407,7 +409,7 @@ static void ledger_end(struct handler_ctx *h, const struct route *rt, int status
 
 void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 {
-	struct handler_ctx h = { r, sb, sb->cfg, 1 };
+	struct handler_ctx h = { r, sb, sb->cfg, 1, 0 };
 	json_object *in = NULL, *out = NULL, *issues = NULL;
 	const struct route *rt = NULL;
 	const struct face *face = face_of_path(r->path);

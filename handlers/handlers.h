@@ -22,6 +22,7 @@ struct handler_ctx {
 	struct sandbox_ctx *sb;
 	const struct config *cfg;
 	int stream_ok; /* a handler may answer r itself while it works (not via MCP) */
+	int status;    /* a handler's own success status (202: work in progress); 0 = the route's */
 };
 
 extern const struct route handler_routes[];
@@ -76,6 +77,9 @@ int h_sandbox_list_files(struct handler_ctx *h, json_object *in, json_object **o
  * core.etag; etag (may be NULL) gets the ETag too. New object. */
 json_object *v1_sandbox_json(const struct config *cfg, const struct sandbox *sb, char *etag,
 			     size_t cap);
+/* The Sandbox as getSandbox answers it: v1_sandbox_json with
+ * core.endpoint and core.environment. NULL with e set. New object. */
+json_object *v1_render(struct handler_ctx *h, const struct sandbox *sb, struct sp_err *e);
 int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **out,
 			struct sp_err *e);
@@ -90,6 +94,22 @@ int v1_sandboxes_start(struct handler_ctx *h, json_object *in, json_object **out
 /* A Duration (^-?\d+(\.\d{1,9})?s$) in ms, rounded up; -1 when it is not
  * one, -2 when it is a negative one. */
 int64_t v1_duration_ms(const char *s);
+
+/* handlers/v1_snapshots.c: snapshots and images (issue 17). */
+int v1_snapshots_create(struct handler_ctx *h, json_object *in, json_object **out,
+			struct sp_err *e);
+int v1_snapshots_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_snapshots_get(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_snapshots_delete(struct handler_ctx *h, json_object *in, json_object **out,
+			struct sp_err *e);
+int v1_snapshots_restore(struct handler_ctx *h, json_object *in, json_object **out,
+			 struct sp_err *e);
+int v1_images_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_images_get(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_images_delete(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_images_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_images_pull_spec(struct handler_ctx *h, json_object *in, json_object **out,
+			struct sp_err *e);
 
 /* handlers/v1_endpoint.c: the sandbox endpoint (the document's data plane,
  * served at <origin>/endpoints/<uid>) and its credentials. */

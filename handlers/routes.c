@@ -267,6 +267,94 @@ static const struct field_spec v1_credential_fields[] = {
 	END,
 };
 
+/* --- /v1 snapshots and images (handlers/v1_snapshots.c) ------------------ */
+static const char *const v1_capture_modes[] = { "unspecified", "all", "disk", NULL };
+#define V1_SNAPSHOT_PATH                                                                      \
+	{                                                                                     \
+		.name = "snapshot", .type = FT_ID, .flags = FF_REQUIRED, .min = 1, .max = 64, \
+		.desc = "The snapshot id", .source = FS_PATH                                  \
+	}
+#define V1_IMAGE_PATH                                                                            \
+	{                                                                                        \
+		.name = "image", .type = FT_ID, .flags = FF_REQUIRED, .min = 1, .max = 64,       \
+		.desc = "The image id: a template, or snapshot-<snapshot id>", .source = FS_PATH \
+	}
+#define V1_PAGE_FIELDS(filt)                                                               \
+	{ .name = "pageSize",                                                              \
+	  .type = FT_INT,                                                                  \
+	  .min = 0,                                                                        \
+	  .max = 1000000,                                                                  \
+	  .desc = "0 = 50; more than 256 is 256",                                          \
+	  .source = FS_QUERY },                                                            \
+		{ .name = "pageToken", .type = FT_STRING, .max = 64, .source = FS_QUERY }, \
+		{ .name = "filter",                                                        \
+		  .type = FT_STRING,                                                       \
+		  .max = 1024,                                                             \
+		  .source = FS_QUERY,                                                      \
+		  .desc = filt },                                                          \
+	{                                                                                  \
+		.name = "orderBy", .type = FT_STRING, .max = 64, .source = FS_QUERY,       \
+		.desc = "created_at desc (the default) only"                               \
+	}
+static const struct field_spec v1_snapshot_create_fields[] = {
+	V1_SANDBOX_PATH,
+	{ .name = "displayName",
+	  .type = FT_STRING,
+	  .flags = FF_REQUIRED,
+	  .min = 1,
+	  .max = 255,
+	  .desc = "A label: no '/', not '.' or '..'",
+	  .source = FS_BODY },
+	{ .name = "description", .type = FT_STRING, .max = SB_SNAP_DESC_MAX, .source = FS_BODY },
+	{ .name = "captureMode",
+	  .type = FT_ENUM,
+	  .choices = v1_capture_modes,
+	  .desc = "disk (unspecified); all is refused (canCaptureMemory is false)",
+	  .source = FS_BODY },
+	END,
+};
+static const struct field_spec v1_snapshot_list_fields[] = {
+	{ .name = "sandbox",
+	  .type = FT_STRING,
+	  .max = 80,
+	  .desc = "sandboxes/{sandbox}: only that sandbox's snapshots",
+	  .source = FS_QUERY },
+	V1_PAGE_FIELDS("field=value,...: name, display_name, uid"),
+	END,
+};
+static const struct field_spec v1_snapshot_fields[] = { V1_SNAPSHOT_PATH, END };
+static const struct field_spec v1_snapshot_restore_fields[] = {
+	V1_SNAPSHOT_PATH,
+	{ .name = "displayName",
+	  .type = FT_ID,
+	  .min = 0,
+	  .max = 64,
+	  .desc = "The new sandbox's label: ^[a-zA-Z0-9_-]*$",
+	  .source = FS_BODY },
+	END,
+};
+static const struct field_spec v1_image_list_fields[] = {
+	V1_PAGE_FIELDS("field=value,...: name, display_name, uid, status"),
+	END,
+};
+static const struct field_spec v1_image_fields[] = { V1_IMAGE_PATH, END };
+static const struct field_spec v1_image_create_fields[] = {
+	{ .name = "displayName",
+	  .type = FT_STRING,
+	  .flags = FF_REQUIRED,
+	  .min = 1,
+	  .max = 255,
+	  .source = FS_BODY },
+	{ .name = "description", .type = FT_STRING, .max = 4096, .source = FS_BODY },
+	{ .name = "startCmd", .type = FT_JSON, .source = FS_BODY },
+	{ .name = "readyCmd", .type = FT_JSON, .source = FS_BODY },
+	{ .name = "fromImage",
+	  .type = FT_JSON,
+	  .desc = "Declined: no registry is configured",
+	  .source = FS_BODY },
+	END,
+};
+
 /* --- the sandbox endpoint's processes (handlers/v1_processes.c) ---------- */
 static const char *const v1_signals[] = {
 	"term", "kill", "int", "hup", "quit", "usr1", "usr2", NULL
@@ -581,6 +669,107 @@ const struct route handler_routes[] = {
 	  .op_id = "createEndpointCredential",
 	  .summary = "A short-lived credential for the sandbox's endpoint",
 	  .output = "EndpointCredential" },
+	/* snapshots (a capture runs after the 202) and images */
+	{ .method = "POST",
+	  .path = "/v1/sandboxes/{sandbox}/snapshots",
+	  .fn = v1_snapshots_create,
+	  .fields = v1_snapshot_create_fields,
+	  .perm = "snapshotsWrite",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "createSnapshot",
+	  .summary = "Capture a running sandbox's disk",
+	  .output = "Snapshot",
+	  .flags = RF_ETAG | RF_IDEMPOTENCY | RF_IDEMPOTENCY_RESOURCE,
+	  .status = 201 },
+	{ .method = "GET",
+	  .path = "/v1/snapshots",
+	  .fn = v1_snapshots_list,
+	  .fields = v1_snapshot_list_fields,
+	  .perm = "snapshotsRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "listSnapshots",
+	  .summary = "List snapshots, newest first",
+	  .output = "ListSnapshotsResponse" },
+	{ .method = "GET",
+	  .path = "/v1/snapshots/{snapshot}",
+	  .fn = v1_snapshots_get,
+	  .fields = v1_snapshot_fields,
+	  .perm = "snapshotsRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "getSnapshot",
+	  .summary = "Get a snapshot",
+	  .output = "Snapshot",
+	  .flags = RF_ETAG },
+	{ .method = "DELETE",
+	  .path = "/v1/snapshots/{snapshot}",
+	  .fn = v1_snapshots_delete,
+	  .fields = v1_snapshot_fields,
+	  .perm = "snapshotsWrite",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "deleteSnapshot",
+	  .summary = "Delete a snapshot (absent: 204 too)",
+	  .flags = RF_IF_MATCH | RF_DESTRUCTIVE,
+	  .status = 204 },
+	{ .method = "POST",
+	  .path = "/v1/snapshots/{snapshot}/restore",
+	  .fn = v1_snapshots_restore,
+	  .fields = v1_snapshot_restore_fields,
+	  .perm = "sandboxesCreate",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "restoreSnapshot",
+	  .summary = "Fork a new sandbox from a snapshot (snapshotsRead too)",
+	  .output = "Sandbox",
+	  .flags = RF_ETAG | RF_IDEMPOTENCY | RF_IDEMPOTENCY_RESOURCE,
+	  .status = 201 },
+	{ .method = "GET",
+	  .path = "/v1/images",
+	  .fn = v1_images_list,
+	  .fields = v1_image_list_fields,
+	  .perm = "imagesRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "listImages",
+	  .summary = "List the templates and the snapshots' images",
+	  .output = "ListImagesResponse" },
+	{ .method = "POST",
+	  .path = "/v1/images",
+	  .fn = v1_images_create,
+	  .fields = v1_image_create_fields,
+	  .perm = "imagesWrite",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "createImage",
+	  .summary = "Declined: no registry is configured (501)",
+	  .output = "Image",
+	  .flags = RF_IDEMPOTENCY,
+	  .status = 201 },
+	{ .method = "GET",
+	  .path = "/v1/images/{image}",
+	  .fn = v1_images_get,
+	  .fields = v1_image_fields,
+	  .perm = "imagesRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "getImage",
+	  .summary = "Get an image",
+	  .output = "Image",
+	  .flags = RF_ETAG },
+	{ .method = "DELETE",
+	  .path = "/v1/images/{image}",
+	  .fn = v1_images_delete,
+	  .fields = v1_image_fields,
+	  .perm = "imagesWrite",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "deleteImage",
+	  .summary = "Delete a snapshot's image (a template: 403)",
+	  .flags = RF_IF_MATCH | RF_DESTRUCTIVE,
+	  .status = 204 },
+	{ .method = "GET",
+	  .path = "/v1/images/{image}/pull-spec",
+	  .fn = v1_images_pull_spec,
+	  .fields = v1_image_fields,
+	  .perm = "imagesPull",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "getImagePullSpec",
+	  .summary = "Declined: no registry is configured (501)",
+	  .output = "ImagePullSpec" },
 	/* the sandbox endpoint (<origin>/endpoints/<uid>/v1/...): an endpoint
 	 * credential of that sandbox, never an API key (handlers/auth.c);
 	 * exec before {process}, which would take its path */

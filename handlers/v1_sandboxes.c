@@ -190,7 +190,7 @@ json_object *v1_sandbox_json(const struct config *cfg, const struct sandbox *sb,
  * given (the document: non-secret metadata; Redis holds it sealed). It is
  * left out of the ETag: it never changes after the create. NULL with e
  * set when the record's environment cannot be read. */
-static json_object *v1_render(struct handler_ctx *h, const struct sandbox *sb, struct sp_err *e)
+json_object *v1_render(struct handler_ctx *h, const struct sandbox *sb, struct sp_err *e)
 {
 	json_object *o = v1_sandbox_json(h->cfg, sb, NULL, 0), *core, *env, *ep;
 	struct buf plain;

@@ -141,6 +141,11 @@ static int stop_loaded(struct sandbox_ctx *ctx, struct sandbox *out, struct sp_e
 		return state_refusal(out, e);
 	if (server_ready(ctx, e) < 0)
 		return -1;
+	/* a snapshot's capture pauses and thaws it: a stop now would be undone */
+	if (out->status == SB_RUNNING && sandbox_snapshot_capturing(ctx, out->id))
+		return sp_err_set(e, SP_UNAVAILABLE,
+				  "The sandbox is being captured for a snapshot; retry the stop in "
+				  "a moment");
 	if (out->status == SB_RUNNING) {
 		sandbox_drop_pending_expiry(ctx, out->id);
 		sandbox_transition(ctx, out, SB_STOPPING, NULL, 0);

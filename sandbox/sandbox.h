@@ -52,6 +52,8 @@ struct sandbox_ctx {
 	char pending_org[65], pending_id[21]; /* the sandbox whose expiry waits ("" none) */
 	char install_id
 		[33]; /* this installation's id, as its containers are labelled ("" = not read yet) */
+	/* a snapshot accepted and not yet captured (snapshot.c; "" none) */
+	char snap_pending_org[65], snap_pending_id[21];
 };
 
 /* stopped: the container is paused (sandbox_stop), its processes and
@@ -556,5 +558,90 @@ int sandbox_files_raw(struct sandbox_ctx *ctx, const char *org, const char *id,
 int sandbox_files_json(struct sandbox_ctx *ctx, const char *org, const char *id,
 		       const char *const *argv, const void *in, size_t in_len, size_t out_max,
 		       struct json_object **out, struct sp_err *e);
+
+/* Snapshots (sandbox/snapshot.c, /v1): a running sandbox's disk as a
+ * local image <SB_SNAP_REPO>:<id> on its server, the org's record moving
+ * creating -> ready | failed. create: refuses a sandbox that is not
+ * running (SP_PRECONDITION snapshot_source_not_running), a second
+ * capture of one sandbox at a time (snapshot_in_progress) and a snapshot
+ * past SB_SNAP_MAX_PER_ORG (SP_QUOTA), writes the
+ * record creating, and leaves the capture to sandbox_snapshot_idle (now
+ * when ctx->defer_expiry is 0). get: SP_NOT_FOUND for another org's; a
+ * capture that never finished reads failed. list: newest first (*out
+ * allocated, free it). delete: SP_PRECONDITION deletion_preparation_incomplete
+ * while creating, deletion_content_lease_held while a container uses the
+ * image. restore: a new sandbox from a ready snapshot with its source's
+ * configuration (sandbox_create; with sandbox_rid, resume as an
+ * Idempotency-Key's retry: sandbox_create_resume). capturing: 1 while a
+ * capture holds sandbox_id's container paused (reads must not take it
+ * for a stop). */
+#define SB_SNAP_REPO "sandpit-snapshot"
+#define SB_SNAP_DESC_MAX 4096
+#define SB_SNAP_MAX_PER_ORG 256 /* snapshots an organization may keep (429 beyond) */
+enum { SB_SNAP_CREATING, SB_SNAP_READY, SB_SNAP_FAILED };
+struct sandbox_snapshot {
+	char id[SANDBOX_ID_LEN + 1];
+	char org[65];
+	char display_name[256];
+	char description[SB_SNAP_DESC_MAX + 1];
+	char sandbox_id[SANDBOX_ID_LEN + 1];
+	char server_id[65];
+	int status;			       /* SB_SNAP_* */
+	char image[64];			       /* SB_SNAP_REPO:id */
+	char image_id[80];		       /* sha256:... once ready */
+	int64_t size_bytes, created_at, until; /* until: a capture not done by then failed */
+	char error_message[512];
+	/* the source's configuration, for a restore */
+	char template_name[32], src_image[256], network_mode[16], workdir[4097], user[64],
+		runtime[16];
+	double cpu;
+	int64_t memory_mb, pids_limit, disk_mb, timeout_ms, max_lifetime_ms;
+	int timeout_stop;
+	char labels[SB_LABELS_MAX + 1];
+};
+struct sandbox_snapshot_req {
+	const char *id; /* an Idempotency-Key's chosen id, or NULL */
+	const char *display_name, *description;
+};
+int sandbox_snapshot_create(struct sandbox_ctx *ctx, const char *org, const char *sandbox_id,
+			    const struct sandbox_snapshot_req *rq, struct sandbox_snapshot *out,
+			    struct sp_err *e);
+void sandbox_snapshot_idle(struct sandbox_ctx *ctx);
+int sandbox_snapshot_get(struct sandbox_ctx *ctx, const char *org, const char *id,
+			 struct sandbox_snapshot *out, struct sp_err *e);
+int sandbox_snapshot_list(struct sandbox_ctx *ctx, const char *org, struct sandbox_snapshot **out,
+			  size_t *n, struct sp_err *e);
+int sandbox_snapshot_delete(struct sandbox_ctx *ctx, const char *org, const char *id,
+			    struct sp_err *e);
+int sandbox_snapshot_restore(struct sandbox_ctx *ctx, const char *org, const char *id,
+			     const char *name, const char *sandbox_rid, const char *resume,
+			     struct sandbox *out, struct sp_err *e);
+int sandbox_snapshot_capturing(struct sandbox_ctx *ctx, const char *sandbox_id);
+
+/* Images (/v1, snapshot.c): the templates (images/<template>, source
+ * image) and the org's snapshots' images (images/snapshot-<id>, source
+ * sandbox), with what Docker says of them. list: *out allocated. get:
+ * SP_NOT_FOUND for an unknown one or another org's. */
+#define SB_SNAP_IMAGE_PREFIX "snapshot-"
+enum { SB_IMAGE_COMPLETED, SB_IMAGE_PREPARING, SB_IMAGE_FAILED, SB_IMAGE_UNKNOWN };
+enum { SB_IMAGE_FROM_IMAGE = 1, SB_IMAGE_FROM_SANDBOX };
+struct sandbox_image {
+	char id[64];
+	char ref[256];
+	char digest[80];
+	char snapshot[SANDBOX_ID_LEN + 1]; /* "" for a template */
+	char description[256];
+	int source; /* SB_IMAGE_FROM_* */
+	int status; /* SB_IMAGE_* */
+	int64_t size_bytes;
+	int64_t created_ms; /* snapshots */
+	char created[48];   /* templates: Docker's Created ("" unknown) */
+	char os[16], arch[16];
+	char failure[512];
+};
+int sandbox_images_list(struct sandbox_ctx *ctx, const char *org, struct sandbox_image **out,
+			size_t *n, struct sp_err *e);
+int sandbox_image_get(struct sandbox_ctx *ctx, const char *org, const char *id,
+		      struct sandbox_image *out, struct sp_err *e);
 
 #endif

@@ -321,8 +321,10 @@ static void catch_up_container(struct sandbox_ctx *ctx, struct sandbox *sb)
 		/* a discard-mode stop leaves the container exited */
 		if (!(sb->discard && sb->status == SB_STOPPED))
 			sandbox_mark_gone(ctx, sb);
-	} else if (paused != (sb->status == SB_STOPPED)) {
-		/* stopped: the expiry disarmed; thawed: re-armed from now */
+	} else if (paused != (sb->status == SB_STOPPED) &&
+		   !(paused && sandbox_snapshot_capturing(ctx, sb->id))) {
+		/* stopped: the expiry disarmed; thawed: re-armed from now (a
+		 * snapshot's capture pausing a running one is neither) */
 		sb->expires_at = paused ? sb->deadline_at
 					: min64(now_ms() + sb->timeout_ms, sb->deadline_at);
 		transition(ctx, sb, paused ? SB_STOPPED : SB_RUNNING, 0, NULL, 0);
@@ -391,7 +393,7 @@ int sandbox_container_paused(struct sandbox_ctx *ctx, struct sandbox *sb)
 	paused = json_object_object_get_ex(info, "State", &state) &&
 		 json_object_object_get_ex(state, "Paused", &v) && json_object_get_boolean(v);
 	json_object_put(info);
-	if (paused && sb->status == SB_RUNNING)
+	if (paused && sb->status == SB_RUNNING && !sandbox_snapshot_capturing(ctx, sb->id))
 		transition(ctx, sb, SB_STOPPED, 0, NULL, 0);
 	return paused;
 }
@@ -418,6 +420,12 @@ int sandbox_container_running(struct sandbox_ctx *ctx, struct sandbox *sb)
  * came in meanwhile), anything else a killed one. */
 int sandbox_container_gone(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
+	/* a snapshot's capture holds it paused (or did a moment ago) */
+	if (e->code == SP_CONFLICT && sb->status == SB_RUNNING &&
+	    sandbox_snapshot_capturing(ctx, sb->id))
+		return sp_err_set(
+			e, SP_UNAVAILABLE,
+			"The sandbox is paused for a snapshot's capture; retry in a moment");
 	if (e->code == SP_CONFLICT && sandbox_container_paused(ctx, sb))
 		return sp_err_set(e, SP_PRECONDITION, "Sandbox is %s",
 				  sandbox_status_name(sb->status));

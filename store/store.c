@@ -1319,6 +1319,93 @@ int store_server_list(struct store *st, struct store_rec *out, struct sp_err *e)
 
 /* KEYS: the candidates' reservation hashes. ARGV: now, id, cpu, mem,
  * deadline. Returns the index (1-based) of the chosen one. */
+/* --- org-scoped JSON records (snapshots): <p>:{<org>}:<kind>, a hash of
+ * id -> JSON text; no TTL (they last until deleted) --------------------- */
+
+static void key_objs(const struct store *st, const char *org, const char *kind, char *out,
+		     size_t cap)
+{
+	snprintf(out, cap, "%s:{%s}:%s", st->prefix, org, kind);
+}
+
+int store_obj_put(struct store *st, const char *org, const char *kind, const char *id,
+		  const char *json, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "HSET", k, id, json };
+
+	key_objs(st, org, kind, k, sizeof(k));
+	return simple(st, 4, argv, NULL, e);
+}
+
+static const char lua_obj_cas[] = "local cur = redis.call('HGET', KEYS[1], ARGV[1]) "
+				  "if not cur or cur ~= ARGV[2] then return 1 end "
+				  "if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[1]) "
+				  "else redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) end return 0";
+
+int store_obj_cas(struct store *st, const char *org, const char *kind, const char *id,
+		  const char *expect, const char *json, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "EVAL", lua_obj_cas, "1", k, id, expect, json ? json : "" };
+	long long out = 1;
+
+	key_objs(st, org, kind, k, sizeof(k));
+	if (simple(st, 7, argv, &out, e) < 0)
+		return -1;
+	return out == 0 ? 0 : 1;
+}
+
+int store_obj_get(struct store *st, const char *org, const char *kind, const char *id, char **json,
+		  struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "HGET", k, id };
+	redisReply *r;
+
+	key_objs(st, org, kind, k, sizeof(k));
+	*json = NULL;
+	r = store_cmd_kind(st, STORE_READ, 3, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING)
+		*json = strndup(r->str, r->len);
+	freeReplyObject(r);
+	if (!*json)
+		return sp_err_set(e, SP_NOT_FOUND, "Not found");
+	return 0;
+}
+
+int store_obj_list(struct store *st, const char *org, const char *kind, struct store_rec *out,
+		   struct sp_err *e)
+{
+	char k[256];
+
+	key_objs(st, org, kind, k, sizeof(k));
+	return hgetall(st, k, out, SP_OK, NULL, e);
+}
+
+int store_unlock(struct store *st, const char *name, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "DEL", k };
+
+	snprintf(k, sizeof(k), "%s:lock:%s", st->prefix, name);
+	return simple(st, 2, argv, NULL, e);
+}
+
+int store_locked(struct store *st, const char *name, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "EXISTS", k };
+	long long n = 0;
+
+	snprintf(k, sizeof(k), "%s:lock:%s", st->prefix, name);
+	if (simple_kind(st, STORE_READ, 2, argv, &n, e) < 0)
+		return -1;
+	return n > 0;
+}
+
 static const char lua_place[] =
 	"local now = tonumber(ARGV[1]) local best, bn, bc, bm = 0, 0, 0, 0 "
 	"for k = 1, #KEYS do "

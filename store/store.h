@@ -18,6 +18,7 @@
  *   <p>:orgs              set   organization names
  *   <p>:servers           hash  server id -> its record as JSON
  *   <p>:srv:<id>:resv     hash  sandbox id -> "deadlineMs cpuMilli memoryMb" on that server
+ *   <p>:{<org>}:snaps     hash  snapshot id -> its record as JSON (sandbox/snapshot.c)
  *   <p>:pool:<pool>       zset  "containerId sandboxId" of warm containers, scored by expiry
  *   <p>:pool:<pool>:filling  string  fills in progress (expires)
  *   <p>:pool:<pool>:claims   string  containers claimed so far
@@ -174,6 +175,22 @@ int store_server_put(struct store *st, const char *id, const char *json, struct 
 int store_server_get(struct store *st, const char *id, char **json, struct sp_err *e);
 int store_server_del(struct store *st, const char *id, struct sp_err *e);
 int store_server_list(struct store *st, struct store_rec *out, struct sp_err *e);
+/* Org-scoped JSON records of one kind ("snaps": snapshots), a hash
+ * <p>:{<org>}:<kind> of id -> JSON text, kept until deleted. get:
+ * SP_NOT_FOUND when absent, *json new (free). cas: sets id's text to json
+ * (NULL or "": deletes it) only while it is still expect: 0 done, 1 it
+ * differed (or is gone). list fills a record (id -> JSON). */
+int store_obj_put(struct store *st, const char *org, const char *kind, const char *id,
+		  const char *json, struct sp_err *e);
+int store_obj_cas(struct store *st, const char *org, const char *kind, const char *id,
+		  const char *expect, const char *json, struct sp_err *e);
+int store_obj_get(struct store *st, const char *org, const char *kind, const char *id, char **json,
+		  struct sp_err *e);
+int store_obj_list(struct store *st, const char *org, const char *kind, struct store_rec *out,
+		   struct sp_err *e);
+/* store_lock's lock dropped at once; locked: 1 while someone holds it. */
+int store_unlock(struct store *st, const char *name, struct sp_err *e);
+int store_locked(struct store *st, const char *name, struct sp_err *e);
 /* Placement: among the candidate server ids, picks the one with the fewest
  * live reservations (then the least reserved CPU, then memory) and
  * reserves sandbox id on it, atomically. Writes the chosen id into out.

@@ -9,10 +9,11 @@
 // stack, and holds none of the injected strings.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startStack } from './lib/stack.mjs';
+import { startStack, waitFor } from './lib/stack.mjs';
 import { dockerProxy } from './lib/dockerproxy.mjs';
 
 let s, proxy, dir;
@@ -52,6 +53,10 @@ const ALLOWED = [
   ['GET', '/exec/{eid}/json', []],
   ['POST', '/images/create', ['fromImage', 'tag']],
   ['GET', '/images/{image}/json', []],
+  // snapshots (/v1, sandbox/snapshot.c): a commit, and removing only a
+  // snapshot's own image
+  ['POST', '/commit', ['container', 'repo', 'tag', 'pause']],
+  ['DELETE', '/images/{snapimage}', []],
   ['GET', '/networks', ['filters']],
   ['POST', '/networks/create', []],
   ['GET', '/networks/{net}', []],
@@ -59,6 +64,7 @@ const ALLOWED = [
 ];
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const HELPER = /^sandpit-helper-[0-9a-f]{16}$/;
+const SNAPIMAGE = /^sandpit-snapshot(%3A|:)[a-z0-9]{20}$/;
 // "" when the request is allowed, else why not
 function vet(entry, ids) {
   const [p, q = ''] = entry.url.split(/\?(.*)/s);
@@ -79,7 +85,8 @@ function vet(entry, ids) {
       if (t[i] === '{cid}') ok = ids.has(seg) || HELPER.test(seg);
       else if (t[i] === '{eid}') ok = ids.has(seg);
       else if (t[i] === '{net}') ok = ID.test(seg);
-      else if (t[i] === '{image}') ok = /^sandpit-test%2F[a-z]+(%3A|:)latest$/.test(seg) || ID.test(seg);
+      else if (t[i] === '{image}') ok = /^sandpit-test%2F[a-z]+(%3A|:)latest$/.test(seg) || SNAPIMAGE.test(seg) || ID.test(seg);
+      else if (t[i] === '{snapimage}') ok = SNAPIMAGE.test(seg);
       else ok = seg === t[i];
     }
     if (!ok) continue;
@@ -120,6 +127,39 @@ test('H6: normal use goes through the recording proxy, and every request matches
   assert.deepEqual(bad.map(([e, why]) => `${e.method} ${e.url.slice(0, 200)}: ${why}`), []);
   assert.ok(proxy.log.some((e) => e.upgrade), 'writeFile\'s hijacked exec went through the proxy');
   assert.ok(proxy.log.every((e) => e.status !== -1), 'Docker answered every request');
+});
+
+test('H6: a /v1 snapshot, its restore and the delete: every request matches the allow-list', { timeout: 180000 }, async (t) => {
+  const c = await s.api('POST', '/v1/sandboxes', { body: { image: 'images/alpine' } });
+  assert.equal(c.status, 201, c.text);
+  made.push(c.json.uid);
+  const n0 = proxy.log.length;
+  assert.equal((await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.uid, cmd: 'echo x > f' } })).status, 200);
+  const snap = await s.api('POST', `/v1/sandboxes/${c.json.uid}/snapshots`, { body: { displayName: 'h6' } });
+  assert.equal(snap.status, 202, snap.text);
+  // the image, should the test fail before its delete
+  t.after(() => { try { execFileSync('docker', ['rmi', '-f', `sandpit-snapshot:${snap.json.uid}`], { stdio: 'ignore' }); } catch { /* gone */ } });
+  let g;
+  await waitFor(async () => {
+    g = await s.api('GET', `/v1/snapshots/${snap.json.uid}`);
+    return g.json.status !== 'creating';
+  }, 120000, 200);
+  assert.equal(g.json.status, 'ready', g.text);
+  const f = await s.api('POST', `/v1/snapshots/${snap.json.uid}/restore`, { body: {} });
+  assert.equal(f.status, 201, f.text);
+  made.push(f.json.uid);
+  for (const id of [f.json.uid, c.json.uid]) await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } });
+  let d;
+  await waitFor(async () => {
+    d = await s.api('DELETE', `/v1/snapshots/${snap.json.uid}`, { headers: { 'if-match': g.headers.etag } });
+    return d.status !== 409;
+  }, 30000, 250);
+  assert.equal(d.status, 204, d.text);
+  const sent = proxy.log.slice(n0);
+  assert.ok(sent.some((e) => e.method === 'POST' && e.url.includes('/commit?')), 'the commit went through the proxy');
+  assert.ok(sent.some((e) => e.method === 'DELETE' && e.url.includes('/images/')), 'the image removal too');
+  const bad = sent.map((e) => [e, vet(e, proxy.ids)]).filter(([, why]) => why);
+  assert.deepEqual(bad.map(([e, why]) => `${e.method} ${e.url.slice(0, 200)}: ${why}`), []);
 });
 
 test('H6: injected ids and paths get 400/404 (never a 5xx), and nothing of them reaches Docker', { timeout: 300000 }, async (t) => {

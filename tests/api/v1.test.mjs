@@ -703,6 +703,12 @@ test('/v1/openapi.json: the implemented operations exactly as the seed states th
     'GET /v1/files list', 'DELETE /v1/files remove', 'GET /v1/files/stat stat',
     'GET /v1/files/content readFile', 'PUT /v1/files/content writeFile',
     'PUT /v1/files/directories mkdir', 'POST /v1/files/move move',
+    // snapshots and images (v1-snapshots.test.mjs)
+    'POST /v1/sandboxes/{sandbox}/snapshots createSnapshot', 'GET /v1/snapshots listSnapshots',
+    'GET /v1/snapshots/{snapshot} getSnapshot', 'DELETE /v1/snapshots/{snapshot} deleteSnapshot',
+    'POST /v1/snapshots/{snapshot}/restore restoreSnapshot', 'GET /v1/images listImages',
+    'POST /v1/images createImage', 'GET /v1/images/{image} getImage',
+    'DELETE /v1/images/{image} deleteImage', 'GET /v1/images/{image}/pull-spec getImagePullSpec',
   ].sort());
   for (const [kind, all] of Object.entries(doc.components))
     for (const [name, c] of Object.entries(all)) assert.deepEqual(c, seed.components[kind][name], `${kind}/${name}`);

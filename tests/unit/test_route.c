@@ -573,7 +573,7 @@ static void test_face_table(void **state)
  * the REST dispatch calls it). */
 static enum sp_code call(const struct route *rt, struct req *r, json_object **in)
 {
-	struct handler_ctx h = { r, NULL, NULL, 1 };
+	struct handler_ctx h = { r, NULL, NULL, 1, 0 };
 	json_object *out = NULL, *issues = NULL;
 	struct sp_err e;
 	int rc;
@@ -636,7 +636,7 @@ static void test_behaviours(void **state)
 	r = fake(&f, "DELETE", "/v1/sandboxes/sb1/ports/80", NULL, NULL, "HTTP_IF_MATCH=\"e1\"");
 	r->org = "org_test";
 	{
-		struct handler_ctx h = { r, NULL, NULL, 1 };
+		struct handler_ctx h = { r, NULL, NULL, 1, 0 };
 		json_object *out = NULL, *issues = NULL;
 		struct sp_err e;
 		sp_err_clear(&e);

@@ -1,0 +1,634 @@
+/*
+ * The /v1 snapshots and images operations (issue 17): createSnapshot
+ * (202 while the capture runs), listSnapshots, getSnapshot,
+ * deleteSnapshot, restoreSnapshot; listImages, getImage, deleteImage over
+ * the templates and the snapshots' images, and createImage and
+ * getImagePullSpec declined (no registry). Renders the core's records as
+ * the document's Snapshot, SnapshotSummary, Image and ImageSummary; an
+ * ETag is a keyed hash of the rendering, as for sandboxes. A pageToken is
+ * an offset under a MAC bound to the org, the operation and the filter.
+ * Never touches Docker or Redis (the core does).
+ */
+#include "handlers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "../common/buf.h"
+#include "../common/crypto.h"
+#include "../common/util.h"
+
+#define PAGE_DEFAULT 50
+#define PAGE_MAX 256
+#define ETAG_HEX 24
+#define TOKEN_MAC 32
+
+static json_object *time_json(int64_t ms)
+{
+	char iso[40];
+
+	iso8601_ms(ms, iso, sizeof(iso));
+	return json_object_new_string(iso);
+}
+
+static json_object *i64_json(int64_t v)
+{
+	char n[32];
+
+	snprintf(n, sizeof(n), "%lld", (long long)v);
+	return json_object_new_string(n);
+}
+
+static const char *host_arch(void)
+{
+	static struct utsname u;
+
+	if (!u.machine[0] && uname(&u) < 0)
+		return "";
+	if (strcmp(u.machine, "x86_64") == 0)
+		return "amd64";
+	if (strcmp(u.machine, "aarch64") == 0)
+		return "arm64";
+	return u.machine;
+}
+
+/* Adds "etag" (a keyed hash of o as it is) to o; into tag (ETAG_HEX + 3)
+ * when not NULL. */
+static void add_etag(const struct config *cfg, const char *kind, json_object *o, char *tag)
+{
+	size_t len = 0;
+	const char *t = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+	char hex[65], v[ETAG_HEX + 3];
+	struct buf b;
+
+	buf_init(&b, len + 64);
+	if (buf_printf(&b, "sandpit v1 %s etag\n", kind) < 0 || buf_append(&b, t, len) < 0)
+		snprintf(v, sizeof(v), "\"x\"");
+	else {
+		crypto_key_hash(cfg->data_key, b.data, b.len, hex);
+		snprintf(v, sizeof(v), "\"%.*s\"", ETAG_HEX, hex);
+	}
+	buf_free(&b);
+	json_object_object_add(o, "etag", json_object_new_string(v));
+	if (tag)
+		str_copy(tag, ETAG_HEX + 3, v);
+}
+
+static int etag_mismatch(struct sp_err *e, const char *what, const char *current)
+{
+	sp_err_set(e, SP_ETAG_MISMATCH,
+		   "etag_mismatch: If-Match is not the %s's current ETag (read it again)", what);
+	str_copy(e->field, sizeof(e->field), current);
+	return -1;
+}
+
+/* --- renderings ------------------------------------------------------------ */
+
+static const char *snap_status(const struct sandbox_snapshot *s)
+{
+	return s->status == SB_SNAP_READY      ? "ready"
+	       : s->status == SB_SNAP_CREATING ? "creating"
+					       : "failed";
+}
+
+/* Snapshot (full) or SnapshotSummary. New object (without an etag). */
+static json_object *snapshot_json(const struct sandbox_snapshot *s, int full)
+{
+	json_object *o = json_object_new_object();
+	char name[64];
+
+	snprintf(name, sizeof(name), "snapshots/%s", s->id);
+	json_object_object_add(o, "uid", json_object_new_string(s->id));
+	json_object_object_add(o, "name", json_object_new_string(name));
+	if (s->display_name[0])
+		json_object_object_add(o, "displayName", json_object_new_string(s->display_name));
+	snprintf(name, sizeof(name), "sandboxes/%s", s->sandbox_id);
+	json_object_object_add(o, "sandbox", json_object_new_string(name));
+	json_object_object_add(o, "sandboxUid", json_object_new_string(s->sandbox_id));
+	json_object_object_add(o, "status", json_object_new_string(snap_status(s)));
+	if (s->status == SB_SNAP_READY)
+		json_object_object_add(o, "totalSizeBytes", i64_json(s->size_bytes));
+	json_object_object_add(o, "createdAt", time_json(s->created_at));
+	json_object_object_add(o, "captureMode", json_object_new_string("disk"));
+	if (!full)
+		return o;
+	if (s->description[0])
+		json_object_object_add(o, "description", json_object_new_string(s->description));
+	{
+		json_object *res = json_object_new_object(), *plat = json_object_new_object();
+		if (s->cpu >= 1 && s->cpu == (double)(int64_t)s->cpu)
+			json_object_object_add(res, "cpus", json_object_new_int64((int64_t)s->cpu));
+		json_object_object_add(res, "memoryMib", i64_json(s->memory_mb));
+		json_object_object_add(o, "resources", res);
+		json_object_object_add(plat, "os", json_object_new_string("linux"));
+		json_object_object_add(plat, "architecture", json_object_new_string(host_arch()));
+		json_object_object_add(o, "platform", plat);
+	}
+	if (s->status == SB_SNAP_FAILED) {
+		json_object *f = json_object_new_object();
+		json_object_object_add(f, "code", json_object_new_string("internal"));
+		json_object_object_add(f, "message",
+				       json_object_new_string(s->error_message[0]
+								      ? s->error_message
+								      : "the capture failed"));
+		json_object_object_add(f, "details", json_object_new_array());
+		json_object_object_add(o, "failure", f);
+	}
+	return o;
+}
+
+static const char *image_status(const struct sandbox_image *im)
+{
+	switch (im->status) {
+	case SB_IMAGE_COMPLETED:
+		return "completed";
+	case SB_IMAGE_PREPARING:
+		return "preparing";
+	default:
+		return "failed";
+	}
+}
+
+/* Image (full) or ImageSummary. New object (without an etag). */
+static json_object *image_json(const struct sandbox_image *im, int full)
+{
+	json_object *o = json_object_new_object(), *plat;
+	char name[96];
+
+	snprintf(name, sizeof(name), "images/%s", im->id);
+	json_object_object_add(o, "uid", json_object_new_string(im->id));
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "displayName", json_object_new_string(im->id));
+	json_object_object_add(o, "status", json_object_new_string(image_status(im)));
+	json_object_object_add(
+		o, "source",
+		json_object_new_string(im->source == SB_IMAGE_FROM_SANDBOX ? "sandbox" : "image"));
+	if (im->status == SB_IMAGE_COMPLETED || im->size_bytes > 0)
+		json_object_object_add(o, "totalSizeBytes", i64_json(im->size_bytes));
+	if (im->created[0]) {
+		json_object_object_add(o, "createdAt", json_object_new_string(im->created));
+		json_object_object_add(o, "updatedAt", json_object_new_string(im->created));
+	} else {
+		/* a template whose image Docker does not have: no time of its own */
+		int64_t t = im->created_ms > 0 ? im->created_ms : 0;
+		json_object_object_add(o, "createdAt", time_json(t));
+		json_object_object_add(o, "updatedAt", time_json(t));
+	}
+	json_object_object_add(o, "imageRef", json_object_new_string(im->ref));
+	if (im->digest[0])
+		json_object_object_add(o, "imageDigest", json_object_new_string(im->digest));
+	if (im->source == SB_IMAGE_FROM_SANDBOX)
+		json_object_object_add(o, "captureMode", json_object_new_string("disk"));
+	if (im->os[0] || im->source == SB_IMAGE_FROM_SANDBOX) {
+		plat = json_object_new_object();
+		json_object_object_add(plat, "os",
+				       json_object_new_string(im->os[0] ? im->os : "linux"));
+		json_object_object_add(
+			plat, "architecture",
+			json_object_new_string(im->arch[0] ? im->arch : host_arch()));
+		json_object_object_add(o, "platform", plat);
+	}
+	if (!full)
+		return o;
+	if (im->description[0])
+		json_object_object_add(o, "description", json_object_new_string(im->description));
+	if (im->status == SB_IMAGE_FAILED || im->status == SB_IMAGE_UNKNOWN) {
+		json_object *f = json_object_new_object();
+		json_object_object_add(f, "code",
+				       json_object_new_string(im->status == SB_IMAGE_UNKNOWN
+								      ? "unavailable"
+								      : "notFound"));
+		json_object_object_add(
+			f, "message",
+			json_object_new_string(im->failure[0] ? im->failure : "unknown"));
+		json_object_object_add(f, "details", json_object_new_array());
+		json_object_object_add(o, "failure", f);
+	}
+	return o;
+}
+
+/* --- lists: filter and page -------------------------------------------------- */
+
+struct filt {
+	char name[128], display_name[256], uid[96], status[32];
+	int has_name, has_display_name, has_uid, has_status;
+};
+
+/* filter: comma-separated exact field=value terms over name, display_name,
+ * uid (and status when with_status). */
+static int filt_parse(const char *s, int with_status, struct filt *f, struct sp_err *e)
+{
+	memset(f, 0, sizeof(*f));
+	while (s && *s) {
+		size_t seg = strcspn(s, ","), klen, vlen, cap = 0;
+		const char *eq = memchr(s, '=', seg), *k = s, *v;
+		char *dst = NULL;
+		int *has = NULL;
+		if (!eq)
+			return sp_err_field(e, SP_BAD_REQUEST, "filter",
+					    "filter: expected field=value terms separated by ','");
+		klen = (size_t)(eq - k);
+		while (klen && k[klen - 1] == ' ')
+			klen--;
+		while (klen && *k == ' ')
+			k++, klen--;
+		v = eq + 1;
+		vlen = (size_t)(s + seg - v);
+		while (vlen && *v == ' ')
+			v++, vlen--;
+		while (vlen && v[vlen - 1] == ' ')
+			vlen--;
+		if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"')
+			v++, vlen -= 2;
+#define KEY(lit, member)                                        \
+	if (klen == strlen(lit) && memcmp(k, lit, klen) == 0) { \
+		dst = f->member;                                \
+		cap = sizeof(f->member);                        \
+		has = &f->has_##member;                         \
+	}
+		KEY("name", name)
+		KEY("display_name", display_name)
+		KEY("uid", uid)
+		if (with_status)
+			KEY("status", status)
+#undef KEY
+		if (!dst)
+			return sp_err_field(e, SP_BAD_REQUEST, "filter",
+					    "filter: unknown field '%.*s' (name, display_name, "
+					    "uid%s)",
+					    (int)(klen > 40 ? 40 : klen), k,
+					    with_status ? ", status" : "");
+		if (*has)
+			return sp_err_field(e, SP_BAD_REQUEST, "filter",
+					    "filter: '%.*s' given twice", (int)klen, k);
+		if (vlen >= cap)
+			return sp_err_field(e, SP_BAD_REQUEST, "filter",
+					    "filter: the value of '%.*s' is too long", (int)klen,
+					    k);
+		memcpy(dst, v, vlen);
+		dst[vlen] = '\0';
+		*has = 1;
+		s += seg;
+		if (*s == ',')
+			s++;
+	}
+	return 0;
+}
+
+/* The one-field key/value view of a rendering the filter compares. */
+static int filt_match(const struct filt *f, json_object *o)
+{
+	json_object *v;
+	const char *name = json_object_object_get_ex(o, "name", &v) ? json_object_get_string(v)
+								    : "",
+		   *uid = json_object_object_get_ex(o, "uid", &v) ? json_object_get_string(v) : "",
+		   *dn = json_object_object_get_ex(o, "displayName", &v) ? json_object_get_string(v)
+									 : "",
+		   *st = json_object_object_get_ex(o, "status", &v) ? json_object_get_string(v)
+								    : "";
+
+	return (!f->has_name || strcmp(f->name, name) == 0) &&
+	       (!f->has_uid || strcmp(f->uid, uid) == 0) &&
+	       (!f->has_display_name || strcmp(f->display_name, dn) == 0) &&
+	       (!f->has_status || strcmp(f->status, st) == 0);
+}
+
+static void token_mac(const struct config *cfg, const char *op, const char *org, const char *filter,
+		      const char *extra, long long off, char *hex)
+{
+	struct buf b;
+
+	buf_init(&b, 8192);
+	if (buf_printf(&b, "sandpit v1 %s\n%s\n%s\n%s\n%lld", op, org, filter, extra, off) < 0) {
+		memset(hex, 0, 65);
+		buf_free(&b);
+		return;
+	}
+	crypto_key_hash(cfg->data_key, b.data, b.len, hex);
+	buf_free(&b);
+}
+
+/* The page's offset from pageToken ("" = 0). */
+static int page_start(struct handler_ctx *h, json_object *in, const char *op, const char *filter,
+		      const char *extra, long long *off, struct sp_err *e)
+{
+	const char *tok = hin_str(in, "pageToken", NULL), *dot;
+	char mac[65];
+	long long n;
+	unsigned diff = 0;
+
+	*off = 0;
+	if (!tok || !*tok)
+		return 0;
+	dot = strchr(tok, '.');
+	if (!dot || dot == tok || dot - tok > 9 || strlen(dot + 1) != TOKEN_MAC)
+		goto bad;
+	{
+		char num[12];
+		memcpy(num, tok, (size_t)(dot - tok));
+		num[dot - tok] = '\0';
+		if (parse_ll(num, 1, 100000000, &n) < 0)
+			goto bad;
+	}
+	token_mac(h->cfg, op, h->r->org, filter, extra, n, mac);
+	for (size_t i = 0; i < TOKEN_MAC; i++)
+		diff |= (unsigned)(mac[i] ^ dot[1 + i]);
+	if (diff)
+		goto bad;
+	*off = n;
+	return 0;
+bad:
+	return sp_err_field(e, SP_BAD_REQUEST, "pageToken",
+			    "pageToken: not a token this list gave (with this filter)");
+}
+
+/* Pages all (a new array of renderings, taken) into *out's key. */
+static void page_out(struct handler_ctx *h, json_object *in, const char *op, const char *filter,
+		     const char *extra, long long off, json_object *all, const char *key,
+		     json_object **out)
+{
+	int64_t size = hin_i64(in, "pageSize", 0);
+	size_t lim = size <= 0	       ? PAGE_DEFAULT
+		     : size > PAGE_MAX ? PAGE_MAX
+				       : (size_t)size,
+	       n = json_object_array_length(all);
+	json_object *arr = json_object_new_array(), *o = json_object_new_object();
+	char next[64] = "";
+
+	for (size_t i = (size_t)off; i < n && i < (size_t)off + lim; i++)
+		json_object_array_add(arr, json_object_get(json_object_array_get_idx(all, i)));
+	if ((size_t)off + lim < n) {
+		char mac[65];
+		long long at = off + (long long)lim;
+		token_mac(h->cfg, op, h->r->org, filter, extra, at, mac);
+		snprintf(next, sizeof(next), "%lld.%.*s", at, TOKEN_MAC, mac);
+	}
+	json_object_put(all);
+	json_object_object_add(o, key, arr);
+	json_object_object_add(o, "nextPageToken", json_object_new_string(next));
+	*out = o;
+}
+
+/* orderBy: the default order only (newest first for snapshots, templates
+ * then snapshots for images). */
+static int order_check(json_object *in, const char *dflt, struct sp_err *e)
+{
+	const char *order = hin_str(in, "orderBy", NULL);
+
+	if (!order || !*order || strcmp(order, dflt) == 0)
+		return 0;
+	if (strncmp(order, "created_at", 10) == 0 || strncmp(order, "name", 4) == 0)
+		return sp_err_field(e, SP_UNIMPLEMENTED, "orderBy",
+				    "orderBy: only the default order ('%s') is supported", dflt);
+	return sp_err_field(e, SP_BAD_REQUEST, "orderBy",
+			    "orderBy: expected a field (created_at, name) and an optional "
+			    "direction (asc, desc)");
+}
+
+/* --- snapshots --------------------------------------------------------------- */
+
+/* displayName of a snapshot: ^[^/]+$, not "." or "..". */
+static int display_name_ok(const char *s, struct sp_err *e)
+{
+	if (!s || !*s || strchr(s, '/') || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return sp_err_field(e, SP_BAD_REQUEST, "displayName",
+				    "displayName: 1 to 255 bytes without '/', not '.' or '..'");
+	return 0;
+}
+
+static json_object *snapshot_full(struct handler_ctx *h, const struct sandbox_snapshot *s,
+				  char *tag)
+{
+	json_object *o = snapshot_json(s, 1);
+
+	add_etag(h->cfg, "snapshot", o, tag);
+	return o;
+}
+
+int v1_snapshots_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *mode = hin_str(in, "captureMode", NULL);
+	struct sandbox_snapshot_req rq = { 0 };
+	struct sandbox_snapshot s;
+
+	rq.display_name = hin_str(in, "displayName", NULL);
+	rq.description = hin_str(in, "description", NULL);
+	rq.id = hin_str(in, ROUTE_IN_IDEM_RESOURCE, NULL);
+	if (display_name_ok(rq.display_name, e) < 0)
+		return -1;
+	if (mode && strcmp(mode, "all") == 0)
+		return sp_err_field(
+			e, SP_PRECONDITION, "captureMode",
+			"capture_memory_unsupported: captureMode all needs memory "
+			"capture, and this backend's canCaptureMemory is false; use disk");
+	if (sandbox_snapshot_create(h->sb, h->r->org, hin_str(in, "sandbox", NULL), &rq, &s, e) < 0)
+		return -1;
+	*out = snapshot_full(h, &s, NULL);
+	if (s.status == SB_SNAP_CREATING)
+		h->status = 202;
+	return 0;
+}
+
+int v1_snapshots_get(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	struct sandbox_snapshot s;
+
+	if (sandbox_snapshot_get(h->sb, h->r->org, hin_str(in, "snapshot", NULL), &s, e) < 0)
+		return -1;
+	*out = snapshot_full(h, &s, NULL);
+	return 0;
+}
+
+int v1_snapshots_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *filter = hin_str(in, "filter", NULL), *sbx = hin_str(in, "sandbox", NULL);
+	struct sandbox_snapshot *all = NULL;
+	size_t n = 0;
+	struct filt f;
+	long long off;
+	json_object *arr;
+
+	filter = filter ? filter : "";
+	sbx = sbx ? sbx : "";
+	if (*sbx && (strncmp(sbx, "sandboxes/", 10) != 0 || !sbx[10] || strchr(sbx + 10, '/')))
+		return sp_err_field(e, SP_BAD_REQUEST, "sandbox",
+				    "sandbox: expected sandboxes/{sandbox}");
+	if (filt_parse(filter, 0, &f, e) < 0 || order_check(in, "created_at desc", e) < 0 ||
+	    page_start(h, in, "listSnapshots", filter, sbx, &off, e) < 0)
+		return -1;
+	if (sandbox_snapshot_list(h->sb, h->r->org, &all, &n, e) < 0)
+		return -1;
+	arr = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		json_object *o;
+		if (*sbx && strcmp(all[i].sandbox_id, sbx + 10) != 0)
+			continue;
+		o = snapshot_json(&all[i], 0);
+		if (filt_match(&f, o))
+			json_object_array_add(arr, o);
+		else
+			json_object_put(o);
+	}
+	free(all);
+	page_out(h, in, "listSnapshots", filter, sbx, off, arr, "snapshots", out);
+	return 0;
+}
+
+int v1_snapshots_delete(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *id = hin_str(in, "snapshot", NULL),
+		   *want = hin_str(in, ROUTE_IN_IF_MATCH, NULL);
+	struct sandbox_snapshot s;
+	char tag[ETAG_HEX + 3];
+
+	*out = NULL;
+	if (sandbox_snapshot_get(h->sb, h->r->org, id, &s, e) < 0) {
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e); /* deleting an absent snapshot succeeds */
+		return 0;
+	}
+	json_object_put(snapshot_full(h, &s, tag));
+	if (!want || strcmp(want, tag) != 0)
+		return etag_mismatch(e, "snapshot", tag);
+	if (sandbox_snapshot_delete(h->sb, h->r->org, id, e) < 0) {
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e);
+	}
+	return 0;
+}
+
+int v1_snapshots_restore(struct handler_ctx *h, json_object *in, json_object **out,
+			 struct sp_err *e)
+{
+	struct sandbox sb;
+
+	if (!route_has_perm(h->r->perms, "snapshotsRead"))
+		return sp_err_set(e, SP_FORBIDDEN, "Your role lacks the snapshotsRead permission");
+	if (sandbox_snapshot_restore(h->sb, h->r->org, hin_str(in, "snapshot", NULL),
+				     hin_str(in, "displayName", NULL),
+				     hin_str(in, ROUTE_IN_IDEM_RESOURCE, NULL),
+				     hin_str(in, ROUTE_IN_IDEM_RESUME, NULL), &sb, e) < 0) {
+		if (hin_str(in, ROUTE_IN_IDEM_RESOURCE, NULL) && e->code == SP_CONFLICT)
+			return sp_err_field(e, SP_PRECONDITION, "Idempotency-Key",
+					    "idempotency_in_progress: the first request with this "
+					    "Idempotency-Key is still running; retry later");
+		return -1;
+	}
+	*out = v1_render(h, &sb, e);
+	return *out ? 0 : -1;
+}
+
+/* --- images -------------------------------------------------------------------- */
+
+static json_object *image_full(struct handler_ctx *h, const struct sandbox_image *im, char *tag)
+{
+	json_object *o = image_json(im, 1);
+
+	add_etag(h->cfg, "image", o, tag);
+	return o;
+}
+
+int v1_images_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *filter = hin_str(in, "filter", NULL);
+	struct sandbox_image *all = NULL;
+	size_t n = 0;
+	struct filt f;
+	long long off;
+	json_object *arr;
+
+	filter = filter ? filter : "";
+	if (filt_parse(filter, 1, &f, e) < 0 || order_check(in, "created_at desc", e) < 0 ||
+	    page_start(h, in, "listImages", filter, "", &off, e) < 0)
+		return -1;
+	if (sandbox_images_list(h->sb, h->r->org, &all, &n, e) < 0)
+		return -1;
+	arr = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = image_json(&all[i], 0);
+		if (filt_match(&f, o))
+			json_object_array_add(arr, o);
+		else
+			json_object_put(o);
+	}
+	free(all);
+	page_out(h, in, "listImages", filter, "", off, arr, "images", out);
+	return 0;
+}
+
+int v1_images_get(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	struct sandbox_image im;
+
+	if (sandbox_image_get(h->sb, h->r->org, hin_str(in, "image", NULL), &im, e) < 0)
+		return -1;
+	*out = image_full(h, &im, NULL);
+	return 0;
+}
+
+/* A snapshot's image goes with its snapshot (the same rules: never while
+ * a sandbox uses it); a template is the operator's (403). */
+int v1_images_delete(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	const char *id = hin_str(in, "image", NULL), *want = hin_str(in, ROUTE_IN_IF_MATCH, NULL);
+	struct sandbox_image im;
+	char tag[ETAG_HEX + 3];
+
+	*out = NULL;
+	if (sandbox_image_get(h->sb, h->r->org, id, &im, e) < 0) {
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e);
+		return 0;
+	}
+	json_object_put(image_full(h, &im, tag));
+	if (!want || strcmp(want, tag) != 0)
+		return etag_mismatch(e, "image", tag);
+	if (im.source != SB_IMAGE_FROM_SANDBOX)
+		return sp_err_set(e, SP_FORBIDDEN,
+				  "images/%s is a template the operator configures; it cannot be "
+				  "deleted through the API",
+				  im.id);
+	if (sandbox_snapshot_delete(h->sb, h->r->org, im.snapshot, e) < 0) {
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e);
+	}
+	return 0;
+}
+
+int v1_images_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	json_object *fi;
+
+	(void)h;
+	(void)out;
+	if (display_name_ok(hin_str(in, "displayName", NULL), e) < 0)
+		return -1;
+	if (!json_object_object_get_ex(in, "fromImage", &fi) || !fi ||
+	    !json_object_is_type(fi, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "fromImage",
+				    "fromImage: required (an object; the only way to create an "
+				    "image)");
+	return sp_err_set(e, SP_UNIMPLEMENTED,
+			  "createImage needs a registry to receive pushed OCI content, and none "
+			  "is configured on this server; snapshots (createSnapshot) make images "
+			  "from sandboxes");
+}
+
+int v1_images_pull_spec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
+{
+	struct sandbox_image im;
+
+	(void)out;
+	/* an image the caller cannot see is a 404 before any word on support */
+	if (sandbox_image_get(h->sb, h->r->org, hin_str(in, "image", NULL), &im, e) < 0)
+		return -1;
+	return sp_err_set(e, SP_UNIMPLEMENTED,
+			  "getImagePullSpec needs registry-transfer support, and no registry is "
+			  "configured on this server; images stay local to their Docker host");
+}
