@@ -138,6 +138,19 @@ json_object *v1_endpoint_json(const struct route *table, const char *origin,
 			      const struct sandbox *sb);
 int v1_endpoint_credential_create(struct handler_ctx *h, json_object *in, json_object **out,
 				  struct sp_err *e);
+/* handlers/v1_ports.c: the /v1 ports and the preview URLs' auth_request
+ * (v1_ports_auth, from handlers_auth). v1_ports_published: core.ports of
+ * sb (new); h NULL gives the URLs without their origin (the ETag's). */
+int v1_ports_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_ports_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_ports_get(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_ports_delete(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+json_object *v1_ports_published(struct handler_ctx *h, const struct sandbox *sb);
+void v1_ports_auth(struct sandbox_ctx *sb, struct req *r);
+/* An API key's organization and permissions by its keyed hash (auth.c's
+ * cache, then Redis): SP_UNAUTHORIZED when unknown. */
+int handlers_auth_key(struct sandbox_ctx *sb, const char *hash, char *org, size_t org_cap,
+		      char *perms, size_t perms_cap, struct sp_err *e);
 /* handlers/v1_openapi.c: GET /v1/openapi.json, the seed's operations that
  * the table routes. */
 int h_v1_openapi(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
