@@ -366,3 +366,26 @@ test('host-based previews with preview_domain, and preview_require_key', async (
     await h.stop();
   }
 });
+
+test('gVisor: an isolated sandbox (runsc --network=none) is refused with the reason; with internet its port is reached', async (t) => {
+  const mk = async (networkMode) => {
+    const r = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/python', runtime: 'gvisor', networkMode } });
+    if (r.status === 400 && /gVisor is not available/.test(r.text)) return null;
+    assert.equal(r.status, 200, r.text);
+    made.push({ id: r.json.sandboxId, stack: s });
+    return r.json.sandboxId;
+  };
+  const G = await mk('isolated');
+  if (!G) return t.skip('runsc is not registered with dockerd');
+  const r = await createPort(G, { port: { number: 8080 } });
+  assert.equal(r.status, 409, r.text);
+  assert.equal(r.json.code, 'failedPrecondition');
+  assert.match(r.json.message, /^no_network: .*--network=none/);
+  const N = await mk('internet');
+  await serve(N, 8080, 'N');
+  const p = (await createPort(N, { port: { number: 8080 } })).json;
+  const h = await fetchPreview(s, p.url);
+  assert.equal(h.status, 200, h.text);
+  assert.equal(h.json.who, 'N');
+  assert.equal((await deletePort(N, 8080, p.etag)).status, 204);
+});
