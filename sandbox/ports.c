@@ -6,8 +6,8 @@
  * entries joined by ';', written only here, by compare-and-set) plus an
  * index entry uid -> "<org> <sandbox>"; nginx asks for each request where
  * it goes (sandbox_port_resolve), and the answer is only ever the
- * sandbox's own container address and the published number, checked
- * against Docker on every request. A port is ingress only: nothing here
+ * sandbox's own container address (Docker's answer for its container id,
+ * asked on every request) and the published number. A port is ingress only: nothing here
  * changes what the container may reach. Only the local server's sandboxes
  * can publish (nginx reaches the local bridges; a remote server's
  * connection is not forwarded yet).
@@ -327,6 +327,16 @@ int sandbox_port_delete(struct sandbox_ctx *ctx, const char *org, const char *id
 			sp_err_clear(e);
 		}
 		cut_connections(gone.ip, gone.number);
+		/* and at its address now, when Docker gave it another since */
+		if (ctx->dk) {
+			json_object *ins = NULL;
+			char ip[48];
+			struct sp_err ie;
+			if (docker_container_inspect(ctx->dk, sb.container_id, &ins, &ie) == 0 &&
+			    container_ip(ins, ip, sizeof(ip)) == 0 && strcmp(ip, gone.ip) != 0)
+				cut_connections(ip, gone.number);
+			json_object_put(ins);
+		}
 		return 1;
 	}
 	return sp_err_set(e, SP_UNAVAILABLE, "the sandbox's ports kept changing; retry");
@@ -403,11 +413,12 @@ int sandbox_port_resolve(struct sandbox_ctx *ctx, const char *label, char *targe
 	if (!running)
 		return sp_err_set(e, SP_NOT_FOUND,
 				  "The sandbox of this preview URL has ended; its ports are gone");
-	if (rc < 0 || strcmp(ip, p->ip) != 0)
+	/* its address now (a discard-mode start may give it another one):
+	 * Docker's answer for this container id, so never another's */
+	if (rc < 0)
 		return sp_err_set(e, SP_PRECONDITION,
-				  "The sandbox's container is no longer at the address its port "
-				  "was published on; publish the port again");
-	rc = snprintf(target, cap, "%s:%d", p->ip, p->number);
+				  "The sandbox's container has no network address");
+	rc = snprintf(target, cap, "%s:%d", ip, p->number);
 	if (rc < 0 || (size_t)rc >= cap)
 		return sp_err_set(e, SP_INTERNAL, "target over its buffer");
 	return 0;

@@ -549,7 +549,8 @@ int sandbox_files_json(struct sandbox_ctx *ctx, const char *org, const char *id,
 struct sandbox_port {
 	int number;
 	char uid[SB_PORT_UID_LEN + 1];
-	char ip[48]; /* the container's address when published */
+	char ip[48]; /* the container's address when published (a delete cuts
+			connections to it; requests go to its address now) */
 	int64_t created_at;
 };
 /* The ports of a record (sb->ports), in number order, at most max: the
@@ -570,7 +571,7 @@ int sandbox_port_delete(struct sandbox_ctx *ctx, const char *org, const char *id
  * target "ip:port" (and the owner's org, for a key check); -1 with e:
  * SP_NOT_FOUND (no such port, or its sandbox is gone), SP_UNAVAILABLE
  * (the sandbox is stopped, stopping or creating: a message that says
- * so), SP_PRECONDITION (its container is not what the record says). */
+ * so), SP_PRECONDITION (its container has no address). */
 int sandbox_port_resolve(struct sandbox_ctx *ctx, const char *label, char *target, size_t cap,
 			 char *org, size_t org_cap, struct sp_err *e);
 
