@@ -342,6 +342,30 @@ int sandbox_port_delete(struct sandbox_ctx *ctx, const char *org, const char *id
 	return sp_err_set(e, SP_UNAVAILABLE, "the sandbox's ports kept changing; retry");
 }
 
+/* What Docker said of a running container lately: its address, kept
+ * RUNNING_CACHE_MS per worker, so a burst of preview requests costs one
+ * inspect a second, not one each. Only "running, not paused" is kept: a
+ * stop, a delete or a container gone is seen by the record check first
+ * (every request) or by the next inspect. Docker hands a freed address
+ * out again only after going round its subnet, so a second is safe.
+ * Called only from the request loop (handlers/v1_ports.c): no lock. */
+#define RUNNING_CACHE_MS 1000
+#define RUNNING_CACHE_SLOTS 32
+static struct {
+	char container[65];
+	char ip[48];
+	int64_t until; /* mono ms */
+} running_cache[RUNNING_CACHE_SLOTS];
+
+static unsigned cache_slot(const char *container)
+{
+	unsigned h = 5381;
+
+	for (const char *c = container; *c; c++)
+		h = h * 33 + (unsigned char)*c;
+	return h % RUNNING_CACHE_SLOTS;
+}
+
 int sandbox_port_resolve(struct sandbox_ctx *ctx, const char *label, char *target, size_t cap,
 			 char *org, size_t org_cap, struct sp_err *e)
 {
@@ -352,6 +376,7 @@ int sandbox_port_resolve(struct sandbox_ctx *ctx, const char *label, char *targe
 	json_object *ins = NULL;
 	long long number;
 	int n, running, paused, rc;
+	unsigned slot;
 	const char *sp;
 	int64_t now = now_ms();
 
@@ -386,16 +411,28 @@ int sandbox_port_resolve(struct sandbox_ctx *ctx, const char *label, char *targe
 	    (sb.deadline_at > 0 && now >= sb.deadline_at))
 		return sp_err_set(e, SP_NOT_FOUND,
 				  "The sandbox of this preview URL has ended; its ports are gone");
-	if (sb.status != SB_RUNNING)
+	slot = cache_slot(sb.container_id);
+	if (sb.status != SB_RUNNING) {
+		/* a start after this one asks Docker again (a discard-mode
+		 * start may give the container another address) */
+		running_cache[slot].until = 0;
 		return sp_err_set(e, SP_UNAVAILABLE,
 				  "The sandbox is %s: its port %d answers again once it is "
 				  "started",
 				  sandbox_status_name(sb.status), p->number);
+	}
 	if (!ctx->dk)
 		return sp_err_set(e, SP_UNAVAILABLE, "%s", ctx->server_err.msg);
-	/* Docker is the truth: the container must still be the running one
-	 * at the recorded address (never another sandbox's, which a freed
-	 * address could be by now) */
+	if (running_cache[slot].until > mono_ms() &&
+	    strcmp(running_cache[slot].container, sb.container_id) == 0) {
+		rc = snprintf(target, cap, "%s:%d", running_cache[slot].ip, p->number);
+		return rc < 0 || (size_t)rc >= cap
+			       ? sp_err_set(e, SP_INTERNAL, "target over its buffer")
+			       : 0;
+	}
+	/* Docker is the truth: the sandbox's own container, running, at the
+	 * address Docker reports for it (never a recorded one, which could be
+	 * another sandbox's by now) */
 	if (docker_container_inspect(ctx->dk, sb.container_id, &ins, e) < 0) {
 		if (e->code == SP_NOT_FOUND)
 			sp_err_set(e, SP_NOT_FOUND,
@@ -418,6 +455,10 @@ int sandbox_port_resolve(struct sandbox_ctx *ctx, const char *label, char *targe
 	if (rc < 0)
 		return sp_err_set(e, SP_PRECONDITION,
 				  "The sandbox's container has no network address");
+	if (str_copy(running_cache[slot].container, sizeof(running_cache[slot].container),
+		     sb.container_id) == 0 &&
+	    str_copy(running_cache[slot].ip, sizeof(running_cache[slot].ip), ip) == 0)
+		running_cache[slot].until = mono_ms() + RUNNING_CACHE_MS;
 	rc = snprintf(target, cap, "%s:%d", ip, p->number);
 	if (rc < 0 || (size_t)rc >= cap)
 		return sp_err_set(e, SP_INTERNAL, "target over its buffer");
