@@ -130,6 +130,11 @@ rtest('createPort → 201 Port with an unguessable path-based url; getPort, list
   // page runs sandboxed on sandpit's origin
   assert.equal(h.json.apiKey, null);
   assert.equal(h.json.cookie, null);
+  for (const [auth, seen] of [[`Bearer ${s.key}`, null], [`bearer  ${s.key}`, null], ['Bearer sbe1.x.y', null],
+    ['Bearer app-token', 'Bearer app-token'], ['Basic dTpw', 'Basic dTpw']]) {
+    const x = await fetchPreview(s, p.url, { headers: { authorization: auth } });
+    assert.equal(x.json.authorization, seen, auth);
+  }
   assert.equal(h.headers['set-cookie'], undefined);
   assert.match(h.headers['content-security-policy'] || '', /^sandbox /);
   assert.doesNotMatch(h.headers['content-security-policy'], /allow-same-origin/);

@@ -75,7 +75,7 @@ def one(c):
             if not x:
                 break
             rest += x
-        body = '{"who":' + q(WHO) + ',"method":' + q(method) + ',"path":' + q(path) + ',"host":' + q(hd.get('host')) + ',"cookie":' + q(hd.get('cookie')) + ',"apiKey":' + q(hd.get('x-api-key')) + (',"body":' + q(rest[:n].decode('latin-1')) if method == 'POST' else '') + '}'
+        body = '{"who":' + q(WHO) + ',"method":' + q(method) + ',"path":' + q(path) + ',"host":' + q(hd.get('host')) + ',"cookie":' + q(hd.get('cookie')) + ',"apiKey":' + q(hd.get('x-api-key')) + ',"authorization":' + q(hd.get('authorization')) + (',"body":' + q(rest[:n].decode('latin-1')) if method == 'POST' else '') + '}'
         b = body.encode()
         c.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nSet-Cookie: inside=1\r\nConnection: close\r\nContent-Length: ' + str(len(b)).encode() + b'\r\n\r\n' + b)
     except Exception:
