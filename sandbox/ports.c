@@ -205,6 +205,12 @@ int sandbox_port_create(struct sandbox_ctx *ctx, const char *org, const char *id
 			rc = container_ip(ins, ip, sizeof(ip));
 			json_object_put(ins);
 			ins = NULL;
+			if (rc < 0 && sb.status != SB_RUNNING)
+				return sp_err_set(
+					e, SP_PRECONDITION,
+					"sandbox_stopped: the sandbox's container is stopped "
+					"(stop_mode discard) and has no address; start it, then "
+					"publish the port");
 			if (rc < 0)
 				return sp_err_set(
 					e, SP_PRECONDITION,

@@ -46,6 +46,19 @@ const getPort = (sandbox, port, o = {}) => call('GET', PORT, { sandbox, port }, 
 const deletePort = (sandbox, port, etag, o = {}) =>
   call('DELETE', PORT, { sandbox, port }, { headers: { 'if-match': etag }, ...o });
 
+// createPort, 201 asserted, withdrawn after the test whatever happens
+async function publish(t, id, number, stack = s) {
+  const r = await createPort(id, { port: { number } }, { stack });
+  assert.equal(r.status, 201, r.text);
+  t.after(() => unpublish(id, number, stack));
+  return r.json;
+}
+async function unpublish(id, number, stack = s) {
+  const g = await stack.api('GET', `/v1/sandboxes/${id}/ports/${number}`).catch(() => ({}));
+  if (g.status === 200)
+    await stack.api('DELETE', `/v1/sandboxes/${id}/ports/${number}`, { headers: { 'if-match': g.json.etag } }).catch(() => {});
+}
+
 async function createSandbox(body, o = {}) {
   const r = await call('POST', '/v1/sandboxes', {}, { body, ...o });
   assert.equal(r.status, 201, r.text);
@@ -101,7 +114,8 @@ after(async () => {
   assert.ok(GV || checked > 0);
 });
 
-rtest('createPort → 201 Port with an unguessable path-based url; getPort, listPorts, core.ports agree', async () => {
+rtest('createPort → 201 Port with an unguessable path-based url; getPort, listPorts, core.ports agree', async (t) => {
+  t.after(() => unpublish(A, 8080));
   const r = await createPort(A, { port: { number: 8080 } });
   assert.equal(r.status, 201, r.text);
   const p = r.json;
@@ -147,7 +161,7 @@ rtest('createPort → 201 Port with an unguessable path-based url; getPort, list
   assert.ok((await deletePort(A, 8080, p.etag)).status === 204);
 });
 
-rtest('createPort errors: 400 naming the field, 409 alreadyExists, 404 sandbox, Idempotency-Key replay and 409', async () => {
+rtest('createPort errors: 400 naming the field, 409 alreadyExists, 404 sandbox, Idempotency-Key replay and 409', async (t) => {
   for (const [body, field] of [
     [{}, 'port'],
     [{ port: {} }, 'number'],
@@ -162,6 +176,8 @@ rtest('createPort errors: 400 naming the field, 409 alreadyExists, 404 sandbox, 
     assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
     assert.match(r.text, new RegExp(field), r.text);
   }
+  t.after(() => unpublish(A, 9000));
+  t.after(() => unpublish(A, 9001));
   const r1 = await createPort(A, { port: { number: 9000, protocol: 'tcp' } }, { headers: { 'idempotency-key': 'k-9000' } });
   assert.equal(r1.status, 201, r1.text);
   const again = await createPort(A, { port: { number: 9000, protocol: 'tcp' } }, { headers: { 'idempotency-key': 'k-9000' } });
@@ -179,13 +195,13 @@ rtest('createPort errors: 400 naming the field, 409 alreadyExists, 404 sandbox, 
   assert.equal((await deletePort(A, 9000, r1.json.etag)).status, 204);
 });
 
-rtest('getPort/deletePort errors: 404 unpublished, 428 without If-Match, 412 stale with EtagMismatch, 204 absent', async () => {
+rtest('getPort/deletePort errors: 404 unpublished, 428 without If-Match, 412 stale with EtagMismatch, 204 absent', async (t) => {
   let r = await getPort(A, 7777);
   assert.equal(r.status, 404, r.text);
   assert.equal(r.json.code, 'notFound');
   r = await getPort(A, 'abc');
   assert.equal(r.status, 400, r.text);
-  const p = (await createPort(A, { port: { number: 7777 } })).json;
+  const p = await publish(t, A, 7777);
   r = await deletePort(A, 7777, null);
   assert.equal(r.status, 428, r.text);
   assert.match(r.json.message, /^etag_required:/);
@@ -202,8 +218,8 @@ rtest('getPort/deletePort errors: 404 unpublished, 428 without If-Match, 412 sta
   assert.equal((await fetchPreview(s, p.url)).status, 404);
 });
 
-rtest("permissions, and another org's sandbox and port read as 404", async () => {
-  const p = (await createPort(A, { port: { number: 8080 } })).json;
+rtest("permissions, and another org's sandbox and port read as 404", async (t) => {
+  const p = await publish(t, A, 8080);
   const other = await s.newKey('ports-other');
   for (const [m, t, params, o] of [
     ['GET', PORTS, { sandbox: A }, {}],
@@ -228,8 +244,8 @@ rtest("permissions, and another org's sandbox and port read as 404", async () =>
   assert.equal((await deletePort(A, 8080, p.etag)).status, 204);
 });
 
-rtest('HTTP and a WebSocket echo through the preview URL; deleting the port stops both at once', async () => {
-  const p = (await createPort(A, { port: { number: 8080 } })).json;
+rtest('HTTP and a WebSocket echo through the preview URL; deleting the port stops both at once', async (t) => {
+  const p = await publish(t, A, 8080);
   const ws = await openPreviewSocket(s, `${p.url}ws`);
   try {
     ws.send('hello');
@@ -256,9 +272,9 @@ rtest('HTTP and a WebSocket echo through the preview URL; deleting the port stop
   }
 });
 
-rtest('a preview URL reaches only its own sandbox port: never another sandbox, never the host (E3)', async () => {
-  const pa = (await createPort(A, { port: { number: 8080 } })).json;
-  const pb = (await createPort(B, { port: { number: 8080 } })).json;
+rtest('a preview URL reaches only its own sandbox port: never another sandbox, never the host (E3)', async (t) => {
+  const pa = await publish(t, A, 8080);
+  const pb = await publish(t, B, 8080);
   assert.notEqual(pa.uid, pb.uid);
   assert.equal((await fetchPreview(s, pa.url)).json.who, 'A');
   assert.equal((await fetchPreview(s, pb.url)).json.who, 'B');
@@ -283,7 +299,7 @@ rtest('a preview URL reaches only its own sandbox port: never another sandbox, n
     assert.equal((await fetchPreview(s, rawPath, { rawPath })).status, 404, rawPath);
   // publishing the number of a port the host listens on (nginx's own)
   // reaches the sandbox's address, where nothing listens: 502, never the host
-  const ph = (await createPort(A, { port: { number: s.port } })).json;
+  const ph = await publish(t, A, s.port);
   const r = await fetchPreview(s, ph.url);
   assert.equal(r.status, 502, r.text);
   assert.equal(r.json.code, 'unavailable');
@@ -291,15 +307,20 @@ rtest('a preview URL reaches only its own sandbox port: never another sandbox, n
   // a deleted sandbox's preview URL is gone (its address may be another's by then)
   const C = (await createSandbox({ imageRef: 'sandpit-test/python' })).uid;
   await serve(C, 8080, 'C');
-  const pc = (await createPort(C, { port: { number: 8080 } })).json;
+  const pc = await publish(t, C, 8080);
   assert.equal((await fetchPreview(s, pc.url)).json.who, 'C');
   const del = await call('DELETE', '/v1/sandboxes/{sandbox}', { sandbox: C }, { headers: { 'if-match': await sandboxEtag(C) } });
   assert.ok([202, 204].includes(del.status), del.text);
   await waitFor(async () => (await fetchPreview(s, pc.url)).status === 404, 30000, 200);
 });
 
-rtest('a stopped sandbox: its port answers 503 with a clear body at once, and again after start', async () => {
-  const p = (await createPort(A, { port: { number: 8080 } })).json;
+rtest('a stopped sandbox: its port answers 503 with a clear body at once, and again after start', async (t) => {
+  const p = await publish(t, A, 8080);
+  t.after(async () => { // a failure in between leaves A running for the next tests
+    const g = await s.api('GET', `/v1/sandboxes/${A}`);
+    if (g.json?.core?.status === 'stopped')
+      await s.api('POST', `/v1/sandboxes/${A}/start`, { headers: { 'if-match': g.json.core.etag } });
+  });
   let r = await call('POST', '/v1/sandboxes/{sandbox}/stop', { sandbox: A }, { headers: { 'if-match': await sandboxEtag(A) } });
   assert.equal(r.status, 200, r.text);
   const t0 = Date.now();
@@ -316,20 +337,20 @@ rtest('a stopped sandbox: its port answers 503 with a clear body at once, and ag
   assert.equal((await deletePort(A, 8080, p.etag)).status, 204);
 });
 
-rtest('an isolated sandbox stays without egress with a published port (ingress only)', async () => {
-  const p = (await createPort(A, { port: { number: 8080 } })).json;
-  const t = await token(A);
+rtest('an isolated sandbox stays without egress with a published port (ingress only)', async (t) => {
+  const p = await publish(t, A, 8080);
+  const tok = await token(A);
   const probe = "import socket\ntry:\n socket.create_connection(('1.1.1.1', 53), 3); print('out')\nexcept Exception as e: print('blocked', e)";
-  const r = await call('POST', '/v1/processes/exec', {}, { key: null, endpoint: A, headers: { authorization: `Bearer ${t}` }, body: { cmd: ['python3', '-c', probe] } });
+  const r = await call('POST', '/v1/processes/exec', {}, { key: null, endpoint: A, headers: { authorization: `Bearer ${tok}` }, body: { cmd: ['python3', '-c', probe] } });
   assert.equal(r.status, 200, r.text);
   assert.match(Buffer.from(r.json.stdout || '', 'base64').toString(), /^blocked/);
   assert.equal((await fetchPreview(s, p.url)).json.who, 'A');
   assert.equal((await deletePort(A, 8080, p.etag)).status, 204);
 });
 
-rtest('a killed sandbox: createPort 409 sandbox_failed, core.ports empty, its preview URL 404; a deleted one the same', async () => {
+rtest('a killed sandbox: createPort 409 sandbox_failed, core.ports empty, its preview URL 404; a deleted one the same', async (t) => {
   const D = (await createSandbox({ imageRef: 'sandpit-test/busybox' })).uid;
-  const p = (await createPort(D, { port: { number: 80 } })).json;
+  const p = await publish(t, D, 80);
   const k = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: D } });
   assert.equal(k.status, 200, k.text);
   let r = await createPort(D, { port: { number: 81 } });
@@ -341,7 +362,7 @@ rtest('a killed sandbox: createPort 409 sandbox_failed, core.ports empty, its pr
   assert.deepEqual((await call('GET', PORTS, { sandbox: D })).json.published, []);
   assert.equal((await fetchPreview(s, p.url)).status, 404);
   const E = (await createSandbox({ imageRef: 'sandpit-test/busybox' })).uid;
-  const q = (await createPort(E, { port: { number: 80 } })).json;
+  const q = await publish(t, E, 80);
   const del = await call('DELETE', '/v1/sandboxes/{sandbox}', { sandbox: E }, { headers: { 'if-match': await sandboxEtag(E) } });
   assert.ok([202, 204].includes(del.status), del.text);
   r = await createPort(E, { port: { number: 81 } });
@@ -349,12 +370,12 @@ rtest('a killed sandbox: createPort 409 sandbox_failed, core.ports empty, its pr
   assert.equal((await fetchPreview(s, q.url)).status, 404);
 });
 
-rtest('host-based previews with preview_domain, and preview_require_key', async () => {
+rtest('host-based previews with preview_domain, and preview_require_key', async (t) => {
   const h = await startStack({ extraConf: ['preview_domain = preview.test', 'preview_require_key = 1'] });
   try {
     const X = (await createSandbox({ imageRef: 'sandpit-test/python' }, { stack: h })).uid;
     await serve(X, 8080, 'X', h);
-    const p = (await createPort(X, { port: { number: 8080 } }, { stack: h })).json;
+    const p = await publish(t, X, 8080, h);
     assert.equal(p.url, `https://8080-${p.uid}.preview.test/`);
     const host = `8080-${p.uid}.preview.test:${h.port}`;
     let r = await fetchPreview(h, '/x', { host });
@@ -391,6 +412,33 @@ rtest('host-based previews with preview_domain, and preview_require_key', async 
   }
 });
 
+rtest('stop_mode discard: a stopped sandbox refuses a new port (no address), its port answers 503, and after start reaches the server again', async (t) => {
+  const d = await startStack({ extraConf: 'stop_mode = discard' });
+  try {
+    const X = (await createSandbox({ imageRef: 'sandpit-test/python' }, { stack: d })).uid;
+    await serve(X, 8080, 'X', d);
+    const p = await publish(t, X, 8080, d);
+    assert.equal((await fetchPreview(d, p.url)).json?.who, 'X');
+    let r = await call('POST', '/v1/sandboxes/{sandbox}/stop', { sandbox: X }, { stack: d, headers: { 'if-match': await sandboxEtag(X, d) } });
+    assert.equal(r.status, 200, r.text);
+    r = await createPort(X, { port: { number: 9090 } }, { stack: d });
+    assert.equal(r.status, 409, r.text);
+    assert.match(r.json.message, /^sandbox_stopped: /);
+    const h = await fetchPreview(d, p.url);
+    assert.equal(h.status, 503, h.text);
+    r = await call('POST', '/v1/sandboxes/{sandbox}/start', { sandbox: X }, { stack: d, headers: { 'if-match': await sandboxEtag(X, d) } });
+    assert.equal(r.status, 200, r.text);
+    // the container started again (its processes ended): nothing listens
+    // until the server is started again, then the same URL reaches it
+    await serve(X, 8080, 'X2', d);
+    assert.equal((await fetchPreview(d, p.url)).json?.who, 'X2');
+  } finally {
+    for (const m of made.filter((x) => x.stack === d))
+      await d.api('POST', '/api/sandbox.remove', { body: { sandboxId: m.id } }).catch(() => {});
+    await d.stop();
+  }
+});
+
 test('gVisor: an isolated sandbox (runsc --network=none) is refused with the reason; with internet its port is reached', async (t) => {
   const mk = async (networkMode) => {
     const r = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/python', runtime: 'gvisor', networkMode } });
@@ -414,7 +462,7 @@ test('gVisor: an isolated sandbox (runsc --network=none) is refused with the rea
   assert.match(r.json.message, /^no_network: .*--network=none/);
   const N = await mk('internet');
   await serve(N, 8080, 'N');
-  const p = (await createPort(N, { port: { number: 8080 } })).json;
+  const p = await publish(t, N, 8080);
   const h = await fetchPreview(s, p.url);
   assert.equal(h.status, 200, h.text);
   assert.equal(h.json.who, 'N');
