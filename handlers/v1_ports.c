@@ -219,23 +219,18 @@ static void deny(struct req *r, int status, const char *msg)
 	answer(r, 403, hdr);
 }
 
-/* The label "<number>-<uid>" of a request: from the path (/p/<label>/...)
- * or the Host (<label>.<preview_domain>); the rest of the raw path (with
- * its query) into rest. 0, or -1 when the request names no preview. */
-static int preview_label(struct sandbox_ctx *sb, struct req *r, int host_mode, char *label,
-			 size_t cap, char *rest, size_t rcap)
+int v1_ports_preview_split(const char *domain, int host_mode, const char *uri, const char *host,
+			   char *label, size_t cap, char *rest, size_t rcap)
 {
-	const char *uri = req_param(r, "SANDPIT_AUTH_URI");
 	size_t n;
 
 	if (host_mode) {
-		const char *host = req_param(r, "HTTP_HOST"), *dot = strchr(host, '.');
-		const char *dom = sb->cfg->preview_domain;
-		size_t hlen, dlen = strcspn(dom, ":");
-		if (!dom[0] || !dot)
+		const char *dot = strchr(host, '.');
+		size_t hlen, dlen = strcspn(domain, ":");
+		if (!domain[0] || !dot || dot == host)
 			return -1;
 		hlen = strcspn(dot + 1, ":");
-		if (hlen != dlen || strncasecmp(dot + 1, dom, dlen) != 0 ||
+		if (hlen != dlen || strncasecmp(dot + 1, domain, dlen) != 0 ||
 		    (size_t)(dot - host) >= cap)
 			return -1;
 		memcpy(label, host, (size_t)(dot - host));
@@ -257,10 +252,10 @@ static int preview_label(struct sandbox_ctx *sb, struct req *r, int host_mode, c
 		uri += n;
 	}
 	/* what the sandbox's server gets: always an absolute path (never a
-	 * host: the target is ours), nothing that ends a header */
-	n = strcspn(uri, "\r\n \t");
-	if (uri[n])
-		return -1;
+	 * host: the target is ours), nothing that ends or splits a header */
+	for (const char *c = uri; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f)
+			return -1;
 	n = (size_t)snprintf(rest, rcap, "%s%s", uri[0] == '/' ? "" : "/", uri);
 	return n >= rcap ? -1 : 0;
 }
@@ -272,7 +267,9 @@ void v1_ports_auth(struct sandbox_ctx *sb, struct req *r)
 	struct sp_err e;
 
 	sp_err_clear(&e);
-	if (preview_label(sb, r, host_mode, label, sizeof(label), rest, sizeof(rest)) < 0) {
+	if (v1_ports_preview_split(sb->cfg->preview_domain, host_mode,
+				   req_param(r, "SANDPIT_AUTH_URI"), req_param(r, "HTTP_HOST"),
+				   label, sizeof(label), rest, sizeof(rest)) < 0) {
 		deny(r, 404, "No published port here");
 		return;
 	}

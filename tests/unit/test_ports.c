@@ -3,7 +3,8 @@
  * (sandbox/ports.c) and their rendering (handlers/v1_ports.c): entries in
  * number order, damaged ones skipped (never a port with a bad uid or
  * address), labels that are not exactly "<number>-<uid>" refused before
- * anything is looked up, core.ports without a request (the ETag's form),
+ * anything is looked up, a preview request split into its label and the
+ * path sent on, core.ports without a request (the ETag's form),
  * and preview_domain's checks.
  */
 #include <setjmp.h>
@@ -91,6 +92,51 @@ static void test_labels(void **state)
 	}
 }
 
+static void test_split(void **state)
+{
+	char label[80], rest[256];
+
+	(void)state;
+	assert_int_equal(v1_ports_preview_split("", 0, "/p/8080-" U1 "/a/b?c=1", "h", label,
+						sizeof(label), rest, sizeof(rest)),
+			 0);
+	assert_string_equal(label, "8080-" U1);
+	assert_string_equal(rest, "/a/b?c=1");
+	assert_int_equal(v1_ports_preview_split("", 0, "/p/8080-" U1 "?q", "h", label,
+						sizeof(label), rest, sizeof(rest)),
+			 0);
+	assert_string_equal(rest, "/?q");
+	assert_int_equal(v1_ports_preview_split("preview.test", 1, "/x",
+						"8080-" U1 ".Preview.Test:8443", label,
+						sizeof(label), rest, sizeof(rest)),
+			 0);
+	assert_string_equal(label, "8080-" U1);
+	assert_string_equal(rest, "/x");
+	/* refused: no /p/, an empty label, a byte that would split a header or
+	 * the request line, another domain, no domain configured, an empty
+	 * first label (fuzz_preview found it) */
+	static const struct {
+		const char *domain, *uri, *host;
+		int host_mode;
+	} bad[] = {
+		{ "", "/q/8080-" U1 "/", "h", 0 },
+		{ "", "/p//x", "h", 0 },
+		{ "", "/p/8080-" U1 "/a b", "h", 0 },
+		{ "", "/p/8080-" U1 "/a\r\nX: y", "h", 0 },
+		{ "", "/p/8080-" U1 "/\x7f", "h", 0 },
+		{ "preview.test", "/", "8080-" U1 ".elsewhere.test", 1 },
+		{ "preview.test", "/", "8080-" U1 ".preview.test.evil", 1 },
+		{ "", "/", "8080-" U1 ".preview.test", 1 },
+		{ "preview.test", "/", ".preview.test", 1 },
+		{ "preview.test", "x", "8080-" U1 ".preview.test", 1 },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(v1_ports_preview_split(bad[i].domain, bad[i].host_mode, bad[i].uri,
+							bad[i].host, label, sizeof(label), rest,
+							sizeof(rest)),
+				 -1);
+}
+
 static void test_published(void **state)
 {
 	static struct sandbox sb;
@@ -163,6 +209,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_labels),
+		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_published),
 		cmocka_unit_test(test_preview_domain_config),
 	};
