@@ -262,7 +262,7 @@ int v1_ports_preview_split(const char *domain, int host_mode, const char *uri, c
 
 void v1_ports_auth(struct sandbox_ctx *sb, struct req *r)
 {
-	char label[80], rest[8192], target[80], org[65], hdr[8400];
+	char label[80], rest[16400], target[80], org[65], hdr[16600];
 	int host_mode = strcmp(req_param(r, "SANDPIT_AUTH_PREVIEW"), "host") == 0;
 	struct sp_err e;
 

@@ -152,6 +152,9 @@ rtest('createPort → 201 Port with an unguessable path-based url; getPort, list
   assert.equal(h.headers['set-cookie'], undefined);
   assert.match(h.headers['content-security-policy'] || '', /^sandbox /);
   assert.doesNotMatch(h.headers['content-security-policy'], /allow-same-origin/);
+  const long = await fetchPreview(s, `${p.url}${'x'.repeat(12000)}`);
+  assert.equal(long.status, 200, long.text.slice(0, 300));
+  assert.equal(long.json.path, `/${'x'.repeat(12000)}`);
   const post = await fetchPreview(s, p.url, { method: 'POST', body: 'ping', headers: { 'content-type': 'text/plain' } });
   assert.equal(post.status, 200, post.text);
   assert.equal(post.json.body, 'ping');
