@@ -12,6 +12,8 @@
 #   bench/bench create-v1  POST /v1/sandboxes beside sandbox.create, interleaved
 #   bench/bench snapshots  createSnapshot of 100 MiB beside docker commit; restore →
 #                          first exec beside a cold /v1 create → first exec
+#   bench/preview.mjs      a preview URL's round trip and wrk throughput beside a
+#                          direct request to the sandbox's address (busybox httpd)
 # Prints the table and writes it to bench/results/latest.md with the core
 # count, the date and the versions. Sample counts: BENCH_* (bench/bench.c),
 # BENCH_SANDBOXES (200), BENCH_WRK_S (8 s per round, 2 rounds per side).
@@ -148,6 +150,24 @@ awk -v v="$v1" -v o="$one" -v bad="$bad" 'BEGIN {
 	printf "| `GET /v1/sandboxes/{id}` over HTTPS, wrk 64 connections (req/s%s) | %.0f | | %.0f (`sandbox.one`) | | %.0f %% | 95 to 105 %% | %s |\n",
 		bad ? sprintf("; %d non-200!", bad) : "", v, o, r * 100, (r >= 0.95 && r <= 1.05 && !bad) ? "✓" : "✗"
 }' >>"$out"
+
+# --- preview URL (a published port) beside a direct request to the sandbox ---------
+say "preview URL: round trip and wrk beside a direct request to the sandbox's address"
+read -r pv_id pv_url pv_direct < <(node bench/preview.mjs setup)
+node bench/preview.mjs latency "$pv_url" "$pv_direct" >>"$out"
+rps "$pv_url" 2 >/dev/null
+pv=0 direct=0
+for _ in 1 2; do
+	pv=$(awk -v a="$pv" -v b="$(rps "$pv_url" "$WRK_S")" 'BEGIN { print a + b }')
+	direct=$(awk -v a="$direct" -v b="$(rps "$pv_direct" "$WRK_S")" 'BEGIN { print a + b }')
+done
+bad=$(awk '/\/p\/8080-/ && $0 !~ /" (200|499) / { n++ } END { print n + 0 }' "$dir/nginx/access.log")
+awk -v p="$pv" -v d="$direct" -v bad="$bad" 'BEGIN {
+	p /= 2; d /= 2; r = p / d
+	printf "| preview URL `GET /` throughput, wrk 64 connections (req/s%s) | %.0f | | %.0f (direct to the sandbox) | | %.0f %% | — | — |\n",
+		bad ? sprintf("; %d non-200!", bad) : "", p, d, r * 100
+}' >>"$out"
+node bench/preview.mjs down "$pv_id"
 
 # --- resident memory ------------------------------------------------------------------
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }

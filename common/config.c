@@ -147,6 +147,9 @@ static const struct key {
 	{ I(server_connect_timeout_ms, 100, 600000) },
 	{ S(placement_pool) },
 	{ S(public_url) },
+	{ S(preview_domain) },
+	{ "preview_require_key", K_BOOL, offsetof(struct config, preview_require_key), sizeof(int),
+	  0, 1 },
 	{ S(data_key_file) },
 	{ S(naming) },
 	{ S(network_prefix) },
@@ -720,6 +723,23 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	if (public_url_check(cfg->public_url, msg, sizeof(msg)) < 0) {
 		snprintf(err, errlen, "%s: public_url: %s", path, msg);
 		goto out;
+	}
+	/* preview_domain: a lower-case DNS name with an optional :port */
+	if (cfg->preview_domain[0]) {
+		const char *d = cfg->preview_domain;
+		size_t host = strcspn(d, ":");
+		int ok = host > 0 && d[0] != '.' && d[0] != '-' && d[host - 1] != '.' &&
+			 strspn(d, "abcdefghijklmnopqrstuvwxyz0123456789.-") == host &&
+			 (!d[host] || (d[host + 1] &&
+				       strspn(d + host + 1, "0123456789") == strlen(d + host + 1) &&
+				       strlen(d + host + 1) <= 5));
+		if (!ok) {
+			snprintf(err, errlen,
+				 "%s: preview_domain: a lower-case DNS name with an optional :port "
+				 "(preview.example.com)",
+				 path);
+			goto out;
+		}
 	}
 	for (int i = 0; i < cfg->npools; i++)
 		if (!config_template(cfg, cfg->pools[i].template_name)) {

@@ -403,6 +403,18 @@ static void auth_endpoint(struct sandbox_ctx *sb, struct req *r, const char *uri
 	sodium_memzero(dec, sizeof(dec));
 }
 
+int handlers_auth_key(struct sandbox_ctx *sb, const char *hash, char *org, size_t org_cap,
+		      char *perms, size_t perms_cap, struct sp_err *e)
+{
+	struct auth_entry id;
+
+	if (lookup(sb, hash, &id, e) < 0)
+		return -1;
+	if (str_copy(org, org_cap, id.org) < 0 || str_copy(perms, perms_cap, id.perms) < 0)
+		return sp_err_set(e, SP_INTERNAL, "key record over its buffers");
+	return 0;
+}
+
 void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 {
 	char hash[65], hdr[PERMS_LIST_MAX + 512], who[64];
@@ -413,6 +425,12 @@ void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 	int ep, n;
 
 	sp_err_clear(&e);
+	/* a preview URL's request (/_auth_preview_path, _host): the port's
+	 * target, handlers/v1_ports.c */
+	if (*req_param(r, "SANDPIT_AUTH_PREVIEW")) {
+		v1_ports_auth(sb, r);
+		return;
+	}
 	/* the endpoint's location asks through /_auth_endpoint (which says
 	 * so); a raw path that only reaches the other location after nginx's
 	 * normalisation (dot segments, escapes), or the reverse, is no path

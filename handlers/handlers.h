@@ -158,6 +158,26 @@ json_object *v1_endpoint_json(const struct route *table, const char *origin,
 			      const struct sandbox *sb);
 int v1_endpoint_credential_create(struct handler_ctx *h, json_object *in, json_object **out,
 				  struct sp_err *e);
+/* handlers/v1_ports.c: the /v1 ports and the preview URLs' auth_request
+ * (v1_ports_auth, from handlers_auth). v1_ports_published: core.ports of
+ * sb (new); h NULL gives the URLs without their origin (the ETag's). */
+int v1_ports_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_ports_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_ports_get(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_ports_delete(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+json_object *v1_ports_published(struct handler_ctx *h, const struct sandbox *sb);
+void v1_ports_auth(struct sandbox_ctx *sb, struct req *r);
+/* A preview request's label "<number>-<uid>" (unchecked) and the path to
+ * send on: from uri "/p/<label>/rest" (host_mode 0), or from host
+ * "<label>.<domain>[:port]" with the whole uri (host_mode 1; domain is
+ * preview_domain, "" refuses). rest always starts with '/' and holds no
+ * byte <= ' ' nor DEL. 0, or -1 when the request names no preview. */
+int v1_ports_preview_split(const char *domain, int host_mode, const char *uri, const char *host,
+			   char *label, size_t cap, char *rest, size_t rcap);
+/* An API key's organization and permissions by its keyed hash (auth.c's
+ * cache, then Redis): SP_UNAUTHORIZED when unknown. */
+int handlers_auth_key(struct sandbox_ctx *sb, const char *hash, char *org, size_t org_cap,
+		      char *perms, size_t perms_cap, struct sp_err *e);
 /* handlers/v1_openapi.c: GET /v1/openapi.json, the seed's operations that
  * the table routes. */
 int h_v1_openapi(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);

@@ -355,6 +355,46 @@ static const struct field_spec v1_image_create_fields[] = {
 	END,
 };
 
+/* --- /v1 ports (handlers/v1_ports.c) ----------------------------------------- */
+static const char *const v1_port_protocols[] = { "unspecified", "tcp", NULL };
+
+static const struct field_spec v1_port_input_fields[] = {
+	{ .name = "number",
+	  .type = FT_INT,
+	  .flags = FF_REQUIRED,
+	  .min = 1,
+	  .max = 65535,
+	  .desc = "The port inside the sandbox" },
+	{ .name = "protocol",
+	  .type = FT_ENUM,
+	  .choices = v1_port_protocols,
+	  .desc = "tcp (unspecified = tcp)" },
+	END,
+};
+
+static const struct field_spec v1_port_create_fields[] = {
+	V1_SANDBOX_PATH,
+	{ .name = "port",
+	  .type = FT_OBJECT,
+	  .flags = FF_REQUIRED,
+	  .sub = v1_port_input_fields,
+	  .desc = "number, protocol",
+	  .source = FS_BODY },
+	END,
+};
+
+static const struct field_spec v1_port_fields[] = {
+	V1_SANDBOX_PATH,
+	{ .name = "port",
+	  .type = FT_INT,
+	  .flags = FF_REQUIRED,
+	  .min = 1,
+	  .max = 65535,
+	  .desc = "The port number",
+	  .source = FS_PATH },
+	END,
+};
+
 /* --- the sandbox endpoint's processes (handlers/v1_processes.c) ---------- */
 static const char *const v1_signals[] = {
 	"term", "kill", "int", "hup", "quit", "usr1", "usr2", NULL
@@ -770,6 +810,47 @@ const struct route handler_routes[] = {
 	  .op_id = "getImagePullSpec",
 	  .summary = "Declined: no registry is configured (501)",
 	  .output = "ImagePullSpec" },
+	/* ports: reached through nginx's preview URLs (handlers/v1_ports.c) */
+	{ .method = "GET",
+	  .path = "/v1/sandboxes/{sandbox}/ports",
+	  .fn = v1_ports_list,
+	  .fields = v1_get_fields,
+	  .perm = "sandboxesRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "listPorts",
+	  .summary = "List a sandbox's published ports by number",
+	  .output = "ListPortsResponse" },
+	{ .method = "POST",
+	  .path = "/v1/sandboxes/{sandbox}/ports",
+	  .fn = v1_ports_create,
+	  .fields = v1_port_create_fields,
+	  .perm = "sandboxesPorts",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "createPort",
+	  .summary = "Publish a sandbox port at a preview URL",
+	  .output = "Port",
+	  .flags = RF_ETAG | RF_IDEMPOTENCY,
+	  .status = 201 },
+	{ .method = "GET",
+	  .path = "/v1/sandboxes/{sandbox}/ports/{port}",
+	  .fn = v1_ports_get,
+	  .fields = v1_port_fields,
+	  .perm = "sandboxesRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "getPort",
+	  .summary = "Get a published port",
+	  .output = "Port",
+	  .flags = RF_ETAG },
+	{ .method = "DELETE",
+	  .path = "/v1/sandboxes/{sandbox}/ports/{port}",
+	  .fn = v1_ports_delete,
+	  .fields = v1_port_fields,
+	  .perm = "sandboxesPorts",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "deletePort",
+	  .summary = "Withdraw a published port (absent: 204 too)",
+	  .flags = RF_IF_MATCH | RF_DESTRUCTIVE,
+	  .status = 204 },
 	/* the sandbox endpoint (<origin>/endpoints/<uid>/v1/...): an endpoint
 	 * credential of that sandbox, never an API key (handlers/auth.c);
 	 * exec before {process}, which would take its path */

@@ -83,7 +83,8 @@ static json_object *sandbox_body(const struct sandbox *sb)
 		json_object_object_add(res, "cpus", json_object_new_int64((int64_t)sb->cpu));
 	json_object_object_add(res, "memoryMib", i64_json(sb->memory_mb));
 	json_object_object_add(core, "resources", res);
-	json_object_object_add(core, "ports", json_object_new_array());
+	/* the URLs without their origin: the ETag follows the ports, not the Host */
+	json_object_object_add(core, "ports", v1_ports_published(NULL, sb));
 	if (sb->labels[0]) {
 		json_object *l = json_tokener_parse(sb->labels);
 		if (l && json_object_is_type(l, json_type_object))
@@ -203,6 +204,9 @@ json_object *v1_render(struct handler_ctx *h, const struct sandbox *sb, struct s
 	    (ep = v1_endpoint_json(handler_routes, origin, sb)) &&
 	    json_object_object_get_ex(o, "core", &core))
 		json_object_object_add(core, "endpoint", ep);
+	/* core.ports with their full URLs (handlers/v1_ports.c) */
+	if (json_object_object_get_ex(o, "core", &core))
+		json_object_object_add(core, "ports", v1_ports_published(h, sb));
 	if (!sb->has_environment)
 		return o;
 	buf_init(&plain, SB_ENV_TOTAL_MAX + 65536);

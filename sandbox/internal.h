@@ -6,7 +6,7 @@
  *
  *   resume.c                          (calls create.c's entry point)
  *   create.c  files.c  reaper.c       the entry points of sandbox.h
- *   exec.c  kill.c  pool.c  pause.c
+ *   exec.c  kill.c  pool.c  pause.c  ports.c
  *   image.c  expiry.c  list.c
  *   ctx.c  state.c  templates.c
  *   servers.c

@@ -86,6 +86,9 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
 	sb->creating_until = rec_i64(r, "creatingUntil");
 	rec_str(r, "errorMessage", sb->error_message, sizeof(sb->error_message));
 	rec_str(r, "labels", sb->labels, sizeof(sb->labels));
+	/* read only: ports.c alone writes it (a compare-and-set), so whole
+	 * rewrites of the record never carry a stale copy */
+	rec_str(r, "ports", sb->ports, sizeof(sb->ports));
 	sb->has_environment = store_rec_get(r, "environment") != NULL;
 	sb->timeout_stop =
 		store_rec_get(r, "onTimeout") && strcmp(store_rec_get(r, "onTimeout"), "stop") == 0;

@@ -84,6 +84,12 @@ struct sandbox_disk {
 #define SB_LABELS_COUNT_MAX 64
 #define SB_LABELS_MAX 4096
 
+/* A sandbox's published ports (/v1 createPort, sandbox/ports.c): at most
+ * SB_PORTS_MAX, kept in the record's "ports" field as text of at most
+ * SB_PORTS_TEXT_MAX bytes (only ports.c writes it). */
+#define SB_PORTS_MAX 16
+#define SB_PORTS_TEXT_MAX 2047
+
 struct sandbox {
 	char id[SANDBOX_ID_LEN + 1];
 	char name[65];
@@ -115,6 +121,7 @@ struct sandbox {
 	char labels[SB_LABELS_MAX + 1]; /* the caller's labels: a JSON object's text, "" = none */
 	int has_environment;		/* the record holds a sealed environment (/v1) */
 	int timeout_stop; /* onTimeout stop (/v1): paused at expiry, not ended (record onTimeout) */
+	char ports[SB_PORTS_TEXT_MAX + 1]; /* published ports (ports.c), "" = none */
 };
 
 /* Where a create spent its time, in microseconds (for Server-Timing). */
@@ -643,5 +650,41 @@ int sandbox_images_list(struct sandbox_ctx *ctx, const char *org, struct sandbox
 			size_t *n, struct sp_err *e);
 int sandbox_image_get(struct sandbox_ctx *ctx, const char *org, const char *id,
 		      struct sandbox_image *out, struct sp_err *e);
+
+/* Published ports (sandbox/ports.c, the /v1 ports and preview URLs). A
+ * port is reached only through sandpit's nginx (a preview URL): no host
+ * port is published; nginx asks sandpitd (sandbox_port_resolve) for the
+ * target of each request, which is only ever the sandbox's own container
+ * address and the published number. uid: 32 hex digits of randomness, the
+ * unguessable part of the URL ("<number>-<uid>"). */
+#define SB_PORT_UID_LEN 32
+struct sandbox_port {
+	int number;
+	char uid[SB_PORT_UID_LEN + 1];
+	char ip[48]; /* the container's address when published (a delete cuts
+			connections to it; requests go to its address now) */
+	int64_t created_at;
+};
+/* The ports of a record (sb->ports), in number order, at most max: the
+ * count. A damaged entry is skipped. */
+int sandbox_ports_parse(const struct sandbox *sb, struct sandbox_port *out, int max);
+/* Publishes number (1..65535) of a running or stopped sandbox: the new
+ * port into out. SP_CONFLICT when it is published, SP_PRECONDITION
+ * (a reason in the message) when the sandbox cannot have one: failed,
+ * creating, on a remote server, gVisor without a network, SB_PORTS_MAX
+ * reached. */
+int sandbox_port_create(struct sandbox_ctx *ctx, const char *org, const char *id, int number,
+			struct sandbox_port *out, struct sp_err *e);
+/* Withdraws number: 1 when it was published (and is no more; the open
+ * connections through it are cut), 0 when it was not. */
+int sandbox_port_delete(struct sandbox_ctx *ctx, const char *org, const char *id, int number,
+			struct sp_err *e);
+/* Where a preview request for label "<number>-<uid>" goes. 0 with
+ * target "ip:port" (and the owner's org, for a key check); -1 with e:
+ * SP_NOT_FOUND (no such port, or its sandbox is gone), SP_UNAVAILABLE
+ * (the sandbox is stopped, stopping or creating: a message that says
+ * so), SP_PRECONDITION (its container has no address). */
+int sandbox_port_resolve(struct sandbox_ctx *ctx, const char *label, char *target, size_t cap,
+			 char *org, size_t org_cap, struct sp_err *e);
 
 #endif

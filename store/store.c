@@ -1218,6 +1218,49 @@ int store_owner_get(struct store *st, const char *id, char *org, size_t cap, str
 	return rc;
 }
 
+/* The preview index: <p>:pv:<uid> -> "<org> <sandbox>" of a published
+ * port (sandbox/ports.c), with the record's TTL. */
+int store_preview_set(struct store *st, const char *uid, const char *value, int64_t ttl_s,
+		      struct sp_err *e)
+{
+	char k[256], ttl[32];
+	const char *argv[] = { "SET", k, value, "EX", ttl };
+
+	snprintf(k, sizeof(k), "%s:pv:%s", st->prefix, uid);
+	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_s > 0 ? ttl_s : 1));
+	return simple_kind(st, STORE_IDEM, 5, argv, NULL, e);
+}
+
+int store_preview_get(struct store *st, const char *uid, char *out, size_t cap, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "GET", k };
+	redisReply *r;
+	int rc = 0;
+
+	snprintf(k, sizeof(k), "%s:pv:%s", st->prefix, uid);
+	out[0] = '\0';
+	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING && r->len < cap) {
+		memcpy(out, r->str, r->len);
+		out[r->len] = '\0';
+		rc = 1;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int store_preview_del(struct store *st, const char *uid, struct sp_err *e)
+{
+	char k[256];
+	const char *argv[] = { "DEL", k };
+
+	snprintf(k, sizeof(k), "%s:pv:%s", st->prefix, uid);
+	return simple_kind(st, STORE_IDEM, 2, argv, NULL, e);
+}
+
 int store_install_id(struct store *st, const char *fresh, char *out, size_t cap, struct sp_err *e)
 {
 	char k[256];

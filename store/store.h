@@ -16,6 +16,7 @@
  *   <p>:key:<hash>        hash  an API key: org, role, keyId, createdAt
  *   <p>:keyid:<keyId>     hash  hash, org, role, createdAt (for listing and revocation)
  *   <p>:orgs              set   organization names
+ *   <p>:pv:<uid>          string "<org> <sandbox>" of a published port (preview URLs)
  *   <p>:servers           hash  server id -> its record as JSON
  *   <p>:srv:<id>:resv     hash  sandbox id -> "deadlineMs cpuMilli memoryMb" on that server
  *   <p>:{<org>}:snaps     hash  snapshot id -> its record as JSON (sandbox/snapshot.c)
@@ -164,6 +165,12 @@ int store_owner_set(struct store *st, const char *id, const char *org, int64_t t
 int store_owner_get(struct store *st, const char *id, char *org, size_t cap, struct sp_err *e);
 /* This installation's id (one per Redis and key prefix): made from fresh
  * the first time, the stored one after. */
+/* The preview index of published ports: uid -> "<org> <sandbox>" (TTL
+ * ttl_s). get: 1 found (into out), 0 absent. */
+int store_preview_set(struct store *st, const char *uid, const char *value, int64_t ttl_s,
+		      struct sp_err *e);
+int store_preview_get(struct store *st, const char *uid, char *out, size_t cap, struct sp_err *e);
+int store_preview_del(struct store *st, const char *uid, struct sp_err *e);
 int store_install_id(struct store *st, const char *fresh, char *out, size_t cap, struct sp_err *e);
 /* A lock that expires by itself: 1 taken (for ttl_ms), 0 someone holds it. */
 int store_lock(struct store *st, const char *name, int64_t ttl_ms, struct sp_err *e);

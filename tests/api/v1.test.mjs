@@ -695,6 +695,9 @@ test('/v1/openapi.json: the implemented operations exactly as the seed states th
     `PATCH ${ONE} updateSandbox`, `POST ${RENEW} renewSandboxTimeout`, `POST ${SBX} createSandbox`,
     `POST ${ONE}/start startSandbox`, `POST ${ONE}/stop stopSandbox`,
     `POST ${ONE}/endpoint-credentials createEndpointCredential`,
+    // ports (v1-ports.test.mjs)
+    `GET ${ONE}/ports listPorts`, `POST ${ONE}/ports createPort`,
+    `GET ${ONE}/ports/{port} getPort`, `DELETE ${ONE}/ports/{port} deletePort`,
     // the sandbox endpoint's (v1-process.test.mjs)
     'POST /v1/processes/exec exec', 'POST /v1/processes createProcess', 'GET /v1/processes listProcesses',
     'GET /v1/processes/{process} getProcess', 'GET /v1/processes/{process}/output readOutput',
