@@ -63,8 +63,11 @@ function workers() {
 }
 
 // While Docker is down: everything that needs it answers a retryable 503
-// in bounded time; the record reads need no Docker.
-async function whileDown(t, id) {
+// in bounded time; the record reads need no Docker. A sandbox whose
+// container was seen ending (killed: dockerd stops the containers as it
+// shuts down, and an exec in flight saw its own go) reads killed instead:
+// its operations are 412 "Sandbox is killed".
+async function whileDown(t, id, { killed = false } = {}) {
   const got = {
     exec: await timed(() => exec(id, 'echo hi')),
     create: await timed(() => s.api('POST', '/api/sandbox.create', { body: { template: 'alpine' }, timeoutMs: 90000 })),
@@ -73,6 +76,11 @@ async function whileDown(t, id) {
   };
   t.diagnostic(`while dockerd is down: ${Object.entries(got).map(([k, r]) => `${k} ${r.status} in ${r.ms} ms`).join(', ')}`);
   for (const [k, r] of Object.entries(got)) {
+    if (killed && k !== 'create') {
+      assert.equal(r.status, 412, `${k}: ${r.status} ${r.text}`);
+      assert.equal(r.json?.message, 'Sandbox is killed', `${k}: ${r.text}`);
+      continue;
+    }
     assert.equal(r.status, 503, `${k}: ${r.status} ${r.text}`);
     assert.equal(r.json?.code, 'SERVICE_UNAVAILABLE', `${k}: ${r.text}`);
     assert.equal(r.headers['retry-after'], '1', k);
@@ -152,7 +160,14 @@ test('L1: dockerd restarted in the middle of an exec: the exec answers, 503 whil
   assert.ok(Date.now() - t0 < 45000);
   if (r.status === 200) assert.ok(!r.json.stdout.includes('late'), r.text);
   else assert.equal(r.status, 503, r.text);
-  await whileDown(t, a.sandboxId);
+  // when the exec saw its container end before dockerd went (sandbox/exec.c
+  // container_ended), it answered 137 and the sandbox reads killed from
+  // then on; when dockerd went first, it reads running until Docker answers
+  const one = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: a.sandboxId } });
+  const killed = one.json.status === 'killed';
+  if (killed) assert.ok(r.status === 200 && r.json.exitCode === 137, r.text);
+  else assert.equal(one.json.status, 'running', one.text);
+  await whileDown(t, a.sandboxId, { killed });
   await d.start();
   const c = await waitFor(async () => {
     const x = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine' }, timeoutMs: 60000 });
