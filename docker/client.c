@@ -51,6 +51,9 @@ static const struct {
 	{ "POST", "/networks/create" },
 	{ "GET", "/networks/{id}" },
 	{ "DELETE", "/networks/{id}" },
+	{ "POST", "/volumes/create" },
+	{ "GET", "/volumes/{id}" },
+	{ "DELETE", "/volumes/{id}" },
 };
 
 static int is_alnum(int ch)

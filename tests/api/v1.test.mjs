@@ -228,7 +228,7 @@ test('createSandbox refuses what it cannot honour, before any effect', async () 
     [{ pullPolicy: 'always' }, 501, 'unimplemented', 'pullPolicy'],
     [{ policyIds: ['p1'] }, 501, 'unimplemented', 'policyIds'],
     [{ networkPolicies: [{ mode: 'denyAll' }] }, 501, 'unimplemented', 'networkPolicies'],
-    [{ features: { managedVolumes: { volumes: [] } } }, 501, 'unimplemented', 'features'],
+    [{ features: { managedVolumes: { volumes: [] } } }, 400, 'invalidArgument', 'features.managedVolumes'],
     [{ features: { storedSecrets: {} } }, 501, 'unimplemented', 'features'],
     [{ features: { bogus: 1 } }, 400, 'invalidArgument', 'features'],
     [{ features: { timeouts: { timeout: '60s', onTimeout: 'keep' } } }, 501, 'unimplemented', 'features.timeouts.onTimeout'],
@@ -728,6 +728,9 @@ test('/v1/openapi.json: the implemented operations exactly as the seed states th
     'GET /v1/files list', 'DELETE /v1/files remove', 'GET /v1/files/stat stat',
     'GET /v1/files/content readFile', 'PUT /v1/files/content writeFile',
     'PUT /v1/files/directories mkdir', 'POST /v1/files/move move',
+    // the volumes (v1-volumes.test.mjs)
+    'GET /v1/volumes listVolumes', 'POST /v1/volumes createVolume',
+    'GET /v1/volumes/{volume} getVolume', 'DELETE /v1/volumes/{volume} deleteVolume',
   ].sort());
   for (const [kind, all] of Object.entries(doc.components))
     for (const [name, c] of Object.entries(all)) assert.deepEqual(c, seed.components[kind][name], `${kind}/${name}`);
