@@ -65,3 +65,36 @@ done:
 	docker_req_cleanup(&r);
 	return rc;
 }
+
+int docker_volume_users(struct docker_client *c, const char *name, json_object **out,
+			struct sp_err *e)
+{
+	struct docker_req r;
+	json_object *filters, *arr;
+	int rc = -1;
+
+	*out = NULL;
+	if (!docker_valid_id(name))
+		return sp_err_set(e, SP_NOT_FOUND, "No such volume");
+	filters = json_object_new_object();
+	arr = json_object_new_array();
+	json_object_array_add(arr, json_object_new_string(name));
+	json_object_object_add(filters, "volume", arr);
+	docker_req_init(&r, "GET");
+	if (docker_req_path(&r, e, "/containers/json") < 0 ||
+	    docker_req_query(&r, "all", "1", e) < 0 ||
+	    docker_req_query(&r, "filters",
+			     json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN),
+			     e) < 0)
+		goto done;
+	rc = docker_call(c, &r, NULL, out, e);
+	if (rc == 0 && (!*out || !json_object_is_type(*out, json_type_array))) {
+		json_object_put(*out);
+		*out = NULL;
+		rc = sp_err_set(e, SP_INTERNAL, "Docker's container list is not an array");
+	}
+done:
+	json_object_put(filters);
+	docker_req_cleanup(&r);
+	return rc;
+}

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/buf.h"
 #include "../common/crypto.h"
@@ -614,6 +615,62 @@ done:
 
 /* --- delete ----------------------------------------------------------------- */
 
+/* Removes v's Docker volume (already gone: success). Containers that
+ * still mount it and no longer run (a removed sandbox's container that
+ * Docker's AutoRemove has not taken yet, a discard-mode sandbox's exited
+ * one, a seed container left by a create that died) are removed first,
+ * if this installation made them; one that runs or is paused keeps it:
+ * SP_PRECONDITION deletion_content_lease_held. Tries for up to
+ * VOLUME_RM_WAIT_MS while Docker is still removing one. */
+#define VOLUME_RM_WAIT_MS 5000
+static int volume_remove(struct sandbox_ctx *ctx, const struct sandbox_volume *v, struct sp_err *e)
+{
+	int64_t until = mono_ms() + VOLUME_RM_WAIT_MS;
+	char k[160];
+
+	label(ctx->cfg, "install", k, sizeof(k));
+	for (;;) {
+		json_object *users = NULL;
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		if (docker_volume_remove(ctx->dk, v->docker_name, e) == 0)
+			return 0;
+		if (e->code == SP_NOT_FOUND) {
+			sp_err_clear(e);
+			return 0;
+		}
+		if (e->code != SP_CONFLICT ||
+		    docker_volume_users(ctx->dk, v->docker_name, &users, e) < 0)
+			return -1;
+		for (size_t i = 0; i < json_object_array_length(users); i++) {
+			json_object *c = json_object_array_get_idx(users, i), *labels = NULL;
+			const char *state = jstr(c, "State"), *cid = jstr(c, "Id"), *inst;
+			struct sp_err ignore;
+			json_object_object_get_ex(c, "Labels", &labels);
+			inst = jstr(labels, k);
+			if (state &&
+			    (strcmp(state, "running") == 0 || strcmp(state, "paused") == 0 ||
+			     strcmp(state, "restarting") == 0)) {
+				json_object_put(users);
+				return sp_err_set(
+					e, SP_PRECONDITION,
+					"deletion_content_lease_held: volumes/%s is mounted "
+					"by a running container",
+					v->id);
+			}
+			if (cid && inst && strcmp(inst, ctx->install_id) == 0)
+				docker_container_remove(ctx->dk, cid, 1, &ignore);
+		}
+		json_object_put(users);
+		if (mono_ms() > until)
+			return sp_err_set(
+				e, SP_PRECONDITION,
+				"deletion_content_lease_held: volumes/%s is still mounted by "
+				"a container that is being removed; retry shortly",
+				v->id);
+		nanosleep(&ts, NULL);
+	}
+}
+
 int sandbox_volume_delete(struct sandbox_ctx *ctx, const char *org, const char *id,
 			  struct sp_err *e)
 {
@@ -663,20 +720,13 @@ int sandbox_volume_delete(struct sandbox_ctx *ctx, const char *org, const char *
 					  id);
 	}
 	/* marked: no claim takes it now */
-	if (sandbox_select_server(ctx, strcmp(v.server_id, "local") == 0 ? "" : v.server_id, e) <
+	if (sandbox_install_id(ctx, e) < 0 ||
+	    sandbox_select_server(ctx, strcmp(v.server_id, "local") == 0 ? "" : v.server_id, e) <
 		    0 ||
 	    (!ctx->dk && (*e = ctx->server_err, 1)) || sandbox_docker_ready(ctx, e) < 0)
 		goto undo;
-	if (docker_volume_remove(ctx->dk, v.docker_name, e) < 0) {
-		if (e->code == SP_CONFLICT)
-			sp_err_set(e, SP_PRECONDITION,
-				   "deletion_content_lease_held: volumes/%s is still mounted by a "
-				   "container (its sandbox is ending); retry shortly",
-				   id);
-		if (e->code != SP_NOT_FOUND)
-			goto undo;
-		sp_err_clear(e);
-	}
+	if (volume_remove(ctx, &v, e) < 0)
+		goto undo;
 	if (store_volume_del(ctx->st, org, id, mark, e) < 0)
 		return -1;
 	log_info("volume %s deleted (org %s)", id, org);
