@@ -373,3 +373,75 @@ test('a volume survives stop and start; a failed holder does not keep it', { tim
   await rmSandbox(A);
   await rmVolume(v.uid);
 });
+
+test('a create that fails after claiming, or whose worker died, leaves the volume free', { timeout: 120000 }, async () => {
+  const v = await mkVolume('leak');
+  const V = `volumes/${v.uid}`;
+  // the image lacks date: the create fails after the claim, at the container's check
+  let r = await v1('POST', SBX, {}, { body: { imageRef: 'sandpit-test/nodate', features: { managedVolumes: { attachments: [{ volume: V, target: '/data' }] } } } });
+  assert.equal(r.status, 400, r.text);
+  assert.match(r.json.message, /date/);
+  const cli = (...a) => execFileSync('redis-cli', ['-s', `${s.dir}/redis.sock`, '--raw', ...a], { encoding: 'utf8', timeout: 10000 }).trim();
+  const [key] = cli('--scan', '--pattern', `*:vol:${v.uid}`).split('\n');
+  assert.ok(key, 'the record is in Redis');
+  assert.equal(cli('HGET', key, 'holder'), '', 'nothing holds it');
+  // a create whose worker died after the claim: its record is gone (or
+  // reads failed), so the next create takes the volume over
+  cli('HSET', key, 'holder', 'deadcreate0000000000');
+  r = await mkSandbox([{ volume: V, target: '/data' }]);
+  assert.equal(r.status, 201, r.text);
+  assert.equal(cli('HGET', key, 'holder'), r.json.uid);
+  await rmSandbox(r.json.uid);
+  assert.equal(cli('HGET', key, 'holder'), '', 'deleteSandbox frees it');
+  // a delete that died after marking it: taken over once the mark is stale
+  cli('HSET', key, 'holder', `!del:${Date.now()}`);
+  r = await mkSandbox([{ volume: V, target: '/data' }]);
+  assert.equal(r.status, 409, r.text);
+  assert.match(r.json.message, /volume_deleting/);
+  cli('HSET', key, 'holder', `!del:${Date.now() - 120000}`);
+  r = await mkSandbox([{ volume: V, target: '/data' }]);
+  assert.equal(r.status, 201, r.text);
+  await rmSandbox(r.json.uid);
+  await rmVolume(v.uid);
+});
+
+test('stop_mode discard: the volume survives docker stop and start', { timeout: 180000 }, async () => {
+  const d = await startStack({ env: { SANDPIT_RATE: '100r/s', SANDPIT_BURST: '50' }, extraConf: 'stop_mode = discard' });
+  const made = [];
+  let vid;
+  try {
+    const api = (m, p, o) => d.api(m, p, o);
+    let r = await api('POST', VOLS, { body: { displayName: 'discard' } });
+    assert.equal(r.status, 201, r.text);
+    vid = r.json.uid;
+    r = await api('POST', SBX, { body: { image: 'images/alpine', features: { managedVolumes: { attachments: [{ volume: `volumes/${vid}`, target: '/data' }] } } } });
+    assert.equal(r.status, 201, r.text);
+    const A = r.json.uid;
+    made.push(A);
+    assert.equal(r.json.effectiveFeatures.lifecycle.stopMemoryOutcome, 'discard');
+    const ex = (cmd) => api('POST', '/api/sandbox.exec', { body: { sandboxId: A, cmd } });
+    assert.equal((await ex('echo kept > /data/f')).json.exitCode, 0);
+    const tag = async () => (await api('GET', `/v1/sandboxes/${A}`)).headers.etag;
+    r = await api('POST', `/v1/sandboxes/${A}/stop`, { body: {}, headers: { 'if-match': await tag() } });
+    assert.equal(r.status, 200, r.text);
+    const cid = (await api('GET', '/api/sandbox.one', { query: { sandboxId: A } })).json.containerId;
+    assert.equal(execFileSync('docker', ['inspect', '-f', '{{.State.Running}}', cid], { encoding: 'utf8' }).trim(), 'false');
+    r = await api('POST', `/v1/sandboxes/${A}/start`, { body: {}, headers: { 'if-match': await tag() } });
+    assert.equal(r.status, 200, r.text);
+    r = await ex('cat /data/f');
+    assert.equal(r.json.stdout, 'kept\n', r.text);
+    r = await api('DELETE', `/v1/sandboxes/${A}`, { headers: { 'if-match': await tag() } });
+    assert.equal(r.status, 204, r.text);
+    made.pop();
+    // the exited container (no AutoRemove) is removed by the delete or,
+    // once its sandbox is gone, by deleteVolume
+    const g = await api('GET', `${VOLS}/${vid}`);
+    r = await api('DELETE', `${VOLS}/${vid}`, { headers: { 'if-match': g.headers.etag } });
+    assert.equal(r.status, 204, r.text);
+    vid = null;
+  } finally {
+    for (const id of made) await d.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
+    if (vid) await d.docker('DELETE', `/volumes/sandpit-vol-${vid}`).catch(() => {});
+    await d.stop();
+  }
+});
