@@ -586,7 +586,5 @@ int sandbox_volume_list(struct sandbox_ctx *ctx, const char *org, struct sandbox
 			size_t *n, struct sp_err *e);
 int sandbox_volume_delete(struct sandbox_ctx *ctx, const char *org, const char *id,
 			  struct sp_err *e);
-/* 1 when sb holds volume id (it is among its attachments), else 0. */
-int sandbox_volume_attached(const struct sandbox *sb, const char *id);
 
 #endif

@@ -18,7 +18,8 @@
  * size quota: nothing here bounds what a sandbox writes into a volume.
  * Never mounts a volume that Docker does not have under our labels (a
  * Docker that lost it would make an empty one of that name).
- * May call: state.c, ctx.c, servers.c, prepare.c, owner.c.
+ * May call: state.c (sandbox_get and the creation's end), ctx.c, servers.c,
+ * prepare.c, owner.c.
  */
 #include "internal.h"
 
@@ -185,15 +186,19 @@ int sandbox_volume_list(struct sandbox_ctx *ctx, const char *org, struct sandbox
 /* 1 when holder (a sandbox id of org) is a sandbox that may still use its
  * volumes: its record is there, not failed, within its deadline (and its
  * expiry, unless it stops at expiry), and a creation still within its
- * time. Read without catch-up (which would change ctx's server): a record
- * that catch-up would end counts as ended. 0 when not, -1 on error. */
+ * time. A record that time has ended is caught up first (sandbox_get:
+ * its containers are ended, a slow create finds its record changed and
+ * removes its own), so no container of it still mounts the volume when
+ * another sandbox takes it; then back to server `back` (a volume's
+ * sandboxes are all on its server). 0 when not live, -1 on error. */
 static int holder_live(struct sandbox_ctx *ctx, const char *org, const char *holder,
-		       struct sp_err *e)
+		       const char *back, struct sp_err *e)
 {
 	struct store_rec r = { 0 };
 	struct sandbox sb;
+	struct sp_err ignore;
 	int64_t now = now_ms();
-	int rc;
+	int rc, ended;
 
 	if (!sandbox_id_ok(holder))
 		return 0;
@@ -207,13 +212,21 @@ static int holder_live(struct sandbox_ctx *ctx, const char *org, const char *hol
 	store_rec_free(&r);
 	if (rc < 0 || sb.status == SB_KILLED || sb.status == SB_ERROR)
 		return 0;
-	if (sb.deadline_at > 0 && now > sb.deadline_at)
+	ended = (sb.deadline_at > 0 && now > sb.deadline_at) ||
+		(sb.status == SB_CREATING && now > sandbox_creating_end(ctx->cfg, &sb)) ||
+		(sb.status == SB_RUNNING && !sb.timeout_stop && sb.expires_at > 0 &&
+		 now > sb.expires_at);
+	if (!ended)
+		return 1;
+	rc = sandbox_get(ctx, org, holder, &sb, e);
+	sandbox_select_server(ctx, back, &ignore);
+	if (rc < 0) {
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e);
 		return 0;
-	if (sb.status == SB_CREATING)
-		return now <= sandbox_creating_end(ctx->cfg, &sb);
-	if (sb.status == SB_RUNNING && !sb.timeout_stop && sb.expires_at > 0 && now > sb.expires_at)
-		return 0;
-	return 1;
+	}
+	return sb.status != SB_KILLED && sb.status != SB_ERROR;
 }
 
 /* A delete's mark, and whether one is stale. */
@@ -249,18 +262,6 @@ static int parse_attachments(const struct sandbox *sb, json_object **list, const
 		n++;
 	}
 	return n;
-}
-
-int sandbox_volume_attached(const struct sandbox *sb, const char *id)
-{
-	const char *ids[SB_VOLUME_ATTACH_MAX], *targets[SB_VOLUME_ATTACH_MAX];
-	json_object *list;
-	int n = parse_attachments(sb, &list, ids, targets), hit = 0;
-
-	for (int i = 0; i < n; i++)
-		hit |= strcmp(ids[i], id) == 0;
-	json_object_put(list);
-	return hit;
 }
 
 /* --- a create's attachments ----------------------------------------------- */
@@ -474,7 +475,7 @@ int sandbox_volumes_claim(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 				goto out;
 			}
 		} else {
-			live = holder_live(ctx, sb->org, holder, e);
+			live = holder_live(ctx, sb->org, holder, sb->server_id, e);
 			if (live < 0)
 				goto out;
 			if (live) {
@@ -692,7 +693,9 @@ int sandbox_volume_delete(struct sandbox_ctx *ctx, const char *org, const char *
 				"by another request",
 				id);
 		if (v.holder[0] && v.holder[0] != '!') {
-			int live = holder_live(ctx, org, v.holder, e);
+			int live = holder_live(ctx, org, v.holder,
+					       strcmp(v.server_id, "local") == 0 ? "" : v.server_id,
+					       e);
 			if (live < 0)
 				return -1;
 			if (live)

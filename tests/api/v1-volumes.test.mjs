@@ -268,12 +268,21 @@ test('createSandbox checks the attachments before any effect', { timeout: 120000
   assert.equal(r.status, 404, r.text);
   // the volumes are free still: nothing claimed them
   assert.equal((await s.api('GET', '/api/sandbox.list')).json.length, before);
-  r = await mkSandbox([{ volume: V, target: '/data' }, { volume: `volumes/${w.uid}`, target: '/srv/w', mode: 'exclusive' }]);
+  // below the workdir (the sandbox's own disk) and below /tmp is fine
+  const x = await mkVolume('checks3');
+  r = await mkSandbox([{ volume: V, target: '/data' }, { volume: `volumes/${w.uid}`, target: '/home/user/cache', mode: 'exclusive' },
+    { volume: `volumes/${x.uid}`, target: '/tmp/x', mode: 'unspecified' }]);
   assert.equal(r.status, 201, r.text);
   assert.deepEqual(r.json.effectiveFeatures.managedVolumes.attachments, [
     { volume: V, volumeUid: v.uid, target: '/data', mode: 'exclusive' },
-    { volume: `volumes/${w.uid}`, volumeUid: w.uid, target: '/srv/w', mode: 'exclusive' },
+    { volume: `volumes/${w.uid}`, volumeUid: w.uid, target: '/home/user/cache', mode: 'exclusive' },
+    { volume: `volumes/${x.uid}`, volumeUid: x.uid, target: '/tmp/x', mode: 'exclusive' },
   ]);
+  const e = await exec(r.json.uid, 'for d in /data /home/user/cache /tmp/x; do echo $d > $d/f && cat $d/f; done; echo home > /home/user/h && cat /home/user/h');
+  assert.equal(e.json.stdout, '/data\n/home/user/cache\n/tmp/x\nhome\n', e.text);
+  assert.equal(e.json.exitCode, 0);
+  const got = await v1('GET', ONE, { sandbox: r.json.uid });
+  assert.deepEqual(got.json.effectiveFeatures.managedVolumes, r.json.effectiveFeatures.managedVolumes);
   // what this host cannot promise: no size quota
   assert.equal(r.json.effectiveFeatures.managedVolumes.notEnforced[0].limit, 'sizeQuota');
   await rmSandbox(r.json.uid);
@@ -444,4 +453,29 @@ test('stop_mode discard: the volume survives docker stop and start', { timeout: 
     if (vid) await d.docker('DELETE', `/volumes/sandpit-vol-${vid}`).catch(() => {});
     await d.stop();
   }
+});
+
+test('a holder past its expiry is caught up (its container ended) before the next sandbox takes the volume', { timeout: 120000 }, async () => {
+  const v = await mkVolume('expiry');
+  const V = `volumes/${v.uid}`;
+  const a = await v1('POST', SBX, {}, { body: { image: 'images/alpine', features: { timeouts: { timeout: '15s' }, managedVolumes: { attachments: [{ volume: V, target: '/data' }] } } } });
+  assert.equal(a.status, 201, a.text);
+  sandboxes.add(a.json.uid);
+  const cid = (await s.api('GET', '/api/sandbox.one', { query: { sandboxId: a.json.uid } })).json.containerId;
+  // before its expiry it holds the volume
+  let r = await mkSandbox([{ volume: V, target: '/data' }]);
+  assert.equal(r.status, 409, r.text);
+  // past its expiry by the record (createdAt + 15 s; nothing ran in it since)
+  const wait = Date.parse(a.json.core.createdAt) + 16000 - Date.now();
+  if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+  r = await mkSandbox([{ volume: V, target: '/data' }]);
+  assert.equal(r.status, 201, r.text);
+  // the first is failed now and its container gone: nothing else mounts it
+  const st = await s.docker('GET', `/containers/${cid}/json`);
+  assert.ok(st.status === 404 || st.json.State.Running === false, st.text);
+  const g = await v1('GET', ONE, { sandbox: a.json.uid });
+  assert.equal(g.json.core.status, 'failed', g.text);
+  await rmSandbox(r.json.uid);
+  await rmSandbox(a.json.uid);
+  await rmVolume(v.uid);
 });
