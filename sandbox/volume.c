@@ -66,10 +66,11 @@ static int vol_from_rec(const struct store_rec *r, struct sandbox_volume *v)
 	return sandbox_id_ok(v->id) ? 0 : -1;
 }
 
-/* The local server made current and Docker ready there. */
-static int local_docker(struct sandbox_ctx *ctx, struct sp_err *e)
+/* A volume's server ("local" or "" = the local one) made current and
+ * Docker ready there. */
+static int server_docker(struct sandbox_ctx *ctx, const char *server, struct sp_err *e)
 {
-	if (sandbox_select_server(ctx, "", e) < 0)
+	if (sandbox_select_server(ctx, strcmp(server, "local") == 0 ? "" : server, e) < 0)
 		return -1;
 	if (!ctx->dk) {
 		*e = ctx->server_err;
@@ -99,7 +100,7 @@ int sandbox_volume_create(struct sandbox_ctx *ctx, const char *org, const char *
 	} else {
 		crypto_random_id(vid, SANDBOX_ID_LEN);
 	}
-	if (sandbox_install_id(ctx, e) < 0 || local_docker(ctx, e) < 0)
+	if (sandbox_install_id(ctx, e) < 0 || server_docker(ctx, "local", e) < 0)
 		return -1;
 	docker_name(vid, dn, sizeof(dn));
 	labels = json_object_new_object();
@@ -723,10 +724,7 @@ int sandbox_volume_delete(struct sandbox_ctx *ctx, const char *org, const char *
 					  id);
 	}
 	/* marked: no claim takes it now */
-	if (sandbox_install_id(ctx, e) < 0 ||
-	    sandbox_select_server(ctx, strcmp(v.server_id, "local") == 0 ? "" : v.server_id, e) <
-		    0 ||
-	    (!ctx->dk && (*e = ctx->server_err, 1)) || sandbox_docker_ready(ctx, e) < 0)
+	if (sandbox_install_id(ctx, e) < 0 || server_docker(ctx, v.server_id, e) < 0)
 		goto undo;
 	if (volume_remove(ctx, &v, e) < 0)
 		goto undo;
