@@ -3,7 +3,8 @@
  * (image, the main process sandbox/sh/main.sh with its lifetimes, the
  * keeper as its user, env, labels, HostConfig with the whole security
  * model: CapDrop ALL, no-new-privileges, no privilege, private cgroup and
- * IPC namespaces, the state tmpfs, the network, the disk), its CPU, memory
+ * IPC namespaces, the state tmpfs, the network, the disk, the managed
+ * volumes), its CPU, memory
  * and pids limits (also for an update of a warm container), its runtime
  * (runc or gVisor, and whether the server has it), and the env it starts
  * with (the template's, the envVars .env lines). Cold creates and warm
