@@ -10,7 +10,11 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { startStack } from './lib/stack.mjs';
+import { dockerProxy } from './lib/dockerproxy.mjs';
 import { ajv, seedValidator } from './lib/v1seed.mjs';
 
 let s, checked = 0;
@@ -478,4 +482,69 @@ test('a holder past its expiry is caught up (its container ended) before the nex
   await rmSandbox(r.json.uid);
   await rmSandbox(a.json.uid);
   await rmVolume(v.uid);
+});
+
+// RELIABILITY H6 for the volume operations: hostile volume ids are a 4xx,
+// never a 5xx, and on the wire (a recording proxy in front of the Docker
+// socket) every volume request names only sandpit-vol-<20 [a-z0-9]> (or
+// creates one), and none of the hostile strings reaches Docker.
+test('H6: hostile volume ids get 4xx and never reach Docker; volume requests on the wire are the allowed ones', { timeout: 180000 }, async () => {
+  assert.equal((await v1('GET', VOLS)).status, 200); // (after() wants one checked answer)
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sp-vol-h6-'));
+  const proxy = await dockerProxy(dir);
+  const d = await startStack({ env: { SANDPIT_DOCKER_HOST: `unix://${proxy.sock}`, SANDPIT_RATE: '2000r/s', SANDPIT_BURST: '2000' } });
+  const made = [];
+  let vid;
+  try {
+    let r = await d.api('POST', VOLS, { body: { displayName: 'wire' } });
+    assert.equal(r.status, 201, r.text);
+    vid = r.json.uid;
+    r = await d.api('POST', SBX, { body: { image: 'images/alpine', features: { managedVolumes: { attachments: [{ volume: `volumes/${vid}`, target: '/data' }] } } } });
+    assert.equal(r.status, 201, r.text);
+    made.push(r.json.uid);
+    const evil = ['../', '..', '../../etc', 'a?b=1', 'a#b', '%2F', '%2e%2e', '&force=1', '%00', 'a\nb', '\r\nHost: x', 'a b',
+      'x'.repeat(10240), `${vid}/../x`, `${vid}?force=1`, `${vid}%2F..`, `sandpit-vol-${vid}`, `${vid.toUpperCase()}`, `${vid}x`];
+    for (const e of evil) {
+      for (const [m, o] of [['GET', {}], ['DELETE', { headers: { 'if-match': '"x"' } }]]) {
+        const res = await d.api(m, `${VOLS}/${encodeURIComponent(e)}`, o);
+        assert.ok(res.status >= 400 && res.status < 500 || (m === 'DELETE' && res.status === 204), `${m} ${JSON.stringify(e.slice(0, 40))}: ${res.status} ${res.text.slice(0, 200)}`);
+      }
+      const c = await d.api('POST', SBX, { body: { image: 'images/alpine', features: { managedVolumes: { attachments: [{ volume: `volumes/${e}`, target: '/data' }] } } } });
+      assert.ok(c.status >= 400 && c.status < 500, `attach ${JSON.stringify(e.slice(0, 40))}: ${c.status} ${c.text.slice(0, 200)}`);
+      const l = await d.api('GET', VOLS, { query: { filter: `uid=${e}` } });
+      assert.ok(l.status === 200 || l.status === 400, l.text.slice(0, 200));
+    }
+    // the delete of the attached volume, the sandbox's, the volume's
+    const tag = async (p) => (await d.api('GET', p)).headers.etag;
+    r = await d.api('DELETE', `${VOLS}/${vid}`, { headers: { 'if-match': await tag(`${VOLS}/${vid}`) } });
+    assert.equal(r.status, 409, r.text);
+    r = await d.api('DELETE', `${SBX}/${made[0]}`, { headers: { 'if-match': await tag(`${SBX}/${made[0]}`) } });
+    assert.equal(r.status, 204, r.text);
+    made.pop();
+    r = await d.api('DELETE', `${VOLS}/${vid}`, { headers: { 'if-match': await tag(`${VOLS}/${vid}`) } });
+    assert.equal(r.status, 204, r.text);
+    vid = null;
+    const vols = proxy.log.filter((x) => /\/volumes(\/|$|\?)/.test(x.url.split('?')[0]) || /filters=.*volume/.test(decodeURIComponent(x.url)));
+    assert.ok(vols.some((x) => x.method === 'POST'), 'the create went through the proxy');
+    for (const x of vols) {
+      const [p, q = ''] = x.url.split(/\?(.*)/s);
+      const rest = p.replace(/^\/v1\.\d+(?=\/)/, '');
+      const ok = (x.method === 'POST' && rest === '/volumes/create' && q === '') ||
+        (['GET', 'DELETE'].includes(x.method) && /^\/volumes\/sandpit-vol-[a-z0-9]{20}$/.test(rest) && q === '') ||
+        (x.method === 'GET' && rest === '/containers/json' && /^all=1&filters=[A-Za-z0-9%._~-]+$/.test(q) &&
+          /^\{"volume":\["sandpit-vol-[a-z0-9]{20}"\]\}$/.test(decodeURIComponent(q.split('filters=')[1])));
+      assert.ok(ok, `${x.method} ${x.url.slice(0, 200)}`);
+    }
+    for (const x of proxy.log) {
+      const u = decodeURIComponent(x.url);
+      for (const e of ['../', 'a b', 'a#b', '\n', 'x'.repeat(100), 'Host: x']) assert.ok(!u.includes(e), `${x.method} ${x.url.slice(0, 200)} holds ${JSON.stringify(e)}`);
+    }
+    assert.ok(proxy.log.every((x) => x.status !== -1), 'Docker answered every request');
+  } finally {
+    for (const id of made) await d.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
+    if (vid) await s.docker('DELETE', `/volumes/sandpit-vol-${vid}`).catch(() => {});
+    await d.stop();
+    await proxy.close();
+    await rm(dir, { recursive: true, force: true });
+  }
 });
