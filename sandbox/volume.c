@@ -416,8 +416,9 @@ static int docker_has(struct sandbox_ctx *ctx, const struct sandbox *sb, const c
 		if (e->code != SP_NOT_FOUND)
 			return -1;
 		return sp_err_field(e, SP_PRECONDITION, field,
-				    "volume_missing: volumes/%s: Docker no longer has its data "
-				    "(%s); delete the volume",
+				    "volume_missing: volumes/%s: this Docker has no %s (it was "
+				    "removed behind sandpit's back, or made by another host's "
+				    "local Docker)",
 				    id, dn);
 	}
 	ok = json_object_object_get_ex(v, "Labels", &labels);
