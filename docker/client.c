@@ -51,6 +51,7 @@ static const struct {
 	{ "POST", "/networks/create" },
 	{ "GET", "/networks/{id}" },
 	{ "DELETE", "/networks/{id}" },
+	{ "GET", "/volumes" },
 	{ "POST", "/volumes/create" },
 	{ "GET", "/volumes/{id}" },
 	{ "DELETE", "/volumes/{id}" },

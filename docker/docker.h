@@ -211,6 +211,10 @@ int docker_volume_create(struct docker_client *c, const char *name, json_object 
 int docker_volume_inspect(struct docker_client *c, const char *name, json_object **out,
 			  struct sp_err *e);
 int docker_volume_remove(struct docker_client *c, const char *name, struct sp_err *e);
+/* GET /volumes filtered by one label "key=value": *out a new array of
+ * Docker's volume objects (Name, Labels, CreatedAt, ...). */
+int docker_volume_list(struct docker_client *c, const char *label, json_object **out,
+		       struct sp_err *e);
 /* GET /containers/json?all=1 filtered to the containers that mount volume
  * name: *out a new array. */
 int docker_volume_users(struct docker_client *c, const char *name, json_object **out,

@@ -98,3 +98,41 @@ done:
 	docker_req_cleanup(&r);
 	return rc;
 }
+
+int docker_volume_list(struct docker_client *c, const char *label, json_object **out,
+		       struct sp_err *e)
+{
+	struct docker_req r;
+	json_object *filters, *arr, *answer = NULL, *vols;
+	int rc = -1;
+
+	*out = NULL;
+	for (const char *p = label; *p; p++)
+		if ((unsigned char)*p < 0x20)
+			return sp_err_field(e, SP_BAD_REQUEST, "label", "invalid label");
+	filters = json_object_new_object();
+	arr = json_object_new_array();
+	json_object_array_add(arr, json_object_new_string(label));
+	json_object_object_add(filters, "label", arr);
+	docker_req_init(&r, "GET");
+	if (docker_req_path(&r, e, "/volumes") < 0 ||
+	    docker_req_query(&r, "filters",
+			     json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN),
+			     e) < 0)
+		goto done;
+	rc = docker_call(c, &r, NULL, &answer, e);
+	if (rc == 0) {
+		if (answer && json_object_object_get_ex(answer, "Volumes", &vols) &&
+		    json_object_is_type(vols, json_type_array))
+			*out = json_object_get(vols);
+		else if (answer && json_object_object_get_ex(answer, "Volumes", &vols) && !vols)
+			*out = json_object_new_array(); /* Docker's null: none */
+		else
+			rc = sp_err_set(e, SP_INTERNAL, "Docker's volume list has no Volumes");
+	}
+done:
+	json_object_put(answer);
+	json_object_put(filters);
+	docker_req_cleanup(&r);
+	return rc;
+}

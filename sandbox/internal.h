@@ -282,5 +282,11 @@ int sandbox_volumes_fill(const struct sandbox_create_req *rq, struct sandbox *sb
 int sandbox_volumes_claim(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
 int sandbox_volumes_own(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e);
 void sandbox_volumes_release(struct sandbox_ctx *ctx, const struct sandbox *sb);
+/* The reaper's part (local server): removes this installation's Docker
+ * volumes of managed volumes that no record names, once they are older
+ * than a createVolume can take (create_timeout_s plus twice
+ * docker_timeout_s): a worker killed between Docker's create and the
+ * record's write. One in use is left. */
+void sandbox_volumes_sweep(struct sandbox_ctx *ctx);
 
 #endif

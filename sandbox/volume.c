@@ -739,3 +739,78 @@ undo : {
 	return -1;
 }
 }
+
+/* An RFC 3339 time as Docker writes it ("2026-12-01T19:48:53Z", or with
+ * an offset and fractions), in ms since the epoch; 0 when it is not one. */
+static int64_t rfc3339_ms(const char *t)
+{
+	struct tm tm;
+	const char *p;
+	int64_t s;
+
+	memset(&tm, 0, sizeof(tm));
+	if (!t || !(p = strptime(t, "%Y-%m-%dT%H:%M:%S", &tm)))
+		return 0;
+	s = (int64_t)timegm(&tm);
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			;
+	if (*p == 'Z')
+		return s * 1000;
+	if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
+		int off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 +
+			  ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
+		return (s - (*p == '+' ? off : -off)) * 1000;
+	}
+	return 0;
+}
+
+void sandbox_volumes_sweep(struct sandbox_ctx *ctx)
+{
+	int64_t age = ((int64_t)ctx->cfg->create_timeout_s + 2 * ctx->cfg->docker_timeout_s) * 1000,
+		now = now_ms();
+	char lbl[200], kid[160], korg[160], kvol[160];
+	json_object *vols = NULL;
+	struct sp_err e;
+
+	if (!ctx->install_id[0] || server_docker(ctx, "local", &e) < 0)
+		return;
+	snprintf(lbl, sizeof(lbl), "%s.install=%s", ctx->cfg->label_prefix, ctx->install_id);
+	if (docker_volume_list(ctx->dk, lbl, &vols, &e) < 0) {
+		log_warn("volume sweep: %s", e.msg);
+		return;
+	}
+	label(ctx->cfg, "volumeId", kid, sizeof(kid));
+	label(ctx->cfg, "organizationId", korg, sizeof(korg));
+	label(ctx->cfg, "volume", kvol, sizeof(kvol));
+	for (size_t i = 0; i < json_object_array_length(vols); i++) {
+		json_object *v = json_object_array_get_idx(vols, i), *labels = NULL;
+		const char *name = jstr(v, "Name"), *id, *org, *mark;
+		struct store_rec r = { 0 };
+		char dn[64];
+		int64_t made;
+		json_object_object_get_ex(v, "Labels", &labels);
+		id = jstr(labels, kid);
+		org = jstr(labels, korg);
+		mark = jstr(labels, kvol);
+		if (!name || !id || !org || !mark || strcmp(mark, "true") != 0 ||
+		    !sandbox_id_ok(id))
+			continue;
+		docker_name(id, dn, sizeof(dn));
+		if (strcmp(name, dn) != 0)
+			continue;
+		/* a create still on its way to the record write: left to it */
+		made = rfc3339_ms(jstr(v, "CreatedAt"));
+		if (made <= 0 || now - made < age)
+			continue;
+		if (store_volume_get(ctx->st, org, id, &r, &e) == 0) {
+			store_rec_free(&r);
+			continue;
+		}
+		if (e.code != SP_NOT_FOUND)
+			continue;
+		if (docker_volume_remove(ctx->dk, dn, &e) == 0)
+			log_info("volume sweep: removed %s (no record names it)", dn);
+	}
+	json_object_put(vols);
+}

@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startStack } from './lib/stack.mjs';
+import { startStack, waitFor } from './lib/stack.mjs';
 import { dockerProxy } from './lib/dockerproxy.mjs';
 import { ajv, seedValidator } from './lib/v1seed.mjs';
 
@@ -531,6 +531,9 @@ test('H6: hostile volume ids get 4xx and never reach Docker; volume requests on 
       const rest = p.replace(/^\/v1\.\d+(?=\/)/, '');
       const ok = (x.method === 'POST' && rest === '/volumes/create' && q === '') ||
         (['GET', 'DELETE'].includes(x.method) && /^\/volumes\/sandpit-vol-[a-z0-9]{20}$/.test(rest) && q === '') ||
+        // the reaper's sweep: this installation's volumes
+        (x.method === 'GET' && rest === '/volumes' && /^filters=[A-Za-z0-9%._~-]+$/.test(q) &&
+          /^\{"label":\["sandpit\.install=[A-Za-z0-9]+"\]\}$/.test(decodeURIComponent(q.slice(8)))) ||
         (x.method === 'GET' && rest === '/containers/json' && /^all=1&filters=[A-Za-z0-9%._~-]+$/.test(q) &&
           /^\{"volume":\["sandpit-vol-[a-z0-9]{20}"\]\}$/.test(decodeURIComponent(q.split('filters=')[1])));
       assert.ok(ok, `${x.method} ${x.url.slice(0, 200)}`);
@@ -546,5 +549,38 @@ test('H6: hostile volume ids get 4xx and never reach Docker; volume requests on 
     await d.stop();
     await proxy.close();
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("the reaper removes this installation's Docker volumes that no record names (a createVolume that died before its record), and only those", { timeout: 180000 }, async () => {
+  assert.equal((await v1('GET', VOLS)).status, 200); // (after() wants one checked answer)
+  // the sweep's age: create_timeout_s + 2 x docker_timeout_s = 5 + 10 s
+  const d = await startStack({ extraConf: ['create_timeout_s = 5', 'docker_timeout_s = 5', 'reaper_interval_s = 1'] });
+  const orphan = `orphan${Date.now().toString(36)}`.padEnd(20, '0').slice(0, 20);
+  let kept;
+  try {
+    let r = await d.api('POST', VOLS, { body: { displayName: 'kept' } });
+    assert.equal(r.status, 201, r.text);
+    kept = r.json.uid;
+    const labels = (await d.docker('GET', `/volumes/sandpit-vol-${kept}`)).json.Labels;
+    // what a worker killed between Docker's create and the record leaves
+    r = await d.docker('POST', '/volumes/create', { Name: `sandpit-vol-${orphan}`, Driver: 'local', Labels: { ...labels, 'sandpit.volumeId': orphan } });
+    assert.equal(r.status, 201, r.text);
+    // another installation's is never touched (its labels name another install)
+    r = await d.docker('POST', '/volumes/create', { Name: `sandpit-vol-${orphan.slice(0, 19)}x`, Driver: 'local', Labels: { ...labels, 'sandpit.volumeId': `${orphan.slice(0, 19)}x`, 'sandpit.install': 'someoneelse' } });
+    assert.equal(r.status, 201, r.text);
+    const t0 = Date.now();
+    await waitFor(async () => (await d.docker('GET', `/volumes/sandpit-vol-${orphan}`)).status === 404, 90000, 1000);
+    assert.ok(Date.now() - t0 > 8000, 'not before its age');
+    assert.equal((await d.docker('GET', `/volumes/sandpit-vol-${kept}`)).status, 200, 'a volume with a record stays');
+    assert.equal((await d.docker('GET', `/volumes/sandpit-vol-${orphan.slice(0, 19)}x`)).status, 200, "another installation's stays");
+    const g = await d.api('GET', `${VOLS}/${kept}`);
+    assert.equal(g.status, 200);
+    r = await d.api('DELETE', `${VOLS}/${kept}`, { headers: { 'if-match': g.headers.etag } });
+    assert.equal(r.status, 204, r.text);
+    kept = null;
+  } finally {
+    for (const n of [orphan, `${orphan.slice(0, 19)}x`, kept].filter(Boolean)) await d.docker('DELETE', `/volumes/sandpit-vol-${n}`).catch(() => {});
+    await d.stop();
   }
 });

@@ -148,6 +148,7 @@ static void test_path_allowed(void **state)
 		{ "GET", "/v1.41/networks" },
 		{ "GET", "/v1.41/networks/sandpit-isolated" },
 		{ "DELETE", "/v1.41/networks/abc" },
+		{ "GET", "/v1.41/volumes?filters=x" },
 		{ "POST", "/v1.41/volumes/create" },
 		{ "GET", "/v1.41/volumes/sandpit-vol-abc" },
 		{ "DELETE", "/v1.41/volumes/sandpit-vol-abc" },
