@@ -773,7 +773,9 @@ void sandbox_volumes_sweep(struct sandbox_ctx *ctx)
 	json_object *vols = NULL;
 	struct sp_err e;
 
-	if (!ctx->install_id[0] || server_docker(ctx, "local", &e) < 0)
+	/* optional work: never on a server that is slow to answer now */
+	if (!ctx->install_id[0] || server_docker(ctx, "local", &e) < 0 ||
+	    docker_client_suspect(ctx->dk))
 		return;
 	snprintf(lbl, sizeof(lbl), "%s.install=%s", ctx->cfg->label_prefix, ctx->install_id);
 	if (docker_volume_list(ctx->dk, lbl, &vols, &e) < 0) {
