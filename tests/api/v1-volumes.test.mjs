@@ -584,3 +584,33 @@ test("the reaper removes this installation's Docker volumes that no record names
     await d.stop();
   }
 });
+
+test('at most 256 volumes per organization: the next is a 429 resourceExhausted and leaves no Docker volume', { timeout: 300000 }, async () => {
+  const org = `volmax-${Date.now()}`;
+  const key = await s.newKey(org);
+  const mine = [];
+  const batch = async (n) => (await Promise.all(Array.from({ length: n }, () => s.api('POST', VOLS, { key, body: { displayName: 'n' } }))));
+  try {
+    for (let i = 0; i < 256; i += 32) {
+      for (const r of await batch(32)) {
+        assert.equal(r.status, 201, r.text);
+        mine.push(r.json.uid);
+      }
+    }
+    const r = await v1('POST', VOLS, {}, { key, body: { displayName: 'one too many' } });
+    assert.equal(r.status, 429, r.text);
+    assert.equal(r.json.code, 'resourceExhausted');
+    const ours = (await s.docker('GET', `/volumes?filters=${encodeURIComponent(JSON.stringify({ label: [`sandpit.organizationId=${org}`] }))}`)).json.Volumes;
+    assert.equal(ours.length, 256, 'the refused one left no Docker volume');
+    const l = await v1('GET', VOLS, {}, { key, query: { pageSize: 1000 } });
+    assert.equal(l.json.volumes.length, 256);
+    assert.equal(l.json.nextPageToken, '');
+  } finally {
+    for (let i = 0; i < mine.length; i += 32)
+      await Promise.all(mine.slice(i, i + 32).map(async (id) => {
+        const g = await s.api('GET', `${VOLS}/${id}`, { key });
+        if (g.status === 200) await s.api('DELETE', `${VOLS}/${id}`, { key, headers: { 'if-match': g.headers.etag } });
+        await s.docker('DELETE', `/volumes/sandpit-vol-${id}`).catch(() => {});
+      }));
+  }
+});
