@@ -53,6 +53,10 @@ static const struct {
 	{ "POST", "/networks/create" },
 	{ "GET", "/networks/{id}" },
 	{ "DELETE", "/networks/{id}" },
+	{ "GET", "/volumes" },
+	{ "POST", "/volumes/create" },
+	{ "GET", "/volumes/{id}" },
+	{ "DELETE", "/volumes/{id}" },
 };
 
 static int is_alnum(int ch)

@@ -210,6 +210,25 @@ int docker_network_ensure_ex(struct docker_client *c, const char *name, int inte
 int docker_network_inspect(struct docker_client *c, const char *name, json_object **out,
 			   struct sp_err *e);
 
+/* Volumes (named, driver local). create: POST /volumes/create with labels
+ * (not consumed; may be NULL); an existing volume of that name is
+ * success (Docker answers it). inspect: *out new; SP_NOT_FOUND when
+ * missing. remove: never forced; in use is SP_CONFLICT, missing
+ * SP_NOT_FOUND. */
+int docker_volume_create(struct docker_client *c, const char *name, json_object *labels,
+			 struct sp_err *e);
+int docker_volume_inspect(struct docker_client *c, const char *name, json_object **out,
+			  struct sp_err *e);
+int docker_volume_remove(struct docker_client *c, const char *name, struct sp_err *e);
+/* GET /volumes filtered by one label "key=value": *out a new array of
+ * Docker's volume objects (Name, Labels, CreatedAt, ...). */
+int docker_volume_list(struct docker_client *c, const char *label, json_object **out,
+		       struct sp_err *e);
+/* GET /containers/json?all=1 filtered to the containers that mount volume
+ * name: *out a new array. */
+int docker_volume_users(struct docker_client *c, const char *name, json_object **out,
+			struct sp_err *e);
+
 /* Exec. create: body is ExecConfig (AttachStdout/Err, Env, Cmd, WorkingDir,
  * User is never taken from a caller). start: runs attached, demultiplexes
  * the stream and calls on_data(stream 1|2, bytes, len) as output arrives;

@@ -110,6 +110,11 @@ int v1_images_delete(struct handler_ctx *h, json_object *in, json_object **out, 
 int v1_images_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_images_pull_spec(struct handler_ctx *h, json_object *in, json_object **out,
 			struct sp_err *e);
+/* handlers/v1_volumes.c: the /v1 volume operations (sandbox/volume.c). */
+int v1_volumes_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_volumes_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_volumes_get(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_volumes_delete(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 
 /* handlers/v1_endpoint.c: the sandbox endpoint (the document's data plane,
  * served at <origin>/endpoints/<uid>) and its credentials. */

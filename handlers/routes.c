@@ -177,7 +177,8 @@ static const struct field_spec v1_create_fields[] = {
 	{ .name = "labels", .type = FT_JSON, .desc = "At most 64 string values, 4 KiB as JSON" },
 	{ .name = "features",
 	  .type = FT_JSON,
-	  .desc = "timeouts (timeout, onTimeout delete); the others refused" },
+	  .desc = "timeouts (timeout, onTimeout delete|stop), managedVolumes; storedSecrets "
+		  "refused" },
 	{ .name = "image",
 	  .type = FT_STRING,
 	  .min = 8,
@@ -394,6 +395,48 @@ static const struct field_spec v1_port_fields[] = {
 	  .source = FS_PATH },
 	END,
 };
+
+/* --- /v1 volumes (handlers/v1_volumes.c) ---------------------------------- */
+#define V1_VOLUME_PATH                                                                      \
+	{                                                                                   \
+		.name = "volume", .type = FT_ID, .flags = FF_REQUIRED, .min = 1, .max = 64, \
+		.desc = "The volume id", .source = FS_PATH                                  \
+	}
+static const struct field_spec v1_volume_list_fields[] = {
+	{ .name = "pageSize",
+	  .type = FT_INT,
+	  .min = 0,
+	  .max = 1000000,
+	  .desc = "0 = 50; more than 256 is 256",
+	  .source = FS_QUERY },
+	{ .name = "pageToken",
+	  .type = FT_STRING,
+	  .max = 160,
+	  .source = FS_QUERY,
+	  .desc = "A nextPageToken of this list" },
+	{ .name = "filter",
+	  .type = FT_STRING,
+	  .max = 1024,
+	  .source = FS_QUERY,
+	  .desc = "field=value,...: name, display_name, uid" },
+	{ .name = "orderBy",
+	  .type = FT_STRING,
+	  .max = 64,
+	  .source = FS_QUERY,
+	  .desc = "created_at or name, asc or desc; default created_at desc" },
+	END,
+};
+static const struct field_spec v1_volume_create_fields[] = {
+	{ .name = "displayName",
+	  .type = FT_STRING,
+	  .flags = FF_REQUIRED | FF_TEXT,
+	  .min = 1,
+	  .max = SB_VOLUME_NAME_MAX,
+	  .desc = "A label: no '/', not '.' or '..'",
+	  .source = FS_BODY },
+	END,
+};
+static const struct field_spec v1_volume_one_fields[] = { V1_VOLUME_PATH, END };
 
 /* --- the sandbox endpoint's processes (handlers/v1_processes.c) ---------- */
 static const char *const v1_signals[] = {
@@ -849,6 +892,48 @@ const struct route handler_routes[] = {
 	  .kind = ROUTE_MUTATION,
 	  .op_id = "deletePort",
 	  .summary = "Withdraw a published port (absent: 204 too)",
+	  .flags = RF_IF_MATCH | RF_DESTRUCTIVE,
+	  .status = 204 },
+	/* managed volumes: Docker named volumes, attached at a sandbox's
+	 * creation (features.managedVolumes) */
+	{ .method = "GET",
+	  .path = "/v1/volumes",
+	  .fn = v1_volumes_list,
+	  .fields = v1_volume_list_fields,
+	  .perm = "volumesRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "listVolumes",
+	  .summary = "List volumes, newest first",
+	  .output = "ListVolumesResponse" },
+	{ .method = "POST",
+	  .path = "/v1/volumes",
+	  .fn = v1_volumes_create,
+	  .fields = v1_volume_create_fields,
+	  .perm = "volumesWrite",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "createVolume",
+	  .summary = "Create a volume",
+	  .output = "Volume",
+	  .flags = RF_ETAG | RF_IDEMPOTENCY | RF_IDEMPOTENCY_RESOURCE,
+	  .status = 201 },
+	{ .method = "GET",
+	  .path = "/v1/volumes/{volume}",
+	  .fn = v1_volumes_get,
+	  .fields = v1_volume_one_fields,
+	  .perm = "volumesRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "getVolume",
+	  .summary = "Get a volume",
+	  .output = "Volume",
+	  .flags = RF_ETAG },
+	{ .method = "DELETE",
+	  .path = "/v1/volumes/{volume}",
+	  .fn = v1_volumes_delete,
+	  .fields = v1_volume_one_fields,
+	  .perm = "volumesWrite",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "deleteVolume",
+	  .summary = "Delete a volume (absent: 204 too; attached: 409)",
 	  .flags = RF_IF_MATCH | RF_DESTRUCTIVE,
 	  .status = 204 },
 	/* the sandbox endpoint (<origin>/endpoints/<uid>/v1/...): an endpoint

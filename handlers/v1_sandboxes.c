@@ -61,6 +61,52 @@ static json_object *i64_json(int64_t v)
 	return json_object_new_string(n);
 }
 
+/* effectiveFeatures.managedVolumes of a sandbox with volumes: each
+ * attachment as admitted (exclusive), and what this host cannot promise
+ * for them (a sandpit member beside the document's: responses are open):
+ * Docker's local volume driver has no size quota. */
+static void managed_volumes_json(const struct sandbox *sb, json_object *ef)
+{
+	json_object *list = sb->volumes[0] ? json_tokener_parse(sb->volumes) : NULL, *mv, *arr, *ne,
+		    *q;
+
+	if (!list || !json_object_is_type(list, json_type_array) ||
+	    json_object_array_length(list) < 1) {
+		json_object_put(list);
+		return;
+	}
+	mv = json_object_new_object();
+	arr = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		json_object *a = json_object_array_get_idx(list, i), *v, *t, *one;
+		char name[64];
+		if (!json_object_object_get_ex(a, "volume", &v) ||
+		    !json_object_object_get_ex(a, "target", &t))
+			continue;
+		one = json_object_new_object();
+		snprintf(name, sizeof(name), "volumes/%s", json_object_get_string(v));
+		json_object_object_add(one, "volume", json_object_new_string(name));
+		json_object_object_add(one, "volumeUid", json_object_get(v));
+		json_object_object_add(one, "target", json_object_get(t));
+		json_object_object_add(one, "mode", json_object_new_string("exclusive"));
+		json_object_array_add(arr, one);
+	}
+	json_object_object_add(mv, "attachments", arr);
+	ne = json_object_new_array();
+	q = json_object_new_object();
+	json_object_object_add(q, "limit", json_object_new_string("sizeQuota"));
+	json_object_object_add(
+		q, "reason",
+		json_object_new_string("Docker's local volume driver has no size quota on this "
+				       "host (cgroup v1, overlay2 on ext4): writes to a volume "
+				       "are bounded only by the free space of the Docker disk, "
+				       "not by diskMb"));
+	json_object_array_add(ne, q);
+	json_object_object_add(mv, "notEnforced", ne);
+	json_object_object_add(ef, "managedVolumes", mv);
+	json_object_put(list);
+}
+
 /* The Sandbox without its etag. New object. */
 static json_object *sandbox_body(const struct sandbox *sb)
 {
@@ -131,6 +177,7 @@ static json_object *sandbox_body(const struct sandbox *sb)
 			json_object_object_add(to, "expiresAt", time_json(sb->expires_at));
 		json_object_object_add(ef, "timeouts", to);
 	}
+	managed_volumes_json(sb, ef);
 	json_object_object_add(o, "effectiveFeatures", ef);
 
 	if (sb->status == SB_KILLED || sb->status == SB_ERROR) {
@@ -558,11 +605,95 @@ static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_
 	return 0;
 }
 
-/* features: only timeouts (the sandbox's TTL: timeout becomes the core's
+/* features.managedVolumes: {attachments: [{volume "volumes/<id>",
+ * target, mode unspecified|exclusive}]}, closed objects, 1 to
+ * SB_VOLUME_ATTACH_MAX of them, into att (pointing into v); the core
+ * checks the targets and claims the volumes. They live on the local
+ * server: the sandbox is placed there. */
+static int managed_volumes(json_object *v, struct sandbox_create_req *rq,
+			   struct sandbox_volume_attach *att, struct sp_err *e)
+{
+	json_object *list = NULL;
+	char field[96];
+	size_t n;
+
+	if (!json_object_is_type(v, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, "features.managedVolumes",
+				    "features.managedVolumes: expected an object");
+	json_object_object_foreach(v, k, val)
+	{
+		if (strcmp(k, "attachments") != 0)
+			return sp_err_field(e, SP_BAD_REQUEST, "features.managedVolumes",
+					    "features.managedVolumes: unknown field '%.40s' "
+					    "(attachments)",
+					    k);
+		list = val;
+	}
+	if (!list || !json_object_is_type(list, json_type_array) ||
+	    (n = json_object_array_length(list)) < 1)
+		return sp_err_field(e, SP_BAD_REQUEST, "features.managedVolumes.attachments",
+				    "features.managedVolumes.attachments: 1 to %d attachments "
+				    "required",
+				    SB_VOLUME_ATTACH_MAX);
+	if (n > SB_VOLUME_ATTACH_MAX)
+		return sp_err_field(e, SP_BAD_REQUEST, "features.managedVolumes.attachments",
+				    "features.managedVolumes.attachments: at most %d",
+				    SB_VOLUME_ATTACH_MAX);
+	for (size_t i = 0; i < n; i++) {
+		json_object *a = json_object_array_get_idx(list, i), *vol = NULL, *tgt = NULL,
+			    *mode = NULL;
+		snprintf(field, sizeof(field), "features.managedVolumes.attachments[%zu]", i);
+		if (!a || !json_object_is_type(a, json_type_object))
+			return sp_err_field(e, SP_BAD_REQUEST, field, "%s: expected an object",
+					    field);
+		json_object_object_foreach(a, ak, av)
+		{
+			if (strcmp(ak, "volume") == 0)
+				vol = av;
+			else if (strcmp(ak, "target") == 0)
+				tgt = av;
+			else if (strcmp(ak, "mode") == 0)
+				mode = av;
+			else
+				return sp_err_field(e, SP_BAD_REQUEST, field,
+						    "%s: unknown field '%.40s' (volume, target, "
+						    "mode)",
+						    field, ak);
+		}
+		if (!vol || !json_object_is_type(vol, json_type_string) ||
+		    strncmp(json_object_get_string(vol), "volumes/", 8) != 0 ||
+		    !json_object_get_string(vol)[8] || strchr(json_object_get_string(vol) + 8, '/'))
+			return sp_err_field(e, SP_BAD_REQUEST, field,
+					    "%s.volume: volumes/<id> is required", field);
+		if (!tgt || !json_object_is_type(tgt, json_type_string) ||
+		    !json_object_get_string_len(tgt))
+			return sp_err_field(e, SP_BAD_REQUEST, field,
+					    "%s.target: an absolute path is required", field);
+		if (mode && (!json_object_is_type(mode, json_type_string) ||
+			     (strcmp(json_object_get_string(mode), "unspecified") != 0 &&
+			      strcmp(json_object_get_string(mode), "exclusive") != 0)))
+			return sp_err_field(e, SP_BAD_REQUEST, field,
+					    "%s.mode: unspecified or exclusive (one sandbox at a "
+					    "time, read-write)",
+					    field);
+		if (memchr(json_object_get_string(tgt), '\0',
+			   (size_t)json_object_get_string_len(tgt)))
+			return sp_err_field(e, SP_BAD_REQUEST, field, "%s.target: no NUL", field);
+		att[i].volume = json_object_get_string(vol) + 8;
+		att[i].target = json_object_get_string(tgt);
+	}
+	rq->volumes = att;
+	rq->nvolumes = n;
+	rq->server_id = "local";
+	return 0;
+}
+
+/* features: timeouts (the sandbox's TTL: timeout becomes the core's
  * inactivity timeout, at least 10 s and within the hard deadline;
- * onTimeout delete, or stop (paused at expiry); no autoResume).
- * managedVolumes and storedSecrets are a 501; unknown fields a 400. */
-static int features_parse(json_object *in, struct sandbox_create_req *rq, struct sp_err *e)
+ * onTimeout delete, or stop (paused at expiry); no autoResume) and
+ * managedVolumes. storedSecrets is a 501; unknown fields a 400. */
+static int features_parse(json_object *in, struct sandbox_create_req *rq,
+			  struct sandbox_volume_attach *att, struct sp_err *e)
 {
 	json_object *f, *to = NULL, *v;
 
@@ -574,7 +705,10 @@ static int features_parse(json_object *in, struct sandbox_create_req *rq, struct
 	{
 		if (strcmp(k, "timeouts") == 0) {
 			to = val;
-		} else if (strcmp(k, "managedVolumes") == 0 || strcmp(k, "storedSecrets") == 0) {
+		} else if (strcmp(k, "managedVolumes") == 0) {
+			if (val && managed_volumes(val, rq, att, e) < 0)
+				return -1;
+		} else if (strcmp(k, "storedSecrets") == 0) {
 			if (val)
 				return sp_err_field(e, SP_UNIMPLEMENTED, "features",
 						    "features: %s is not supported yet", k);
@@ -761,6 +895,7 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 	char name[65], labels[SB_LABELS_MAX + 1];
 	json_object *res;
 	struct sandbox_env_var *vars = NULL;
+	struct sandbox_volume_attach att[SB_VOLUME_ATTACH_MAX];
 	int rc;
 
 	if (refuse_unsupported(h, in, e) < 0 || labels_text(in, labels, sizeof(labels), e) < 0)
@@ -812,7 +947,7 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 		rq.cpu = hin_dbl(res, "cpus", -1);
 		rq.memory_mb = hin_i64(res, "memoryMib", -1);
 	}
-	if (features_parse(in, &rq, e) < 0)
+	if (features_parse(in, &rq, att, e) < 0)
 		return -1;
 	if (labels[0])
 		rq.labels = labels;

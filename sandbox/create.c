@@ -12,8 +12,11 @@
  * Privileged. A caller-chosen id (an Idempotency-Key's, RELIABILITY I2)
  * is never a warm container's, and a create that finds that id's disk or
  * container name taken leaves them to the request that holds them.
+ * Managed volumes (volume.c) are claimed once the record is "creating",
+ * before anything else of the container, and freed when it fails.
  * May call: every file below it: state.c, list.c (catch up an org),
- * spec.c, image.c, owner.c, disk.c, prepare.c, servers.c, pool.c, ctx.c.
+ * spec.c, image.c, owner.c, disk.c, prepare.c, servers.c, pool.c, ctx.c,
+ * volume.c.
  */
 #include "internal.h"
 
@@ -90,6 +93,7 @@ static int create_failed(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_
 	/* and anything else with its label (a create whose answer was lost) */
 	gone = sandbox_end_containers(ctx, sb->id, 0, &ignore) == 0;
 	sandbox_disk_abort(ctx, sb);
+	sandbox_volumes_release(ctx, sb);
 	sb->status = SB_ERROR;
 	str_copy(sb->error_message, sizeof(sb->error_message), e->msg);
 	if (!gone || store_sandbox_del(ctx->st, sb->org, sb->id, &ignore) < 0)
@@ -278,9 +282,10 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 		if (!sandbox_id_ok(rq->id))
 			return sp_err_set(e, SP_INTERNAL, "bad caller-chosen sandbox id");
 		str_copy(sb->id, sizeof(sb->id), rq->id);
-	} else if (rq->nenv || rq->timeout_stop) {
+	} else if (rq->nenv || rq->timeout_stop || rq->nvolumes) {
 		/* a warm container started before its environment (or its
-		 * expiry kept at the deadline, onTimeout stop) was known */
+		 * expiry kept at the deadline, onTimeout stop, or its volumes)
+		 * was known */
 		crypto_random_id(sb->id, SANDBOX_ID_LEN);
 	} else {
 		crypto_random_id(sb->id, SANDBOX_ID_LEN);
@@ -304,6 +309,8 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 	str_copy(sb->network_mode, sizeof(sb->network_mode),
 		 rq->network_mode ? rq->network_mode : "isolated");
 	str_copy(sb->workdir, sizeof(sb->workdir), rq->workdir ? rq->workdir : TEMPLATE_HOME);
+	if (sandbox_volumes_fill(rq, sb, e) < 0)
+		return -1;
 	str_copy(sb->runtime, sizeof(sb->runtime),
 		 rq->runtime ? rq->runtime : ctx->cfg->default_runtime);
 	sb->created_at = now;
@@ -499,7 +506,9 @@ static int create_cold(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 	struct sp_err ignore;
 	int rc = -1, retried = 0;
 
-	if (sandbox_prepare_image(ctx, sb, &img, e, &tm->pulled) < 0 ||
+	/* the volumes first: exclusive, held from now (the record exists) */
+	if (sandbox_volumes_claim(ctx, sb, e) < 0 ||
+	    sandbox_prepare_image(ctx, sb, &img, e, &tm->pulled) < 0 ||
 	    sandbox_helper_ensure(ctx, sb->image, e) < 0)
 		goto out;
 	if (!t) {
@@ -518,7 +527,8 @@ static int create_cold(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 		int64_t made;
 		if (container_create(ctx, sb, body, &retried, e) < 0)
 			goto taken;
-		if (container_check(ctx, rq, t, sb, img, e) < 0)
+		if (container_check(ctx, rq, t, sb, img, e) < 0 ||
+		    sandbox_volumes_own(ctx, sb, e) < 0)
 			goto out;
 		made = mono_us();
 		tm->create_us = made - *mark;

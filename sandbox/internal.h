@@ -7,7 +7,7 @@
  *   resume.c                          (calls create.c's entry point)
  *   create.c  files.c  reaper.c       the entry points of sandbox.h
  *   exec.c  kill.c  pool.c  pause.c  ports.c
- *   image.c  expiry.c  list.c
+ *   image.c  expiry.c  list.c  volume.c
  *   ctx.c  state.c  templates.c
  *   servers.c
  *   netcheck.c  spec.c
@@ -24,7 +24,7 @@
 
 /* The record's fields (record.c, sandbox_to_kv, which stops the process
  * rather than write past a table of this size). */
-#define SB_RECORD_FIELDS 31
+#define SB_RECORD_FIELDS 32
 /* The home and default workdir of a template sandbox. */
 #define TEMPLATE_HOME "/home/user"
 /* A status catch-up or a template-info inspect is optional: a server
@@ -116,6 +116,9 @@ int sandbox_runtime_ok(struct sandbox_ctx *ctx, const struct sandbox *sb, struct
 int sandbox_env_lines(const char *s, size_t len, json_object *env, struct sp_err *e);
 /* Appends HOME=home and template t's env (NULL: none) to env. */
 void sandbox_template_env(const struct template_conf *t, const char *home, json_object *env);
+/* sb's managed volumes (sb->volumes) into a create's HostConfig Mounts:
+ * read-write, never filled from the image (NoCopy). */
+void sandbox_volumes_mounts(const struct sandbox *sb, json_object *hc);
 /* The body of Docker's container create for sb, with env (taken as a new
  * reference); a new object. */
 json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct sandbox *sb,
@@ -264,5 +267,29 @@ int sandbox_helper_run_input(struct sandbox_ctx *ctx, struct sandbox *sb, const 
 			     json_object *env, const char *cwd, const void *in, size_t in_len,
 			     struct buf *out, char *err, size_t err_cap, int *code,
 			     struct sp_err *e);
+
+/* volume.c. fill: checks a create's attachments (targets
+ * absolute, normalized, at most SB_VOLUME_TARGET_MAX bytes, not /, /proc,
+ * /sys, /dev, sandpit's own /.sandpit and /.sandpit-helper or below them,
+ * not the workdir, /tmp or /var/tmp, no two overlapping, no volume twice)
+ * and writes them into sb->volumes (400 naming the attachment's field).
+ * claim: makes sb (its record written "creating" already) the holder of
+ * all of them at once, then checks each is on sb's server and that Docker
+ * has it (409 failedPrecondition naming it otherwise). own: gives each
+ * volume's root to sb's owner (when not so already) before the container
+ * starts, through a never-started helper container. release: frees what
+ * sb holds (safe when it holds nothing). The Docker volume of a managed
+ * volume is SB_VOLUME_DOCKER_PREFIX + its id. */
+#define SB_VOLUME_DOCKER_PREFIX "sandpit-vol-"
+int sandbox_volumes_fill(const struct sandbox_create_req *rq, struct sandbox *sb, struct sp_err *e);
+int sandbox_volumes_claim(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
+int sandbox_volumes_own(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e);
+void sandbox_volumes_release(struct sandbox_ctx *ctx, const struct sandbox *sb);
+/* The reaper's part (local server): removes this installation's Docker
+ * volumes of managed volumes that no record names, once they are older
+ * than a createVolume can take (create_timeout_s plus twice
+ * docker_timeout_s): a worker killed between Docker's create and the
+ * record's write. One in use is left. */
+void sandbox_volumes_sweep(struct sandbox_ctx *ctx);
 
 #endif

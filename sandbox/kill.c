@@ -4,7 +4,7 @@
  * record killed or deleted and its shares released once Docker says the
  * containers are gone (else the reaper releases them).
  * May call: state.c, expiry.c (drop a deferred write), disk.c (the disk of
- * a removed sandbox).
+ * a removed sandbox), volume.c (its volumes freed).
  */
 #include "internal.h"
 
@@ -68,6 +68,9 @@ int sandbox_remove(struct sandbox_ctx *ctx, const char *org, const char *id, str
 		return -1;
 	if (store_sandbox_del(ctx->st, org, id, e) < 0)
 		return -1;
+	/* its volumes are free for the next sandbox (its record is gone: a
+	 * claim would take them over anyway) */
+	sandbox_volumes_release(ctx, &sb);
 	if (gone == 0) { /* else the reaper releases it once Docker says so */
 		store_release(ctx->st, org, id, e);
 		store_server_release(ctx->st, sb.server_id, id, e);

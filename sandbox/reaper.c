@@ -309,6 +309,7 @@ void sandbox_reap(struct sandbox_ctx *ctx)
 	else
 		rs.all_listed = 0;
 	sweep_server(ctx, "", &rs);
+	sandbox_volumes_sweep(ctx);
 	for (int i = 0; i < nservers; i++)
 		sweep_server(ctx, servers[i], &rs);
 	if (rs.nlive < REAP_MAX_LIVE)

@@ -92,6 +92,7 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
 	sb->has_environment = store_rec_get(r, "environment") != NULL;
 	sb->timeout_stop =
 		store_rec_get(r, "onTimeout") && strcmp(store_rec_get(r, "onTimeout"), "stop") == 0;
+	rec_str(r, "volumes", sb->volumes, sizeof(sb->volumes));
 	return 0;
 }
 
@@ -138,6 +139,7 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 	KV("errorMessage", sb->error_message);
 	KV("labels", sb->labels);
 	KV("onTimeout", sb->timeout_stop ? "stop" : "delete");
+	KV("volumes", sb->volumes);
 #undef KV
 #undef NUM
 	return n;

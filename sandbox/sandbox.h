@@ -90,6 +90,13 @@ struct sandbox_disk {
 #define SB_PORTS_MAX 16
 #define SB_PORTS_TEXT_MAX 2047
 
+/* Managed volumes (/v1, volume.c): at most SB_VOLUME_ATTACH_MAX per
+ * sandbox, each target at most SB_VOLUME_TARGET_MAX bytes, their JSON
+ * text at most SB_VOLUMES_TEXT_MAX. */
+#define SB_VOLUME_ATTACH_MAX 8
+#define SB_VOLUME_TARGET_MAX 255
+#define SB_VOLUMES_TEXT_MAX 4096
+
 struct sandbox {
 	char id[SANDBOX_ID_LEN + 1];
 	char name[65];
@@ -122,6 +129,9 @@ struct sandbox {
 	int has_environment;		/* the record holds a sealed environment (/v1) */
 	int timeout_stop; /* onTimeout stop (/v1): paused at expiry, not ended (record onTimeout) */
 	char ports[SB_PORTS_TEXT_MAX + 1]; /* published ports (ports.c), "" = none */
+	/* managed volumes (/v1, volume.c): [{"volume":id,"target":path}] as
+	 * admitted, "" = none (record volumes) */
+	char volumes[SB_VOLUMES_TEXT_MAX + 1];
 };
 
 /* Where a create spent its time, in microseconds (for Server-Timing). */
@@ -139,6 +149,7 @@ struct sandbox_timing {
 /* A create request as validated at the edge; strings NULL when not given,
  * numbers < 0 when not given. */
 struct sandbox_env_var;
+struct sandbox_volume_attach;
 struct sandbox_create_req {
 	const char *id;	    /* caller-chosen (sandbox_id_ok), made cold; NULL: a random one */
 	const char *labels; /* a JSON object's text (the face checks it), at most SB_LABELS_MAX */
@@ -164,6 +175,11 @@ struct sandbox_create_req {
 	/* non-NULL (/v1): a timeout beyond the hard deadline is an outOfRange
 	 * naming this field; NULL (/api): the expiry is capped at it */
 	const char *timeout_field;
+	/* managed volumes to attach (/v1 features.managedVolumes), checked
+	 * here (sandbox_volume_targets_check), claimed exclusively for the
+	 * sandbox before its container exists; made cold */
+	const struct sandbox_volume_attach *volumes;
+	size_t nvolumes;
 };
 
 /* Defaults and bounds (dokploy-reference.md). */
@@ -686,5 +702,44 @@ int sandbox_port_delete(struct sandbox_ctx *ctx, const char *org, const char *id
  * so), SP_PRECONDITION (its container has no address). */
 int sandbox_port_resolve(struct sandbox_ctx *ctx, const char *label, char *target, size_t cap,
 			 char *org, size_t org_cap, struct sp_err *e);
+
+/* Managed volumes (sandbox/volume.c, /v1 createVolume and the others):
+ * Docker named volumes (driver local, sandpit-vol-<id>) on the local
+ * server, labelled with their id, organization and installation, their
+ * records in Redis (store/volume.c). Owned by one organization: another
+ * org's id is not found. Attached to at most one live sandbox at a time
+ * (the record's holder), only at its creation; the claim of all of a
+ * create's volumes is one atomic step. A holder that is no longer live
+ * (its record gone, failed, past its deadline, or a create that died)
+ * is taken over by the next claim or delete. */
+#define SB_VOLUMES_PER_ORG 256
+#define SB_VOLUME_NAME_MAX 256 /* displayName, bytes */
+struct sandbox_volume {
+	char id[SANDBOX_ID_LEN + 1];
+	char display_name[SB_VOLUME_NAME_MAX + 1];
+	char server_id[65]; /* "local" */
+	char docker_name[64];
+	int64_t created_at; /* ms */
+	char holder[64];    /* the sandbox it is attached to, "" none (or a delete's mark) */
+};
+struct sandbox_volume_attach {
+	const char *volume; /* the id (volumes/<id> without the prefix) */
+	const char *target; /* an absolute guest path */
+};
+/* create: a new volume (id: a caller-chosen one, an Idempotency-Key's;
+ * NULL: a random one; an existing record of that id is answered as it
+ * is); 429 SP_QUOTA past SB_VOLUMES_PER_ORG. get: 404 "Volume not found".
+ * list: every volume of the org, oldest first (*out allocated, free it).
+ * delete: 0 also when absent; SP_PRECONDITION
+ * "deletion_content_lease_held: ..." while a live sandbox holds it (or a
+ * container still mounts it). */
+int sandbox_volume_create(struct sandbox_ctx *ctx, const char *org, const char *id,
+			  const char *display_name, struct sandbox_volume *out, struct sp_err *e);
+int sandbox_volume_get(struct sandbox_ctx *ctx, const char *org, const char *id,
+		       struct sandbox_volume *out, struct sp_err *e);
+int sandbox_volume_list(struct sandbox_ctx *ctx, const char *org, struct sandbox_volume **out,
+			size_t *n, struct sp_err *e);
+int sandbox_volume_delete(struct sandbox_ctx *ctx, const char *org, const char *id,
+			  struct sp_err *e);
 
 #endif

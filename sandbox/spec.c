@@ -3,7 +3,8 @@
  * (image, the main process sandbox/sh/main.sh with its lifetimes, the
  * keeper as its user, env, labels, HostConfig with the whole security
  * model: CapDrop ALL, no-new-privileges, no privilege, private cgroup and
- * IPC namespaces, the state tmpfs, the network, the disk), its CPU, memory
+ * IPC namespaces, the state tmpfs, the network, the disk, the managed
+ * volumes), its CPU, memory
  * and pids limits (also for an update of a warm container), its runtime
  * (runc or gVisor, and whether the server has it), and the env it starts
  * with (the template's, the envVars .env lines). Cold creates and warm
@@ -300,8 +301,42 @@ static json_object *spec_host_config(const struct config *cfg, const struct sand
 	sandbox_disk_hostconfig(cfg, sb, hc);
 	/* the helper, read-only, from its per-server volume */
 	sandbox_helper_mount(hc);
+	sandbox_volumes_mounts(sb, hc);
 	json_object_object_add(hc, "NetworkMode", json_object_new_string(net));
 	return hc;
+}
+
+void sandbox_volumes_mounts(const struct sandbox *sb, json_object *hc)
+{
+	json_object *list = sb->volumes[0] ? json_tokener_parse(sb->volumes) : NULL, *mounts;
+
+	if (!list || !json_object_is_type(list, json_type_array)) {
+		json_object_put(list);
+		return;
+	}
+	if (!json_object_object_get_ex(hc, "Mounts", &mounts)) {
+		mounts = json_object_new_array();
+		json_object_object_add(hc, "Mounts", mounts);
+	}
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		json_object *a = json_object_array_get_idx(list, i), *v, *t, *m, *vo;
+		char name[64];
+		if (!json_object_object_get_ex(a, "volume", &v) ||
+		    !json_object_object_get_ex(a, "target", &t))
+			continue;
+		snprintf(name, sizeof(name), SB_VOLUME_DOCKER_PREFIX "%s",
+			 json_object_get_string(v));
+		m = json_object_new_object();
+		vo = json_object_new_object();
+		json_object_object_add(m, "Type", json_object_new_string("volume"));
+		json_object_object_add(m, "Source", json_object_new_string(name));
+		json_object_object_add(m, "Target", json_object_get(t));
+		json_object_object_add(m, "ReadOnly", json_object_new_boolean(0));
+		json_object_object_add(vo, "NoCopy", json_object_new_boolean(1));
+		json_object_object_add(m, "VolumeOptions", vo);
+		json_object_array_add(mounts, m);
+	}
+	json_object_put(list);
 }
 
 json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct sandbox *sb,

@@ -28,19 +28,10 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "sentinel.h"
+#include "store_int.h"
 
 /* The longest a command spends finding a new master after a failover. */
 #define STORE_FAILOVER_MS 3000
-
-/* What a command may do after its answer was lost. */
-enum store_kind {
-	STORE_READ, /* reads (a script may also drop expired index members): sent again */
-	STORE_IDEM, /* a write that leaves the same state and gives the same answer when
-		       applied twice (HSET of given values, SADD, whole-record put): sent again */
-	STORE_ONCE, /* a write whose second run would answer differently (a status
-		       compare-and-set, a delete that reports whether it found something):
-		       never sent again after an ambiguous failure */
-};
 
 struct store {
 	redisContext *rc;
@@ -53,6 +44,11 @@ struct store {
 	int wait_replicas;   /* WAIT for this many replicas after each write (0: never) */
 	int wait_ms;	     /* ... for at most this long */
 };
+
+const char *store_prefix(const struct store *st)
+{
+	return st->prefix;
+}
 
 void store_rec_free(struct store_rec *r)
 {
@@ -296,8 +292,8 @@ static redisReply *send_cmd(struct store *st, enum store_kind kind, int argc, co
  * MASTERDOWN, sends the worker to Sentinel for the master (the command did
  * not run, so it goes again whatever its kind). The caller frees the reply.
  * Returns NULL with e set (SP_UNAVAILABLE). */
-static redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc,
-				  const char **argv, const size_t *lens, struct sp_err *e)
+redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, const char **argv,
+			   const size_t *lens, struct sp_err *e)
 {
 	int64_t start = mono_ms(), until = start + 5000, failover = start + STORE_FAILOVER_MS;
 	int resent = 0, moved = 0, unconfirmed;

@@ -259,4 +259,32 @@ int store_idem_finish(struct store *st, const char *org, const char *op, const c
 int store_idem_abort(struct store *st, const char *org, const char *op, const char *khash,
 		     const char *owner, struct sp_err *e);
 
+/* /v1 managed volumes (store/volume.c; key layout there). put: makes
+ * the record (kv pairs) and its index entry unless the record exists (1)
+ * or the org has max already (2); 0 made. get: SP_NOT_FOUND "Volume not
+ * found". list: up to max records, oldest first (recs: max zeroed
+ * records, freed with store_rec_free); the count. claim: atomically makes
+ * sid the holder of every ids[i] whose holder is sid or expect[i] ("" =
+ * free): 0 all claimed (nothing changes otherwise), 1 ids[*bad] is absent,
+ * 2 ids[*bad] is held by holder. release: frees those of ids that sid
+ * holds. holder_cas: sets the holder to value if it is expect: 0 set, 1
+ * not (seen: what it is), SP_NOT_FOUND. del: removes the record and its
+ * index entry if its holder is holder (0), else 1. */
+#define STORE_VOLUME_CLAIM_MAX 16
+int store_volume_put(struct store *st, const char *org, const char *id, const char *const *kv,
+		     int nkv, int64_t score, int max, struct sp_err *e);
+int store_volume_get(struct store *st, const char *org, const char *id, struct store_rec *out,
+		     struct sp_err *e);
+int store_volume_list(struct store *st, const char *org, struct store_rec *recs, int max,
+		      struct sp_err *e);
+int store_volume_claim(struct store *st, const char *org, const char *sid, const char *const *ids,
+		       const char *const *expect, int n, int *bad, char *holder, size_t cap,
+		       struct sp_err *e);
+int store_volume_release(struct store *st, const char *org, const char *sid, const char *const *ids,
+			 int n, struct sp_err *e);
+int store_volume_holder_cas(struct store *st, const char *org, const char *id, const char *expect,
+			    const char *value, char *seen, size_t cap, struct sp_err *e);
+int store_volume_del(struct store *st, const char *org, const char *id, const char *holder,
+		     struct sp_err *e);
+
 #endif

@@ -408,7 +408,7 @@ GVISOR_TESTS=(tests/api/lifecycle.test.mjs tests/api/exec.test.mjs tests/api/fil
 	tests/api/hardening.test.mjs tests/api/abuse.test.mjs tests/api/lifetime.test.mjs
 	tests/api/deadline.test.mjs tests/api/network.test.mjs tests/api/v1-process.test.mjs
 	tests/api/v1-lifecycle.test.mjs tests/api/v1-timeouts.test.mjs tests/api/v1-files.test.mjs
-	tests/api/v1-discard.test.mjs tests/api/v1-snapshots.test.mjs)
+	tests/api/v1-discard.test.mjs tests/api/v1-snapshots.test.mjs tests/api/v1-volumes.test.mjs)
 if [ "${SANDPIT_TEST_GVISOR:-1}" != 0 ]; then
 	header "API under gVisor: SANDPIT_TEST_RUNTIME=gvisor node --test ${GVISOR_TESTS[*]}"
 	if [ "$GVISOR_OK" = 1 ]; then

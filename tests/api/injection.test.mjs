@@ -61,6 +61,12 @@ const ALLOWED = [
   ['POST', '/networks/create', []],
   ['GET', '/networks/{net}', []],
   ['DELETE', '/networks/{net}', []],
+  // the /v1 managed volumes (v1-volumes.test.mjs checks their requests);
+  // the reaper lists this installation's volumes in every stack
+  ['GET', '/volumes', ['filters']],
+  ['POST', '/volumes/create', []],
+  ['GET', '/volumes/{vol}', []],
+  ['DELETE', '/volumes/{vol}', []],
 ];
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const HELPER = /^sandpit-helper-[0-9a-f]{16}$/;
@@ -85,6 +91,7 @@ function vet(entry, ids) {
       if (t[i] === '{cid}') ok = ids.has(seg) || HELPER.test(seg);
       else if (t[i] === '{eid}') ok = ids.has(seg);
       else if (t[i] === '{net}') ok = ID.test(seg);
+      else if (t[i] === '{vol}') ok = /^sandpit-vol-[a-z0-9]{20}$/.test(seg);
       else if (t[i] === '{image}') ok = /^sandpit-test%2F[a-z]+(%3A|:)latest$/.test(seg) || SNAPIMAGE.test(seg) || ID.test(seg);
       else if (t[i] === '{snapimage}') ok = SNAPIMAGE.test(seg);
       else ok = seg === t[i];

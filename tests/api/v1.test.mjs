@@ -203,7 +203,7 @@ test('createSandbox refuses what it cannot honour, before any effect', async () 
     [{ pullPolicy: 'always' }, 501, 'unimplemented', 'pullPolicy'],
     [{ policyIds: ['p1'] }, 501, 'unimplemented', 'policyIds'],
     [{ networkPolicies: [{ mode: 'denyAll' }] }, 501, 'unimplemented', 'networkPolicies'],
-    [{ features: { managedVolumes: { volumes: [] } } }, 501, 'unimplemented', 'features'],
+    [{ features: { managedVolumes: { volumes: [] } } }, 400, 'invalidArgument', 'features.managedVolumes'],
     [{ features: { storedSecrets: {} } }, 501, 'unimplemented', 'features'],
     [{ features: { bogus: 1 } }, 400, 'invalidArgument', 'features'],
     [{ features: { timeouts: { timeout: '60s', onTimeout: 'keep' } } }, 501, 'unimplemented', 'features.timeouts.onTimeout'],
@@ -712,6 +712,9 @@ test('/v1/openapi.json: the implemented operations exactly as the seed states th
     'POST /v1/snapshots/{snapshot}/restore restoreSnapshot', 'GET /v1/images listImages',
     'POST /v1/images createImage', 'GET /v1/images/{image} getImage',
     'DELETE /v1/images/{image} deleteImage', 'GET /v1/images/{image}/pull-spec getImagePullSpec',
+    // the volumes (v1-volumes.test.mjs)
+    'GET /v1/volumes listVolumes', 'POST /v1/volumes createVolume',
+    'GET /v1/volumes/{volume} getVolume', 'DELETE /v1/volumes/{volume} deleteVolume',
   ].sort());
   for (const [kind, all] of Object.entries(doc.components))
     for (const [name, c] of Object.entries(all)) assert.deepEqual(c, seed.components[kind][name], `${kind}/${name}`);

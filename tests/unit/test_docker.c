@@ -151,6 +151,10 @@ static void test_path_allowed(void **state)
 		{ "GET", "/v1.41/networks" },
 		{ "GET", "/v1.41/networks/sandpit-isolated" },
 		{ "DELETE", "/v1.41/networks/abc" },
+		{ "GET", "/v1.41/volumes?filters=x" },
+		{ "POST", "/v1.41/volumes/create" },
+		{ "GET", "/v1.41/volumes/sandpit-vol-abc" },
+		{ "DELETE", "/v1.41/volumes/sandpit-vol-abc" },
 	};
 	static const char *const bad[][2] = {
 		{ "GET", "/v1.41/containers/abc/attach" },
@@ -182,6 +186,8 @@ static void test_path_allowed(void **state)
 		{ "GET", "/v1.41/images/a%2/json" },
 		{ "GET", "/v1.41/images/a%zz/json" },
 		{ "POST", "/v1.41/exec/abc/resize" },
+		{ "POST", "/v1.41/volumes/prune" },
+		{ "GET", "/v1.41/volumes/%2E%2E/json" },
 		{ "POST", "/v1.41/swarm/init" },
 		{ "POST", "/v1.41/build" },
 		{ "get", "/v1.41/containers/json" },

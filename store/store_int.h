@@ -1,0 +1,32 @@
+/*
+ * Private to store/: what the files beside store.c (volume.c) need of its
+ * connection: the one command runner with its retry rules, and the key
+ * prefix. Nothing outside store/ includes this.
+ */
+#ifndef SANDPIT_STORE_INT_H
+#define SANDPIT_STORE_INT_H
+
+#include <stddef.h>
+
+#include "store.h"
+
+struct redisReply;
+
+/* What a command may do after its answer was lost. */
+enum store_kind {
+	STORE_READ, /* reads (a script may also drop expired index members): sent again */
+	STORE_IDEM, /* a write that leaves the same state and gives the same answer when
+		       applied twice (HSET of given values, SADD, whole-record put): sent again */
+	STORE_ONCE, /* a write whose second run would answer differently (a status
+		       compare-and-set, a delete that reports whether it found something):
+		       never sent again after an ambiguous failure */
+};
+
+/* Runs one command of the given kind (store.c explains the retries). The
+ * caller frees the reply; NULL with e set (SP_UNAVAILABLE). */
+struct redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc,
+				  const char **argv, const size_t *lens, struct sp_err *e);
+/* The key prefix ("sandpit"). */
+const char *store_prefix(const struct store *st);
+
+#endif
