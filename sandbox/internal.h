@@ -224,6 +224,13 @@ int sandbox_arm_expiry(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t at_m
  * the reaper): stopped, unless a command of it runs (then its expiry
  * moves). 1 when it was stopped. */
 int sandbox_stop_expired(struct sandbox_ctx *ctx, struct sandbox *sb);
+/* pause.c: waits (at least STOP_SETTLE_MIN_MS, at most STOP_SETTLE_MAX_MS)
+ * until no exec of sb's container is half made: created or being started.
+ * Call it before every pause: runc freezing a container under an exec
+ * being set up hangs that exec, and Docker's lock of the container with it
+ * (its unpause, and every image delete, which looks at each container,
+ * wait on it for ever). */
+int sandbox_settle_execs(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e);
 
 /* list.c: catches every record of org up (list pages read and dropped). */
 void sandbox_catch_up_org(struct sandbox_ctx *ctx, const char *org);

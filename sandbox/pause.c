@@ -80,7 +80,7 @@ static int execs_pending(struct sandbox_ctx *ctx, const char *cid, struct sp_err
 }
 
 /* Waits until no exec of sb's container is being set up (see above). */
-static int settle(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e)
+int sandbox_settle_execs(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e)
 {
 	int64_t t0 = mono_ms();
 	struct timespec ts = { 0, 30 * 1000 * 1000 };
@@ -94,7 +94,7 @@ static int settle(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_e
 			if (waited >= STOP_SETTLE_MAX_MS) {
 				log_warn(
 					"sandbox %s: an exec was created but not started for %d ms; "
-					"stopping anyway",
+					"pausing anyway",
 					sb->id, STOP_SETTLE_MAX_MS);
 				return 0;
 			}
@@ -106,7 +106,7 @@ static int settle(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_e
 /* From stopping: the settle, the pause, and the record stopped. */
 static int freeze(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
-	if (settle(ctx, sb, e) < 0)
+	if (sandbox_settle_execs(ctx, sb, e) < 0)
 		return -1;
 	if (docker_container_pause(ctx->dk, sb->container_id, e) < 0) {
 		if (e->code != SP_NOT_FOUND && e->code != SP_CONFLICT)

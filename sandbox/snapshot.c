@@ -16,7 +16,8 @@
  * disk from the image. Must never: leave a source paused when a capture
  * fails, delete an image a container still uses (a lease), show one
  * org's snapshot to another.
- * May call: state.c (sandbox_get*), create.c, servers.c, ctx.c.
+ * May call: state.c (sandbox_get*), create.c, pause.c (the settle before the
+ * freeze), servers.c, ctx.c.
  */
 #include "internal.h"
 
@@ -419,6 +420,10 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 	cap = (size_t)(sb.disk_mb > 0 ? sb.disk_mb : 1024) * 1024 * 1024 + 64u * 1024 * 1024;
 	buf_init(&tar, cap);
 	cfg = commit_config(ctx, s);
+	/* commands are refused from the capture's lock on; one already on its
+	 * way to Docker is let through before the freeze (see the settle) */
+	if (sandbox_settle_execs(ctx, &sb, e) < 0)
+		goto out;
 	if (docker_container_pause(ctx->dk, sb.container_id, e) < 0) {
 		if (e->code == SP_CONFLICT)
 			sp_err_set(e, SP_PRECONDITION,

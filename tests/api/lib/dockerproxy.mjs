@@ -31,6 +31,11 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
   const log = [];
   const ids = new Set();
   const conns = new Set();
+  // the requests and raw streams to Docker still open: close() ends them,
+  // so that a request Docker has not answered yet (its client long gone)
+  // cannot keep the test's process alive
+  const ups = new Set();
+  const track = (u) => { ups.add(u); u.on('close', () => ups.delete(u)); return u; };
   const server = http.createServer(async (req, res) => {
     const entry = { method: req.method, url: req.url, at: Date.now(), status: 0 };
     log.push(entry);
@@ -42,7 +47,7 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
       if ((await held.until.catch(() => 'drop')) !== 'forward') return drop();
       req.resume();
     }
-    const up = http.request({ socketPath: upstream, method: req.method, path: req.url, headers: req.headers }, async (ur) => {
+    const up = track(http.request({ socketPath: upstream, method: req.method, path: req.url, headers: req.headers, agent: false }, async (ur) => {
       entry.status = ur.statusCode;
       if (held?.phase === 'answer') {
         ur.pause();
@@ -81,24 +86,25 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
         res.end();
       });
       ur.on('error', () => res.destroy());
-    });
+    }));
     up.on('error', () => { entry.status = -1; res.destroy(); });
     req.pipe(up);
   });
   server.on('upgrade', (req, client, head) => {
     log.push({ method: req.method, url: req.url, at: Date.now(), status: 101, upgrade: true });
-    const up = net.connect(upstream, () => {
+    const up = track(net.connect(upstream, () => {
       const lines = [`${req.method} ${req.url} HTTP/1.1`];
       for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
       up.write(lines.join('\r\n') + '\r\n\r\n');
       if (head.length) up.write(head);
       up.pipe(client);
       client.pipe(up);
-    });
+    }));
     const end = () => { up.destroy(); client.destroy(); };
     up.on('error', end);
     client.on('error', end);
     up.on('close', () => client.end());
+    client.on('close', () => up.destroy());
   });
   // long execs and kept-alive connections: no server-side timeouts
   server.requestTimeout = 0;
@@ -118,6 +124,7 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
     ids,
     async close() {
       for (const c of conns) c.destroy();
+      for (const u of ups) u.destroy();
       await new Promise((r) => server.close(r));
       await rm(sock, { force: true });
     },
