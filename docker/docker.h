@@ -225,6 +225,18 @@ int docker_exec_start_input(struct docker_client *c, const char *exec_id, int64_
 			    const void *in, size_t in_len, docker_output_fn on_data,
 			    int (*should_stop)(void *arg), void *arg, int *timed_out,
 			    size_t *in_sent, struct sp_err *e);
+/* A source of stdin bytes for docker_exec_start_stream: fills at most cap
+ * bytes at buf and returns their count, 0 when the input is over (stdin is
+ * left open: the process knows from what it read where its input ends),
+ * -1 to abort the stream. It may block. */
+typedef long (*docker_input_fn)(void *arg, char *buf, size_t cap);
+/* Like docker_exec_start_input with the input pulled from in_fn piece by
+ * piece (never more than one piece, 64 KiB, held), so an input of any size
+ * streams through bounded memory. */
+int docker_exec_start_stream(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+			     docker_input_fn in_fn, void *in_arg, docker_output_fn on_data,
+			     int (*should_stop)(void *arg), void *arg, int *timed_out,
+			     struct sp_err *e);
 /* Starts an exec detached: returns once the process runs. */
 int docker_exec_start_detached(struct docker_client *c, const char *exec_id, struct sp_err *e);
 int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_code, int *running,

@@ -172,6 +172,10 @@ int v1_files_write(struct handler_ctx *h, json_object *in, json_object **out, st
 int v1_files_mkdir(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_files_move(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_files_remove(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+/* handlers/v1_transfer.c: upload (multipart/form-data) and download
+ * (multipart/mixed), streamed under transfer_max_mb. */
+int v1_files_upload(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_files_download(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 /* handlers/v1_processes.c: the sandbox endpoint's process operations. */
 int v1_processes_exec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_processes_create(struct handler_ctx *h, json_object *in, json_object **out,

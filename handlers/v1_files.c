@@ -7,7 +7,8 @@
  * code could replace the inputs of, so every FileInfo is checked and
  * rebuilt here. readFile answers raw bytes with an exact Content-Length,
  * writeFile takes a raw body; both up to the unary cap (10 MiB,
- * SB_FILE_UNARY_MAX), beyond which download and upload (next) serve.
+ * SB_FILE_UNARY_MAX), beyond which download and upload serve
+ * (handlers/v1_transfer.c).
  */
 #include "handlers.h"
 

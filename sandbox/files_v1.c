@@ -31,9 +31,10 @@ enum {
 	HF_IS_DIR,
 	HF_INVALID,
 	HF_NO_SPACE,
+	HF_TRUNCATED,
 };
 
-static int code_err(int code, const char *err, struct sp_err *e)
+int sandbox_files_code_err(int code, const char *err, struct sp_err *e)
 {
 	switch (code) {
 	case HF_NOT_FOUND:
@@ -79,6 +80,8 @@ static int code_err(int code, const char *err, struct sp_err *e)
 		return sp_err_field(e, SP_BAD_REQUEST, "path", "path: %s", err);
 	case HF_NO_SPACE:
 		return sp_err_set(e, SP_QUOTA, "The sandbox's disk is full (%s)", err);
+	case HF_TRUNCATED:
+		return sp_err_set(e, SP_BAD_REQUEST, "The stream ended before its end (%s)", err);
 	case 126:
 	case 127:
 		return sp_err_set(e, SP_PRECONDITION,
@@ -109,7 +112,7 @@ int sandbox_files_raw(struct sandbox_ctx *ctx, const char *org, const char *id,
 	}
 	err[strcspn(err, "\n")] = '\0';
 	if (code != 0)
-		return code_err(code, err, e);
+		return sandbox_files_code_err(code, err, e);
 	return 0;
 }
 
