@@ -150,7 +150,7 @@ static int mp_headers(struct mp *m, const char *p, size_t n, struct sp_err *e)
 {
 	char line[MP_HEAD_MAX + 1], name[32] = "";
 	int have_type = 0, type_ok = 0, have_disp = 0;
-	const char *end = p + n;
+	const char *end = p + n, *part = m->want_content ? "content" : "metadata";
 
 	while (p < end) {
 		const char *nl = memmem(p, (size_t)(end - p), "\r\n", 2);
@@ -162,20 +162,20 @@ static int mp_headers(struct mp *m, const char *p, size_t n, struct sp_err *e)
 		if (k == 0)
 			continue;
 		if (memchr(line, '\0', k))
-			return mp_bad(m, e, "part", "a header holds NUL");
+			return mp_bad(m, e, part, "a header holds NUL");
 		colon = strchr(line, ':');
 		if (!colon)
-			return mp_bad(m, e, "part", "a header line without a colon");
+			return mp_bad(m, e, part, "a header line without a colon");
 		*colon = '\0';
 		for (val = colon + 1; *val == ' ' || *val == '\t'; val++)
 			;
 		if (strcasecmp(line, "Content-Transfer-Encoding") == 0)
-			return mp_bad(m, e, "part", "Content-Transfer-Encoding is refused");
+			return mp_bad(m, e, part, "Content-Transfer-Encoding is refused");
 		if (strcasecmp(line, "Content-Disposition") == 0) {
 			have_disp = 1;
 			if (!media_is(val, "form-data") ||
 			    header_param(val, "name", name, sizeof(name)) < 0)
-				return mp_bad(m, e, "part",
+				return mp_bad(m, e, part,
 					      "Content-Disposition must be form-data with a name");
 		} else if (strcasecmp(line, "Content-Type") == 0) {
 			have_type = 1;
@@ -184,9 +184,9 @@ static int mp_headers(struct mp *m, const char *p, size_t n, struct sp_err *e)
 		}
 	}
 	if (!have_disp)
-		return mp_bad(m, e, "part", "Content-Disposition is required");
+		return mp_bad(m, e, part, "Content-Disposition is required");
 	if (strcmp(name, "metadata") != 0 && strcmp(name, "content") != 0)
-		return mp_bad(m, e, "part", "a part must be named metadata or content");
+		return mp_bad(m, e, part, "a part must be named metadata or content");
 	if (!m->want_content && strcmp(name, "metadata") != 0)
 		return mp_bad(m, e, "content",
 			      "a content part without its metadata part before it (the first "

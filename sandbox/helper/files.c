@@ -659,6 +659,13 @@ static int upload_start(struct upload_item *it, const char *path, mode_t mode, l
 			return item_fail(HF_NONREG, idx, "the path is not a regular file", 0);
 		if (!realpath(path, it->target))
 			return item_fail(errno_code(errno), idx, "upload", errno);
+		/* replacing it needs the right to write it, as writeFile does
+		 * (a rename alone would need only the directory's) */
+		it->fd = open(it->target, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (it->fd < 0)
+			return item_fail(errno_code(errno), idx, "upload", errno);
+		close(it->fd);
+		it->fd = -1;
 	} else {
 		if (errno != ENOENT)
 			return item_fail(errno_code(errno), idx, "upload", errno);

@@ -39,7 +39,13 @@ export function streamRequest(stack, method, urlPath, o = {}) {
       else if (o.body) {
         for await (const piece of o.body) {
           if (req.destroyed) break;
-          if (!req.write(piece)) await new Promise((r) => { req.once('drain', r); req.once('close', r); });
+          if (!req.write(piece)) {
+            await new Promise((r) => {
+              const f = () => { req.off('drain', f); req.off('close', f); r(); };
+              req.on('drain', f);
+              req.on('close', f);
+            });
+          }
         }
       }
       if (o.abortBody) req.destroy();
@@ -169,16 +175,20 @@ export function mixedReader(boundary) {
   return { feed, parts, get closed() { return closed; }, get trailing() { return trailing; } };
 }
 
-/** RSS (KiB) of each process whose command line holds needle, by pid. */
+/** RSS (KiB) of each process whose command line holds needle (and name,
+ * when given), and of their children, by pid. */
 export function rssOf(needle, name) {
-  const out = {};
+  const out = {}, procs = [];
   for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
       const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (!cmd.includes(needle) || (name && !cmd.includes(name))) continue;
-      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (m) out[pid] = Number(m[1]);
+      const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+      const ppid = /PPid:\s+(\d+)/.exec(status)[1];
+      const rss = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+      procs.push({ pid, ppid, rss, hit: cmd.includes(needle) && (!name || cmd.includes(name)) });
     } catch { /* gone */ }
   }
+  const hits = new Set(procs.filter((p) => p.hit).map((p) => p.pid));
+  for (const p of procs) if (hits.has(p.pid) || hits.has(p.ppid)) out[p.pid] = p.rss;
   return out;
 }
