@@ -233,11 +233,11 @@ test('the endpoint: a credential gets past auth (404 notFound where no endpoint 
     assert.equal(r.status, 404, `${p}: ${r.text}`);
     assert.equal(r.json.code, 'notFound', p);
   }
-  // SandboxEndpoint: the operations served (the processes and unary files so far)
+  // SandboxEndpoint: the operations served (the processes and the files)
   const g = await call('GET', ONE, { sandbox: A });
   assert.equal(g.status, 200);
   assert.deepEqual([...g.json.core.endpoint.capabilities].sort(),
-    ['createProcess', 'exec', 'getProcess', 'list', 'listProcesses', 'mkdir', 'move', 'readFile', 'readOutput', 'remove', 'signal', 'stat', 'writeFile']);
+    ['createProcess', 'download', 'exec', 'getProcess', 'list', 'listProcesses', 'mkdir', 'move', 'readFile', 'readOutput', 'remove', 'signal', 'stat', 'upload', 'writeFile']);
   assert.equal(g.json.core.endpoint.sandboxUid, A);
   assert.match(g.json.core.endpoint.uri, new RegExp(`/endpoints/${A}$`));
 });

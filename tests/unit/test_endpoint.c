@@ -226,13 +226,15 @@ static void test_advertisement(void **state)
 	(void)state;
 	memset(&sb, 0, sizeof(sb));
 	snprintf(sb.id, sizeof(sb.id), "sb1");
-	/* the real table: the six process and seven unary file operations
-	 * (issue 16) */
-	assert_int_equal(v1_endpoint_capabilities(handler_routes, caps, 16), 13);
+	/* the real table: the six process operations, the seven unary file
+	 * ones and the two streamed (issue 16) */
+	assert_int_equal(v1_endpoint_capabilities(handler_routes, caps, 16), 15);
 	assert_string_equal(caps[0], "exec");
 	assert_string_equal(caps[5], "signal");
 	assert_string_equal(caps[6], "list");
 	assert_string_equal(caps[12], "move");
+	assert_string_equal(caps[13], "upload");
+	assert_string_equal(caps[14], "download");
 	o = v1_endpoint_json(handler_routes, origin, &sb);
 	assert_non_null(o);
 	json_object_put(o);
