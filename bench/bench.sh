@@ -10,6 +10,8 @@
 #   /proc                  resident memory: an idle worker, the stack with
 #                          200 running sandboxes, dockerd
 #   bench/bench create-v1  POST /v1/sandboxes beside sandbox.create, interleaved
+#   bench/bench transfer   /v1 raw writeFile/readFile 10 MiB, upload/download
+#                          200 MiB (MB/s), beside the archive API
 # Prints the table and writes it to bench/results/latest.md with the core
 # count, the date and the versions. Sample counts: BENCH_* (bench/bench.c),
 # BENCH_SANDBOXES (200), BENCH_WRK_S (8 s per round, 2 rounds per side).
@@ -76,6 +78,9 @@ say "latency rows (sandpit and raw Docker, interleaved)"
 
 say "/v1 create beside sandbox.create (interleaved)"
 "$BIN/bench/bench" create-v1 >>"$out"
+
+say "/v1 raw files and streamed transfers beside the archive API (interleaved)"
+"$BIN/bench/bench" transfer >>"$out"
 
 # --- warm pool ----------------------------------------------------------------
 if [ -n "$warm" ]; then
