@@ -898,6 +898,36 @@ static void raw_get_big(const char *cid, const char *path, size_t want)
 	buf_free(&tar);
 }
 
+/* docker exec `head -c len > path` with the len bytes at data on its
+ * stdin: the floor under any exec-based write. */
+static void raw_exec_write(const char *cid, const char *path, const char *data, size_t len)
+{
+	json_object *b = json_object_new_object(), *c = json_object_new_array();
+	char eid[65], cmd[512];
+	struct sp_err e;
+	size_t got = 0, sent = 0;
+	int timed_out = 0, code = -1, running = 0;
+
+	snprintf(cmd, sizeof(cmd), "head -c %zu > %s", len, path);
+	json_object_array_add(c, json_object_new_string("sh"));
+	json_object_array_add(c, json_object_new_string("-c"));
+	json_object_array_add(c, json_object_new_string(cmd));
+	json_object_object_add(b, "AttachStdin", json_object_new_boolean(1));
+	json_object_object_add(b, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(b, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(b, "Cmd", c);
+	json_object_object_add(b, "User", json_object_new_string("1000:1000"));
+	json_object_object_add(b, "WorkingDir", json_object_new_string("/home/user"));
+	dk_check(WIRE(docker_exec_create(dk, cid, b, eid, &e)), "exec create", &e);
+	dk_check(WIRE(docker_exec_start_input(dk, eid, 60000, data, len, count_out, NULL, &got,
+					      &timed_out, &sent, &e)),
+		 "exec start", &e);
+	dk_check(WIRE(docker_exec_inspect(dk, eid, &code, &running, &e)), "exec inspect", &e);
+	if (code != 0 || sent != len)
+		die("raw exec write", "bad exit code or input length");
+	json_object_put(b);
+}
+
 /* A transfer row: p50 time and MB/s of both sides. */
 static void mbps_row(const char *what, struct samples *a, struct samples *b, size_t bytes)
 {
@@ -922,7 +952,7 @@ static void mode_transfer(void)
 	size_t ten = 10 * MIB, huge = 200 * (size_t)MIB;
 	static const char bnd[] = "benchBoundary4711";
 	char body[512], ep[1024], cid[65], *uid, *tok, head[512], q[512];
-	struct samples wa, wb, ra, rb;
+	struct samples wa, wb, ra, rb, xw, xr;
 	struct buf keep, up;
 	json_object *o, *v;
 	char *data = malloc(huge);
@@ -951,10 +981,14 @@ static void mode_transfer(void)
 	samples_init(&wb, n_big);
 	samples_init(&ra, n_big);
 	samples_init(&rb, n_big);
+	samples_init(&xw, n_big);
+	samples_init(&xr, n_big);
 	for (int i = 0; i < n_big; i++) {
 		TIMED(&wa, ep_call(ep, tok, "PUT", "/v1/files/content?path=/home/user/ten", NULL,
 				   data, ten, &keep));
 		TIMED(&wb, raw_put_big(cid, "ten", data, ten));
+		TIMED(&xw, raw_exec_write(cid, "/home/user/ten2", data, ten));
+		TIMED(&xr, raw_exec(cid, "cat /home/user/ten2", ten));
 		TIMED(&rb, raw_get_big(cid, "/home/user/ten", ten));
 		TIMED(&ra, (void)ep_call(ep, tok, "GET", "/v1/files/content?path=/home/user/ten",
 					 NULL, NULL, 0, &keep));
@@ -963,6 +997,12 @@ static void mode_transfer(void)
 	}
 	row("/v1 writeFile 10 MiB, raw body", &wa, &wb, T_RATIO, 1.15, 0);
 	row("/v1 readFile 10 MiB, raw body", &ra, &rb, T_RATIO, 1.15, 0);
+	/* where the rest goes: raw docker exec moving the same bytes */
+	row("raw docker exec, 10 MiB on stdin into a file (beside archive put)", &xw, &wb, T_NONE,
+	    0, 0);
+	row("raw docker exec `cat` of 10 MiB (beside archive get)", &xr, &rb, T_NONE, 0, 0);
+	free(xw.v);
+	free(xr.v);
 	free(wa.v);
 	free(wb.v);
 	free(ra.v);

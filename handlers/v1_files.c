@@ -165,41 +165,62 @@ int v1_files_stat(struct handler_ctx *h, json_object *in, json_object **out, str
 	return rc;
 }
 
+struct read_out {
+	struct req *r;
+	int gone;
+};
+
+/* The head, with the file's exact size, once the helper has said it. */
+static int read_begin(void *arg, uint64_t size)
+{
+	struct read_out *o = arg;
+	char head[256];
+	int n = snprintf(head, sizeof(head),
+			 "Status: 200 OK\r\nContent-Type: application/octet-stream\r\n"
+			 "Content-Length: %llu\r\nCache-Control: no-store\r\n"
+			 "X-Accel-Buffering: no\r\n\r\n",
+			 (unsigned long long)size);
+
+	o->r->status = 200;
+	if (FCGX_PutStr(head, n, o->r->fx->out) != n) {
+		o->gone = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static int read_data(void *arg, const char *p, size_t n)
+{
+	struct read_out *o = arg;
+
+	if (FCGX_PutStr(p, (int)n, o->r->fx->out) != (int)n) {
+		o->gone = 1;
+		return -1;
+	}
+	return 0;
+}
+
 /* GET <endpoint>/v1/files/content?path=: the whole file, raw, with its
- * exact Content-Length; a file over the unary cap is refused whole. */
+ * exact Content-Length (the size at the open), streamed as the helper
+ * reads it (nginx does not buffer it: X-Accel-Buffering); a file over the
+ * unary cap is refused whole. One that changes while read cuts the
+ * answer (the client sees fewer bytes than Content-Length said), never a
+ * short answer that looks whole. */
 int v1_files_read(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
-	char cap[24], head[256];
-	const char *argv[] = { "cat", hin_str(in, "path", NULL), cap, NULL };
-	struct buf o;
-	int rc = -1;
+	struct read_out o = { h->r, 0 };
+	int started = 0;
 
 	(void)out;
 	if (!h->stream_ok)
 		return sp_err_set(e, SP_UNIMPLEMENTED, "readFile answers raw bytes over HTTP only");
-	snprintf(cap, sizeof(cap), "%d", SB_FILE_UNARY_MAX);
-	buf_init(&o, (size_t)SB_FILE_UNARY_MAX + 1);
-	if (sandbox_files_raw(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, &o, e) < 0)
-		goto done;
-	if (o.len > SB_FILE_UNARY_MAX) {
-		sp_err_set(e, SP_TOO_LARGE,
-			   "file_too_large: the file is over the unary cap (%d bytes); use "
-			   "download for larger files",
-			   SB_FILE_UNARY_MAX);
-		goto done;
-	}
-	snprintf(head, sizeof(head),
-		 "Status: 200 OK\r\nContent-Type: application/octet-stream\r\n"
-		 "Content-Length: %zu\r\nCache-Control: no-store\r\n\r\n",
-		 o.len);
-	h->r->status = 200;
-	FCGX_PutStr(head, (int)strlen(head), h->r->fx->out);
-	if (o.len)
-		FCGX_PutStr(o.data, (int)o.len, h->r->fx->out);
-	rc = 0;
-done:
-	buf_free(&o);
-	return rc;
+	if (sandbox_files_read_stream(h->sb, h->r->org, sandbox_of(in), hin_str(in, "path", NULL),
+				      SB_FILE_UNARY_MAX, read_begin, read_data, &o, &started,
+				      e) == 0)
+		return 0;
+	if (started)
+		req_stream_abort(h->r);
+	return -1;
 }
 
 /* PUT <endpoint>/v1/files/content?path=&mode=: the raw body replaces the

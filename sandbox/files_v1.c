@@ -32,6 +32,7 @@ enum {
 	HF_INVALID,
 	HF_NO_SPACE,
 	HF_TRUNCATED,
+	HF_CHANGED,
 };
 
 int sandbox_files_code_err(int code, const char *err, struct sp_err *e)
@@ -80,6 +81,8 @@ int sandbox_files_code_err(int code, const char *err, struct sp_err *e)
 		return sp_err_field(e, SP_BAD_REQUEST, "path", "path: %s", err);
 	case HF_NO_SPACE:
 		return sp_err_set(e, SP_QUOTA, "The sandbox's disk is full (%s)", err);
+	case HF_CHANGED:
+		return sp_err_set(e, SP_CONFLICT, "The file changed while it was read (%s)", err);
 	case HF_TRUNCATED:
 		return sp_err_set(e, SP_BAD_REQUEST, "The stream ended before its end (%s)", err);
 	case 126:

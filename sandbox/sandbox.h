@@ -561,6 +561,15 @@ struct sb_down_sink {
 	int (*end)(void *arg, size_t idx);
 	int (*item_error)(void *arg, size_t idx, const struct sp_err *fe);
 };
+/* readFile, streamed: the helper's `cat` of a regular file of at most cap
+ * bytes; begin(size) once its size is known, then data(...) with exactly
+ * size bytes in pieces (a callback returning -1 stops: the client is
+ * gone). -1 with e; *started says whether begin was called (the answer's
+ * head is out: the caller must cut the answer, never end it as whole). */
+int sandbox_files_read_stream(struct sandbox_ctx *ctx, const char *org, const char *id,
+			      const char *path, int64_t cap, int (*begin)(void *arg, uint64_t size),
+			      int (*data)(void *arg, const char *p, size_t n), void *arg,
+			      int *started, struct sp_err *e);
 int sandbox_files_download(struct sandbox_ctx *ctx, const char *org, const char *id,
 			   const char *const *paths, size_t n, int64_t cap,
 			   const struct sb_down_sink *sink, void *arg, struct sp_err *e);

@@ -421,3 +421,108 @@ done:
 	free(argv);
 	return rc;
 }
+
+/* --- readFile, streamed --------------------------------------------------- */
+
+struct rd {
+	int (*begin)(void *arg, uint64_t size);
+	int (*data)(void *arg, const char *p, size_t n);
+	void *arg;
+	unsigned char head[8];
+	size_t head_have;
+	uint64_t size, got;
+	int64_t cap;
+	int started, stopped, broken;
+	char err[512];
+	size_t err_len;
+};
+
+static int rd_output(void *arg, int stream, const char *data, size_t len)
+{
+	struct rd *d = arg;
+
+	if (stream != 1) {
+		size_t k = len < sizeof(d->err) - 1 - d->err_len ? len
+								 : sizeof(d->err) - 1 - d->err_len;
+		memcpy(d->err + d->err_len, data, k);
+		d->err_len += k;
+		d->err[d->err_len] = '\0';
+		return 0;
+	}
+	while (len && d->head_have < 8) {
+		d->head[d->head_have++] = (unsigned char)*data++;
+		len--;
+		if (d->head_have == 8) {
+			d->size = 0;
+			for (int i = 0; i < 8; i++)
+				d->size = d->size << 8 | d->head[i];
+			if (d->size > (uint64_t)d->cap) {
+				d->broken = 1;
+				return -1;
+			}
+			d->started = 1;
+			if (d->begin(d->arg, d->size) < 0) {
+				d->stopped = 1;
+				return -1;
+			}
+		}
+	}
+	if (!len)
+		return 0;
+	if (d->got + len > d->size) {
+		d->broken = 1;
+		return -1;
+	}
+	d->got += len;
+	if (d->data(d->arg, data, len) < 0) {
+		d->stopped = 1;
+		return -1;
+	}
+	return 0;
+}
+
+int sandbox_files_read_stream(struct sandbox_ctx *ctx, const char *org, const char *id,
+			      const char *path, int64_t cap, int (*begin)(void *arg, uint64_t size),
+			      int (*data)(void *arg, const char *p, size_t n), void *arg,
+			      int *started, struct sp_err *e)
+{
+	struct sandbox sb;
+	char capx[24];
+	const char *argv[] = { "cat", path, capx, NULL };
+	struct rd d;
+	int code = -1;
+
+	*started = 0;
+	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
+		return -1;
+	memset(&d, 0, sizeof(d));
+	d.begin = begin;
+	d.data = data;
+	d.arg = arg;
+	d.cap = cap;
+	snprintf(capx, sizeof(capx), "%lld", (long long)cap);
+	/* a slow reader holds the stream: more than the helper's usual bound */
+	if (sandbox_helper_run_stream(ctx, &sb, argv, NULL, NULL, rd_output, &d,
+				      4 * SANDBOX_HELPER_TIMEOUT_MS, &code, e) < 0) {
+		*started = d.started;
+		return -1;
+	}
+	*started = d.started;
+	{
+		struct sp_err ignore;
+		sandbox_touch_record(ctx, &sb, 0, &ignore);
+	}
+	if (d.stopped)
+		return sp_err_set(e, SP_UNAVAILABLE, "The client went away");
+	if (d.broken)
+		return sp_err_set(e, SP_INTERNAL,
+				  "The sandbox's helper sent more than the file's size");
+	if (code != 0 && !d.started) {
+		d.err[strcspn(d.err, "\n")] = '\0';
+		return sandbox_files_code_err(code, d.err, e);
+	}
+	if (code != 0 || !d.started || d.got != d.size)
+		return sp_err_set(e, SP_INTERNAL, "The file changed while it was read (status %d)",
+				  code);
+	return 0;
+}

@@ -48,10 +48,12 @@
 #define HF_INVALID 31
 #define HF_NO_SPACE 32
 #define HF_TRUNCATED 33
+#define HF_CHANGED 34
 
 #define LIST_MAX 100000
 #define REMOVE_SHOWN 1000
 #define COPY_BUF 65536
+#define XFER_BUF (256 * 1024)
 
 static int ffail(int code, const char *what, int err)
 {
@@ -247,14 +249,19 @@ static int cmd_ls(int argc, char **argv)
 	return HF_OK;
 }
 
-/* cat PATH CAP: the raw bytes of a regular file of at most CAP bytes. A
- * FIFO or device is refused before it is read (O_NONBLOCK, fstat), so
- * none hangs the call; a file over CAP, or one that grows past it while
- * read, is refused whole, never cut short. */
+/* cat PATH CAP: a regular file of at most CAP bytes: its size as 8
+ * big-endian bytes, then exactly that many bytes, so sandpit can send an
+ * exact Content-Length before the bytes and stream them. A FIFO or device
+ * is refused before it is read (O_NONBLOCK, fstat), so none hangs the
+ * call; a file over CAP is refused whole. Bytes appended after the open
+ * are not sent (the size is the one at the open); a file that shrinks
+ * while read ends with HF_CHANGED after what was read, which sandpit
+ * turns into a cut answer, never a short one that looks whole. */
 static int cmd_cat(int argc, char **argv)
 {
-	unsigned long long cap, total = 0;
-	static char buf[COPY_BUF];
+	unsigned long long cap, left;
+	static char buf[XFER_BUF];
+	unsigned char h[8];
 	struct stat st;
 	int fd;
 
@@ -271,19 +278,22 @@ static int cmd_cat(int argc, char **argv)
 		return ffail(HF_NONREG, "the path is not a regular file", 0);
 	if ((unsigned long long)st.st_size > cap)
 		return ffail(HF_TOO_BIG, "the file is over the unary cap", 0);
-	for (;;) {
-		ssize_t r = read(fd, buf, sizeof(buf));
+	left = (unsigned long long)st.st_size;
+	for (int i = 0; i < 8; i++)
+		h[i] = (unsigned char)(left >> (56 - 8 * i));
+	if (write_out(1, h, 8) < 0)
+		return ffail(HF_ERROR, "write", errno);
+	while (left) {
+		ssize_t r = read(fd, buf, left < sizeof(buf) ? (size_t)left : sizeof(buf));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return efail("readFile");
 		if (r == 0)
-			break;
-		total += (unsigned long long)r;
-		if (total > cap)
-			return ffail(HF_TOO_BIG, "the file is over the unary cap", 0);
+			return ffail(HF_CHANGED, "the file shrank while it was read", 0);
 		if (write_out(1, buf, (size_t)r) < 0)
 			return ffail(HF_ERROR, "write", errno);
+		left -= (unsigned long long)r;
 	}
 	return HF_OK;
 }
@@ -573,7 +583,6 @@ static int cmd_rm(int argc, char **argv)
 
 /* --- upload and download: framed streams -------------------------------- */
 
-#define XFER_BUF (256 * 1024)
 #define XFER_PIECE_MAX (1u << 20)
 
 static void be32(unsigned char *p, uint32_t v)
