@@ -193,7 +193,7 @@ static int read_data(void *arg, const char *p, size_t n)
 {
 	struct read_out *o = arg;
 
-	if (FCGX_PutStr(p, (int)n, o->r->fx->out) != (int)n) {
+	if (req_write_bulk(o->r, p, n) < 0) {
 		o->gone = 1;
 		return -1;
 	}

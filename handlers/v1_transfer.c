@@ -555,7 +555,13 @@ static int dl_header(void *arg, size_t idx, unsigned mode)
 
 static int dl_data(void *arg, const char *p, size_t n)
 {
-	return dl_put(arg, p, n);
+	struct dl *d = arg;
+
+	if (d->gone || req_write_bulk(d->r, p, n) < 0) {
+		d->gone = 1;
+		return -1;
+	}
+	return 0;
 }
 
 static int dl_end(void *arg, size_t idx)
