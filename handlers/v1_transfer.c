@@ -31,8 +31,9 @@
 
 enum mp_phase { MP_PREAMBLE, MP_AFTER_DELIM, MP_HEADERS, MP_CONTENT, MP_DONE };
 
-struct mp {
-	struct req *r;
+struct v1_mp {
+	v1_mp_read_fn rd;
+	void *rd_arg;
 	char *buf;
 	size_t len, off;
 	int eof;
@@ -48,7 +49,7 @@ struct mp {
 
 /* Reads more of the body into the buffer (moving what is left first).
  * -1 with e over the body's bound. */
-static int mp_fill(struct mp *m, struct sp_err *e)
+static int mp_fill(struct v1_mp *m, struct sp_err *e)
 {
 	int n;
 
@@ -59,7 +60,7 @@ static int mp_fill(struct mp *m, struct sp_err *e)
 	}
 	if (m->eof || m->len == MP_BUF)
 		return 0;
-	n = FCGX_GetStr(m->buf + m->len, (int)(MP_BUF - m->len), m->r->fx->in);
+	n = m->rd(m->rd_arg, m->buf + m->len, (int)(MP_BUF - m->len));
 	if (n <= 0) {
 		m->eof = 1;
 		return 0;
@@ -77,14 +78,14 @@ static int mp_fill(struct mp *m, struct sp_err *e)
 /* A malformed occurrence: invalidArgument naming field[item] (and its
  * member when why starts with "path:" or "mode:"), the item's index and
  * path in the message. */
-static int mp_bad(struct mp *m, struct sp_err *e, const char *field, const char *why)
+static int mp_bad(struct v1_mp *m, struct sp_err *e, const char *field, const char *why)
 {
 	char f[64];
 	const char *member = strncmp(why, "path:", 5) == 0   ? ".path"
 			     : strncmp(why, "mode:", 5) == 0 ? ".mode"
 							     : "";
 
-	if (m->item >= 0)
+	if (m->item >= 0 && strcmp(field, "body") != 0)
 		snprintf(f, sizeof(f), "%s[%lld]%s", field, m->item, member);
 	else
 		snprintf(f, sizeof(f), "%s", field);
@@ -146,7 +147,7 @@ static int media_is(const char *v, const char *t)
 
 /* One part's header block [p, p+n): its name (metadata or content) and
  * the document's rules for each. */
-static int mp_headers(struct mp *m, const char *p, size_t n, struct sp_err *e)
+static int mp_headers(struct v1_mp *m, const char *p, size_t n, struct sp_err *e)
 {
 	char line[MP_HEAD_MAX + 1], name[32] = "";
 	int have_type = 0, type_ok = 0, have_disp = 0;
@@ -201,7 +202,7 @@ static int mp_headers(struct mp *m, const char *p, size_t n, struct sp_err *e)
 }
 
 /* The metadata part's FileHeader into ev (path in m->path). */
-static int mp_meta(struct mp *m, size_t n, struct sb_up_event *ev, struct sp_err *e)
+static int mp_meta(struct v1_mp *m, size_t n, struct sb_up_event *ev, struct sp_err *e)
 {
 	json_tokener *tok = json_tokener_new_ex(4);
 	json_object *o = NULL, *v;
@@ -262,17 +263,48 @@ done:
 }
 
 /* Finds the delimiter in the buffer from off; its offset or -1. */
-static long mp_find(struct mp *m)
+static long mp_find(struct v1_mp *m)
 {
 	const char *d = memmem(m->buf + m->off, m->len - m->off, m->delim, m->dlen);
 
 	return d ? (long)(d - m->buf) : -1;
 }
 
-/* The next upload event from the body (sb_up_next_fn). */
-static int mp_next(void *arg, struct sb_up_event *ev, struct sp_err *e)
+struct v1_mp *v1_mp_new(const char *boundary, int64_t cap, int64_t body_max, v1_mp_read_fn rd,
+			void *rd_arg)
 {
-	struct mp *m = arg;
+	struct v1_mp *m;
+
+	if (strlen(boundary) > MP_BOUNDARY_MAX || !boundary[0])
+		return NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m || !(m->buf = malloc(MP_BUF))) {
+		free(m);
+		return NULL;
+	}
+	m->rd = rd;
+	m->rd_arg = rd_arg;
+	m->cap = cap;
+	m->body_max = body_max;
+	m->item = -1;
+	m->dlen = (size_t)snprintf(m->delim, sizeof(m->delim), "\r\n--%s", boundary);
+	/* the first delimiter may open the body without its CRLF */
+	memcpy(m->buf, "\r\n", 2);
+	m->len = 2;
+	return m;
+}
+
+void v1_mp_free(struct v1_mp *m)
+{
+	if (m) {
+		free(m->buf);
+		free(m);
+	}
+}
+
+int v1_mp_next(void *arg, struct sb_up_event *ev, struct sp_err *e)
+{
+	struct v1_mp *m = arg;
 
 	for (;;) {
 		long at;
@@ -420,6 +452,11 @@ static int mp_next(void *arg, struct sb_up_event *ev, struct sp_err *e)
 	}
 }
 
+static int fcgi_read(void *arg, char *buf, int cap)
+{
+	return FCGX_GetStr(buf, cap, ((struct req *)arg)->fx->in);
+}
+
 static int64_t transfer_cap(const struct handler_ctx *h)
 {
 	return (int64_t)h->cfg->transfer_max_mb * 1024 * 1024;
@@ -430,8 +467,8 @@ int v1_files_upload(struct handler_ctx *h, json_object *in, json_object **out, s
 {
 	const char *ct = req_param(h->r, "CONTENT_TYPE"), *cl = req_param(h->r, "CONTENT_LENGTH");
 	char boundary[MP_BOUNDARY_MAX + 2];
-	struct mp *m;
-	int64_t written = 0;
+	int64_t written = 0, cap = transfer_cap(h);
+	struct v1_mp *m;
 	long long len;
 	int rc = -1;
 
@@ -442,29 +479,17 @@ int v1_files_upload(struct handler_ctx *h, json_object *in, json_object **out, s
 			e, SP_UNSUPPORTED_MEDIA, "Content-Type",
 			"Content-Type: upload takes multipart/form-data with a boundary "
 			"(1 to 70 characters)");
-	m = calloc(1, sizeof(*m));
-	if (!m || !(m->buf = malloc(MP_BUF))) {
-		free(m);
-		return sp_err_set(e, SP_INTERNAL, "out of memory");
-	}
-	m->r = h->r;
-	m->cap = transfer_cap(h);
-	m->body_max = m->cap + MP_OVERHEAD;
-	m->item = -1;
-	if (*cl && parse_ll(cl, 0, INT64_MAX, &len) == 0 && len > m->body_max) {
-		sp_err_field(
+	if (*cl && parse_ll(cl, 0, INT64_MAX, &len) == 0 && len > cap + MP_OVERHEAD)
+		return sp_err_field(
 			e, SP_TOO_LARGE, "content",
-			"content: the body (%lld bytes) is over the streamed cap of %lld bytes "
-			"(transfer_max_mb) and its framing",
-			len, (long long)m->cap);
-		goto done;
-	}
-	m->dlen = (size_t)snprintf(m->delim, sizeof(m->delim), "\r\n--%s", boundary);
-	/* the first delimiter may open the body without its CRLF */
-	memcpy(m->buf, "\r\n", 2);
-	m->len = 2;
-	if (sandbox_files_upload(h->sb, h->r->org, hin_str(in, "sandbox", NULL), m->cap, mp_next, m,
-				 &written, e) < 0)
+			"content: the body (%lld bytes) is over the streamed cap of %lld "
+			"bytes (transfer_max_mb) and its framing",
+			len, (long long)cap);
+	m = v1_mp_new(boundary, cap, cap + MP_OVERHEAD, fcgi_read, h->r);
+	if (!m)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	if (sandbox_files_upload(h->sb, h->r->org, hin_str(in, "sandbox", NULL), m->cap, v1_mp_next,
+				 m, &written, e) < 0)
 		goto done;
 	/* the epilogue: read, not kept */
 	while (!m->eof && m->read <= m->body_max) {
@@ -476,8 +501,7 @@ int v1_files_upload(struct handler_ctx *h, json_object *in, json_object **out, s
 	json_object_object_add(*out, "filesWritten", json_object_new_int64(written));
 	rc = 0;
 done:
-	free(m->buf);
-	free(m);
+	v1_mp_free(m);
 	return rc;
 }
 
