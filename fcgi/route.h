@@ -120,8 +120,10 @@ enum route_kind { ROUTE_QUERY, ROUTE_MUTATION, ROUTE_PUBLIC, ROUTE_META };
  * (under the limit) and left in h->r->body for the handler, in is built
  * from the other sources. RB_MULTIPART: the body is left unread for the
  * handler to stream (its limit is the handler's; in is built from the
- * other sources). RB_NONE: a body is not read (ignored, as on GET). */
-enum route_body { RB_AUTO = 0, RB_NONE, RB_JSON, RB_RAW, RB_MULTIPART };
+ * other sources). RB_STREAM: the same for a raw body the handler streams
+ * (its limit is still body_max, which the handler enforces). RB_NONE: a
+ * body is not read (ignored, as on GET). */
+enum route_body { RB_AUTO = 0, RB_NONE, RB_JSON, RB_RAW, RB_MULTIPART, RB_STREAM };
 
 /* The default body limit, and the most any route may declare: nginx's
  * client_max_body_size (nginx/sandpit.conf.tmpl, 15m) refuses more before

@@ -223,20 +223,64 @@ int v1_files_read(struct handler_ctx *h, json_object *in, json_object **out, str
 	return -1;
 }
 
+struct body_src {
+	struct req *r;
+	long long left;
+};
+
+/* The request body's next piece, up to what Content-Length said. */
+static long body_in(void *arg, char *buf, size_t cap)
+{
+	struct body_src *b = arg;
+	int n;
+
+	if (b->left <= 0)
+		return 0;
+	if ((long long)cap > b->left)
+		cap = (size_t)b->left;
+	if (cap > 1 << 20)
+		cap = 1 << 20;
+	n = FCGX_GetStr(buf, (int)cap, b->r->fx->in);
+	if (n <= 0)
+		return 0; /* the body ended early: the helper's put says so */
+	b->left -= n;
+	return n;
+}
+
 /* PUT <endpoint>/v1/files/content?path=&mode=: the raw body replaces the
- * file (mode & 0777, 0644 when 0, no umask). */
+ * file (mode & 0777, 0644 when 0, no umask). The body (nginx holds it
+ * whole, so its Content-Length is known) streams into the helper as it is
+ * read, never held whole here; over the unary cap is 413 before a byte of
+ * it is read. */
 int v1_files_write(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
+	const char *cl = req_param(h->r, "CONTENT_LENGTH");
 	char mode[24], len[24];
 	const char *argv[] = { "put", hin_str(in, "path", NULL), mode, len, NULL };
+	struct body_src src = { h->r, 0 };
 	json_object *rep = NULL;
 	int rc;
 
 	snprintf(mode, sizeof(mode), "%lld", (long long)(hin_i64(in, "mode", 0) & 0777));
-	snprintf(len, sizeof(len), "%zu", h->r->body.len);
-	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv,
-			       h->r->body.data ? h->r->body.data : "", h->r->body.len,
-			       INFO_ANSWER_MAX, &rep, e) < 0)
+	if (*cl && parse_ll(cl, 0, (long long)1 << 40, &src.left) < 0)
+		return sp_err_set(e, SP_BAD_REQUEST, "Bad Content-Length");
+	if (!*cl) {
+		/* no length (a chunked body nginx did not hold): whole, under the cap */
+		if (req_read_body(h->r, SB_FILE_UNARY_MAX, e) < 0)
+			return -1;
+		snprintf(len, sizeof(len), "%zu", h->r->body.len);
+		rc = sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv,
+					h->r->body.data ? h->r->body.data : "", h->r->body.len,
+					INFO_ANSWER_MAX, &rep, e);
+	} else {
+		if (src.left > SB_FILE_UNARY_MAX)
+			return sp_err_set(e, SP_TOO_LARGE, "Request body exceeds the %d byte limit",
+					  SB_FILE_UNARY_MAX);
+		snprintf(len, sizeof(len), "%lld", src.left);
+		rc = sandbox_files_json_stream(h->sb, h->r->org, sandbox_of(in), argv, body_in,
+					       &src, INFO_ANSWER_MAX, &rep, e);
+	}
+	if (rc < 0)
 		return -1;
 	rc = info_answer(rep, out, e);
 	json_object_put(rep);

@@ -528,6 +528,12 @@ struct buf;
 int sandbox_files_raw(struct sandbox_ctx *ctx, const char *org, const char *id,
 		      const char *const *argv, const void *in, size_t in_len, struct buf *out,
 		      struct sp_err *e);
+/* The same as json with stdin pulled from in_fn (docker_input_fn's
+ * contract), streamed: the caller never holds the input whole. */
+int sandbox_files_json_stream(struct sandbox_ctx *ctx, const char *org, const char *id,
+			      const char *const *argv,
+			      long (*in_fn)(void *arg, char *buf, size_t cap), void *in_arg,
+			      size_t out_max, struct json_object **out, struct sp_err *e);
 int sandbox_files_json(struct sandbox_ctx *ctx, const char *org, const char *id,
 		       const char *const *argv, const void *in, size_t in_len, size_t out_max,
 		       struct json_object **out, struct sp_err *e);
