@@ -17,6 +17,8 @@
  *   bench create-v1          POST /v1/sandboxes beside sandbox.create, interleaved
  *   bench snapshots          createSnapshot of 100 MiB beside docker commit; restore →
  *                            first exec beside a cold create → first exec
+ *   bench transfer           /v1 raw writeFile/readFile of 10 MiB, upload and
+ *                            download of 200 MiB, beside the archive API
  *
  * Times are on the wire, on both sides alike: from the request's first
  * byte to the answer's last (the sum over a row's requests). What a client
@@ -27,8 +29,9 @@
  * deploy/stack.sh); DOCKER_HOST (unix:///var/run/docker.sock);
  * BENCH_COLD (30), BENCH_EXEC (200), BENCH_BIG_EXEC (40), BENCH_SMALL_FILE
  * (100), BENCH_BIG_FILE (20), BENCH_GVISOR (10), BENCH_V1_CREATE (30),
- * BENCH_SNAPSHOT (5), BENCH_RESTORE (10): sample counts. The snapshot rows
- * are wall time (a capture runs after its 202; polled every 20 ms).
+ * BENCH_SNAPSHOT (5), BENCH_RESTORE (10), BENCH_TRANSFER (3, of 200 MiB each
+ * way): sample counts. The snapshot rows are wall time (a capture runs
+ * after its 202; polled every 20 ms).
  * Never leaves a container behind on a normal exit.
  */
 #include <curl/curl.h>
@@ -993,6 +996,264 @@ static void mode_mem_down(int procs)
 	exit(bad);
 }
 
+/* ---- /v1 raw files and streamed transfers ---------------------------------- */
+
+struct ep_sink {
+	struct buf *keep; /* NULL: count only */
+	size_t got;
+};
+
+static size_t on_ep_body(char *p, size_t sz, size_t n, void *arg)
+{
+	struct ep_sink *k = arg;
+
+	k->got += sz * n;
+	if (k->keep && buf_append(k->keep, p, sz * n) < 0)
+		return 0;
+	return sz * n;
+}
+
+/* One request at the sandbox endpoint (path under ep), with the token, on
+ * the kept-alive connection: body (len bytes, NULL for a GET) of ctype.
+ * Dies unless 200; the answer's byte count (kept in keep when not NULL). */
+static size_t ep_call(const char *ep, const char *token, const char *method, const char *path,
+		      const char *ctype, const char *body, size_t len, struct buf *keep)
+{
+	char url[2048], auth[700], ct[200];
+	struct curl_slist *h = NULL;
+	struct ep_sink k = { keep, 0 };
+	long status = 0;
+	CURLcode rc;
+
+	snprintf(url, sizeof(url), "%s%s", ep, path);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+	snprintf(ct, sizeof(ct), "Content-Type: %s", ctype ? ctype : "application/octet-stream");
+	h = curl_slist_append(h, auth);
+	h = curl_slist_append(h, ct);
+	h = curl_slist_append(h, "Expect:");
+	if (keep)
+		buf_reset(keep);
+	curl_easy_setopt(sp, CURLOPT_URL, url);
+	curl_easy_setopt(sp, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(sp, CURLOPT_WRITEFUNCTION, on_ep_body);
+	curl_easy_setopt(sp, CURLOPT_WRITEDATA, &k);
+	curl_easy_setopt(sp, CURLOPT_HEADERFUNCTION, NULL);
+	if (body) {
+		curl_easy_setopt(sp, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(sp, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+		curl_easy_setopt(sp, CURLOPT_CUSTOMREQUEST, method);
+	} else {
+		curl_easy_setopt(sp, CURLOPT_HTTPGET, 1L);
+		curl_easy_setopt(sp, CURLOPT_CUSTOMREQUEST, NULL);
+	}
+	rc = (CURLcode)WIRE((int)curl_easy_perform(sp));
+	curl_easy_setopt(sp, CURLOPT_CUSTOMREQUEST, NULL);
+	curl_slist_free_all(h);
+	if (rc != CURLE_OK)
+		die(path, curl_easy_strerror(rc));
+	curl_easy_getinfo(sp, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 200) {
+		fprintf(stderr, "bench: %s: HTTP %ld: %.300s\n", path, status,
+			keep && keep->data ? keep->data : "");
+		exit(1);
+	}
+	return k.got;
+}
+
+/* A token for the v1 sandbox uid's endpoint (new string). */
+static char *ep_token(const char *uid)
+{
+	char path[256];
+	json_object *b = json_tokener_parse(
+			    "{\"permissions\":[\"sandboxesFilesRead\",\"sandboxesFilesWrite\"]}"),
+		    *o, *v;
+	char *t;
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/endpoint-credentials", uid);
+	o = sp_call("POST", path, NULL, b, 0);
+	if (!json_object_object_get_ex(o, "token", &v))
+		die("endpoint-credentials", "no token");
+	t = strdup(json_object_get_string(v));
+	json_object_put(o);
+	json_object_put(b);
+	return t;
+}
+
+static void raw_put_big(const char *cid, const char *name, const char *data, size_t len)
+{
+	struct docker_tar_entry ent = { name, 0, 0644, 1000, 1000, data, len, 0 };
+	struct buf tar;
+	struct sp_err e;
+
+	buf_init(&tar, len + MIB);
+	dk_check(docker_tar_build(&ent, 1, &tar, &e), "tar build", &e);
+	dk_check(WIRE(docker_archive_put(dk, cid, "/home/user", tar.data, tar.len, &e)),
+		 "archive put", &e);
+	buf_free(&tar);
+}
+
+static void raw_get_big(const char *cid, const char *path, size_t want)
+{
+	struct buf tar;
+	struct sp_err e;
+
+	buf_init(&tar, want + MIB);
+	dk_check(WIRE(docker_archive_get(dk, cid, path, &tar, &e)), "archive get", &e);
+	if (tar.len < want)
+		die("raw read", "short");
+	buf_free(&tar);
+}
+
+/* docker exec `head -c len > path` with the len bytes at data on its
+ * stdin: the floor under any exec-based write. */
+static void raw_exec_write(const char *cid, const char *path, const char *data, size_t len)
+{
+	json_object *b = json_object_new_object(), *c = json_object_new_array();
+	char eid[65], cmd[512];
+	struct sp_err e;
+	size_t got = 0, sent = 0;
+	int timed_out = 0, code = -1, running = 0;
+
+	snprintf(cmd, sizeof(cmd), "head -c %zu > %s", len, path);
+	json_object_array_add(c, json_object_new_string("sh"));
+	json_object_array_add(c, json_object_new_string("-c"));
+	json_object_array_add(c, json_object_new_string(cmd));
+	json_object_object_add(b, "AttachStdin", json_object_new_boolean(1));
+	json_object_object_add(b, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(b, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(b, "Cmd", c);
+	json_object_object_add(b, "User", json_object_new_string("1000:1000"));
+	json_object_object_add(b, "WorkingDir", json_object_new_string("/home/user"));
+	dk_check(WIRE(docker_exec_create(dk, cid, b, eid, &e)), "exec create", &e);
+	dk_check(WIRE(docker_exec_start_input(dk, eid, 60000, data, len, count_out, NULL, &got,
+					      &timed_out, &sent, &e)),
+		 "exec start", &e);
+	dk_check(WIRE(docker_exec_inspect(dk, eid, &code, &running, &e)), "exec inspect", &e);
+	if (code != 0 || sent != len)
+		die("raw exec write", "bad exit code or input length");
+	json_object_put(b);
+}
+
+/* A transfer row: p50 time and MB/s of both sides. */
+static void mbps_row(const char *what, struct samples *a, struct samples *b, size_t bytes)
+{
+	double a50 = pct(a, 50), b50 = pct(b, 50);
+
+	printf("| %s (n=%d; MB/s %.0f beside %.0f) | %.1f | %.1f | %.1f | %.1f | %.2f× (+%.1f ms) "
+	       "| MB/s beside the archive API | — |\n",
+	       what, a->n, (double)bytes / 1e6 / (a50 / 1000.0),
+	       (double)bytes / 1e6 / (b50 / 1000.0), a50, pct(a, 95), b50, pct(b, 95), a50 / b50,
+	       a50 - b50);
+	fflush(stdout);
+}
+
+/* /v1 writeFile and readFile of 10 MiB as raw bodies, then upload and
+ * download of one 200 MiB file, each beside the archive API's put and get
+ * of the same bytes in a raw container, interleaved. */
+static void mode_transfer(void)
+{
+	int n_big = (int)env_n("BENCH_BIG_FILE", 20), n_xfer = (int)env_n("BENCH_TRANSFER", 3);
+	const char *image =
+		getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE") : "sandpit-test/busybox:latest";
+	size_t ten = 10 * MIB, huge = 200 * (size_t)MIB;
+	static const char bnd[] = "benchBoundary4711";
+	char body[512], ep[1024], cid[65], *uid, *tok, head[512], q[512];
+	struct samples wa, wb, ra, rb, xw, xr;
+	struct buf keep, up;
+	json_object *o, *v;
+	char *data = malloc(huge);
+	int hl;
+
+	if (!data)
+		die("malloc", "out of memory");
+	for (size_t k = 0; k < huge; k++)
+		data[k] = (char)(k * 2654435761u >> 13);
+	snprintf(body, sizeof(body), "{\"imageRef\":\"%s\"}", image);
+	v = json_tokener_parse(body);
+	o = sp_call("POST", "/v1/sandboxes", NULL, v, 0);
+	json_object_put(v);
+	if (!json_object_object_get_ex(o, "uid", &v))
+		die("/v1/sandboxes", "no uid");
+	uid = strdup(json_object_get_string(v));
+	json_object_put(o);
+	snprintf(ep, sizeof(ep), "%s/endpoints/%s", sp_url, uid);
+	raw_create(image, NULL, cid);
+	buf_init(&keep, 16 * MIB);
+
+	tok = ep_token(uid);
+	ep_call(ep, tok, "PUT", "/v1/files/content?path=/home/user/ten", NULL, data, ten, &keep);
+	raw_put_big(cid, "ten", data, ten);
+	samples_init(&wa, n_big);
+	samples_init(&wb, n_big);
+	samples_init(&ra, n_big);
+	samples_init(&rb, n_big);
+	samples_init(&xw, n_big);
+	samples_init(&xr, n_big);
+	for (int i = 0; i < n_big; i++) {
+		TIMED(&wa, ep_call(ep, tok, "PUT", "/v1/files/content?path=/home/user/ten", NULL,
+				   data, ten, &keep));
+		TIMED(&wb, raw_put_big(cid, "ten", data, ten));
+		TIMED(&xw, raw_exec_write(cid, "/home/user/ten2", data, ten));
+		TIMED(&xr, raw_exec(cid, "cat /home/user/ten2", ten));
+		TIMED(&rb, raw_get_big(cid, "/home/user/ten", ten));
+		TIMED(&ra, (void)ep_call(ep, tok, "GET", "/v1/files/content?path=/home/user/ten",
+					 NULL, NULL, 0, &keep));
+		if (keep.len != ten)
+			die("readFile", "unexpected length");
+	}
+	row("/v1 writeFile 10 MiB, raw body", &wa, &wb, T_RATIO, 1.15, 0);
+	row("/v1 readFile 10 MiB, raw body", &ra, &rb, T_RATIO, 1.15, 0);
+	/* where the rest goes: raw docker exec moving the same bytes */
+	row("raw docker exec, 10 MiB on stdin into a file (beside archive put)", &xw, &wb, T_NONE,
+	    0, 0);
+	row("raw docker exec `cat` of 10 MiB (beside archive get)", &xr, &rb, T_NONE, 0, 0);
+	free(xw.v);
+	free(xr.v);
+	free(wa.v);
+	free(wb.v);
+	free(ra.v);
+	free(rb.v);
+
+	/* one multipart body: metadata, then the content part */
+	hl = snprintf(head, sizeof(head),
+		      "--%s\r\nContent-Disposition: form-data; name=\"metadata\"\r\n"
+		      "Content-Type: application/json\r\n\r\n{\"path\":\"/home/user/huge\"}\r\n"
+		      "--%s\r\nContent-Disposition: form-data; name=\"content\"\r\n"
+		      "Content-Type: application/octet-stream\r\n\r\n",
+		      bnd, bnd);
+	buf_init(&up, huge + 4096);
+	if (buf_append(&up, head, (size_t)hl) < 0 || buf_append(&up, data, huge) < 0 ||
+	    buf_printf(&up, "\r\n--%s--\r\n", bnd) < 0)
+		die("upload body", "out of memory");
+	snprintf(q, sizeof(q), "multipart/form-data; boundary=%s", bnd);
+	samples_init(&wa, n_xfer);
+	samples_init(&wb, n_xfer);
+	samples_init(&ra, n_xfer);
+	samples_init(&rb, n_xfer);
+	for (int i = 0; i < n_xfer; i++) {
+		free(tok);
+		tok = ep_token(uid);
+		TIMED(&wa, ep_call(ep, tok, "POST", "/v1/files/upload", q, up.data, up.len, &keep));
+		TIMED(&wb, raw_put_big(cid, "huge", data, huge));
+		TIMED(&rb, raw_get_big(cid, "/home/user/huge", huge));
+		TIMED(&ra, (void)ep_call(ep, tok, "GET", "/v1/files/download?paths=/home/user/huge",
+					 NULL, NULL, 0, NULL));
+	}
+	mbps_row("/v1 upload 200 MiB", &wa, &wb, huge);
+	mbps_row("/v1 download 200 MiB", &ra, &rb, huge);
+	free(wa.v);
+	free(wb.v);
+	free(ra.v);
+	free(rb.v);
+	buf_free(&up);
+	buf_free(&keep);
+	sp_id_call("sandbox.remove", uid); /* both faces' sandbox */
+	raw_remove(cid);
+	free(tok);
+	free(uid);
+	free(data);
+}
+
 int main(int argc, char **argv)
 {
 	struct sp_err e;
@@ -1006,7 +1267,8 @@ int main(int argc, char **argv)
 		docker_host = getenv("DOCKER_HOST");
 	if (argc < 2 || !sp_url || !sp_key || !sp_ca) {
 		fprintf(stderr,
-			"usage: bench latency|warm|gvisor RUNTIME|mem-up N P|mem-down P|one-id|create-v1|snapshots "
+			"usage: bench latency|warm|gvisor RUNTIME|mem-up N P|mem-down P|one-id|create-v1|snapshots|"
+			"transfer "
 			"(with SANDPIT_URL, SANDPIT_KEY, SANDPIT_CA set)\n");
 		return 2;
 	}
@@ -1045,6 +1307,8 @@ int main(int argc, char **argv)
 		mode_warm();
 	else if (strcmp(argv[1], "snapshots") == 0)
 		mode_snapshots();
+	else if (strcmp(argv[1], "transfer") == 0)
+		mode_transfer();
 	else if (strcmp(argv[1], "gvisor") == 0 && argc >= 3)
 		mode_gvisor(argv[2]);
 	else

@@ -14,6 +14,8 @@
 #                          first exec beside a cold /v1 create → first exec
 #   bench/preview.mjs      a preview URL's round trip and wrk throughput beside a
 #                          direct request to the sandbox's address (busybox httpd)
+#   bench/bench transfer   /v1 raw writeFile/readFile 10 MiB, upload/download
+#                          200 MiB (MB/s), beside the archive API
 # Prints the table and writes it to bench/results/latest.md with the core
 # count, the date and the versions. Sample counts: BENCH_* (bench/bench.c),
 # BENCH_SANDBOXES (200), BENCH_WRK_S (8 s per round, 2 rounds per side).
@@ -83,6 +85,8 @@ say "/v1 create beside sandbox.create (interleaved)"
 
 say "/v1 snapshots: capture of 100 MiB beside docker commit, restore beside a cold create"
 "$BIN/bench/bench" snapshots >>"$out"
+say "/v1 raw files and streamed transfers beside the archive API (interleaved)"
+"$BIN/bench/bench" transfer >>"$out"
 
 # --- warm pool ----------------------------------------------------------------
 if [ -n "$warm" ]; then

@@ -71,6 +71,7 @@ void config_defaults(struct config *cfg)
 	str_copy(cfg->deny_cidrs, sizeof(cfg->deny_cidrs), "169.254.0.0/16,100.100.100.200/32");
 	str_copy(cfg->probe_ports, sizeof(cfg->probe_ports), "22,80,443,2375,2376,6379");
 	cfg->retention_s = 7 * 24 * 3600;
+	cfg->transfer_max_mb = 1024;
 	cfg->create_timeout_s = 30;
 	cfg->keeper_uid = 65533;
 	cfg->reaper_interval_s = 5;
@@ -161,6 +162,7 @@ static const struct key {
 	{ S(probe_image) },
 	{ S(probe_ports) },
 	{ I(retention_s, 0, 365 * 86400) },
+	{ I(transfer_max_mb, 11, 1048576) },
 	{ I(create_timeout_s, 5, 86400) },
 	{ I(keeper_uid, 1, 2147483646) },
 	{ I(reaper_interval_s, 0, 3600) },

@@ -97,7 +97,8 @@ struct config {
 				     busybox nc); "" = the alpine template's image */
 	char probe_ports[128];	    /* the host ports the probe tries on the bridge gateway, besides
 				     the server's Docker port; default "22,80,443,2375,2376,6379" */
-	int retention_s;	    /* killed rows are kept this long, default 604800 */
+	int transfer_max_mb;  /* upload/download: content bytes a request may carry, default 1024 */
+	int retention_s;      /* killed rows are kept this long, default 604800 */
 	int create_timeout_s; /* a creation still "creating" this long after its last step (an image
 				     pull adds pull_timeout_s) reads "error", its container removed; default 30 */
 	int keeper_uid; /* uid:gid of the processes that enforce a sandbox's lifetime, default 65533 */

@@ -253,7 +253,8 @@ int docker_exec_start_input(struct docker_client *c, const char *exec_id, int64_
 			    const void *in, size_t in_len, docker_output_fn on_data,
 			    int (*should_stop)(void *arg), void *arg, int *timed_out,
 			    size_t *in_sent, struct sp_err *e);
-/* Like docker_exec_start_input with input that keeps coming: in->peek
+/* Like docker_exec_start_input with input that keeps coming (an
+ * interactive process: interact's stdin): in->peek
  * offers the next bytes for the process's stdin (0: none now), in->consume
  * says how many Docker took; in->wake_fd (-1: none) is polled beside the
  * connection, readable when peek may have more (it is drained here). The
@@ -265,8 +266,20 @@ struct docker_input {
 	int wake_fd;
 	void *arg;
 };
+int docker_exec_start_interactive(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+				  const struct docker_input *in, docker_output_fn on_data,
+				  int (*should_stop)(void *arg), void *arg, int *timed_out,
+				  struct sp_err *e);
+/* A source of stdin bytes for docker_exec_start_stream: fills at most cap
+ * bytes at buf and returns their count, 0 when the input is over (the
+ * connection's write side is then shut: Docker closes the process's stdin
+ * once it has read all), -1 to abort the stream. It may block. */
+typedef long (*docker_input_fn)(void *arg, char *buf, size_t cap);
+/* Like docker_exec_start_input with the input pulled from in_fn piece by
+ * piece (never more than one piece, 64 KiB, held), so an input of any size
+ * streams through bounded memory. */
 int docker_exec_start_stream(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
-			     const struct docker_input *in, docker_output_fn on_data,
+			     docker_input_fn in_fn, void *in_arg, docker_output_fn on_data,
 			     int (*should_stop)(void *arg), void *arg, int *timed_out,
 			     struct sp_err *e);
 /* Starts an exec detached: returns once the process runs. */

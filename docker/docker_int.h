@@ -85,7 +85,9 @@ struct docker_req {
 	struct buf resp; /* capped at DOCKER_JSON_MAX */
 	struct buf err;	 /* non-2xx answer body, capped */
 	int too_big, aborted, timed_out, headers_done, header_timeout;
-	size_t in_sent;			    /* docker_hijack: input bytes written */
+	size_t in_sent;	       /* docker_hijack: input bytes written */
+	docker_input_fn in_fn; /* docker_hijack: input pulled from here */
+	void *in_arg;
 	int guard_place;		    /* guard.c: the place held, -1 none */
 	struct docker_client *guard_client; /* guard.c */
 };
@@ -138,6 +140,9 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
  * -1 with e set as docker_perform. */
 int docker_hijack(struct docker_client *c, struct docker_req *r, const void *in, size_t in_len,
 		  struct sp_err *e);
+/* The same with the input pulled from r->in_fn (in is then NULL): it is
+ * called whenever the last piece is written, and may block (it reads the
+ * caller's own client). */
 
 /* docker_perform plus status mapping: body (JSON, not consumed, may be NULL)
  * is sent; a 2xx or r->ok_status answer is success, anything else is mapped

@@ -54,9 +54,10 @@ static int exec_sink(void *arg, const char *p, size_t n)
  * NULL), through docker_hijack, which writes the in_len bytes to the
  * process's stdin. */
 static int exec_start(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
-		      const void *in, size_t in_len, docker_output_fn on_data,
-		      int (*should_stop)(void *arg), void *arg, int *timed_out, size_t *in_sent,
-		      const struct docker_input *stream_in, struct sp_err *e)
+		      const void *in, size_t in_len, docker_input_fn in_fn, void *in_arg,
+		      docker_output_fn on_data, int (*should_stop)(void *arg), void *arg,
+		      int *timed_out, size_t *in_sent, const struct docker_input *stream_in,
+		      struct sp_err *e)
 {
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
 	struct exec_state st;
@@ -96,7 +97,9 @@ static int exec_start(struct docker_client *c, const char *exec_id, int64_t time
 	}
 	if ((int64_t)c->timeout_s * 1000 < timeout_ms)
 		r.header_ms = (int64_t)c->timeout_s * 1000;
-	if (in) {
+	r.in_fn = in_fn;
+	r.in_arg = in_arg;
+	if (in || in_fn) {
 		if (docker_hijack(c, &r, in, in_len, e) < 0)
 			goto done;
 	} else {
@@ -108,7 +111,7 @@ static int exec_start(struct docker_client *c, const char *exec_id, int64_t time
 		if (docker_perform(c, h, &r, e) < 0)
 			goto done;
 	}
-	if (r.status == 101 && in)
+	if (r.status == 101 && (in || in_fn))
 		r.status = 200; /* the hijacked answer */
 	if (r.status < 200 || r.status > 299) {
 		docker_status_err(&r, e);
@@ -144,8 +147,8 @@ int docker_exec_start(struct docker_client *c, const char *exec_id, int64_t time
 		      docker_output_fn on_data, int (*should_stop)(void *arg), void *arg,
 		      int *timed_out, struct sp_err *e)
 {
-	return exec_start(c, exec_id, timeout_ms, NULL, 0, on_data, should_stop, arg, timed_out,
-			  NULL, NULL, e);
+	return exec_start(c, exec_id, timeout_ms, NULL, 0, NULL, NULL, on_data, should_stop, arg,
+			  timed_out, NULL, NULL, e);
 }
 
 /* As docker_exec_start; in must not be NULL (len 0 is fine). */
@@ -156,20 +159,31 @@ int docker_exec_start_input(struct docker_client *c, const char *exec_id, int64_
 {
 	if (!in)
 		return sp_err_set(e, SP_INTERNAL, "exec start with input needs the input");
-	return exec_start(c, exec_id, timeout_ms, in, in_len, on_data, should_stop, arg, timed_out,
-			  in_sent, NULL, e);
+	return exec_start(c, exec_id, timeout_ms, in, in_len, NULL, NULL, on_data, should_stop, arg,
+			  timed_out, in_sent, NULL, e);
 }
 
-int docker_exec_start_stream(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
-			     const struct docker_input *in, docker_output_fn on_data,
-			     int (*should_stop)(void *arg), void *arg, int *timed_out,
-			     struct sp_err *e)
+int docker_exec_start_interactive(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+				  const struct docker_input *in, docker_output_fn on_data,
+				  int (*should_stop)(void *arg), void *arg, int *timed_out,
+				  struct sp_err *e)
 {
 	if (!in || !in->peek || !in->consume)
 		return sp_err_set(e, SP_INTERNAL,
 				  "exec start with a stream needs peek and consume");
-	return exec_start(c, exec_id, timeout_ms, NULL, 0, on_data, should_stop, arg, timed_out,
-			  NULL, in, e);
+	return exec_start(c, exec_id, timeout_ms, NULL, 0, NULL, NULL, on_data, should_stop, arg,
+			  timed_out, NULL, in, e);
+}
+
+int docker_exec_start_stream(struct docker_client *c, const char *exec_id, int64_t timeout_ms,
+			     docker_input_fn in_fn, void *in_arg, docker_output_fn on_data,
+			     int (*should_stop)(void *arg), void *arg, int *timed_out,
+			     struct sp_err *e)
+{
+	if (!in_fn)
+		return sp_err_set(e, SP_INTERNAL, "exec start with a stream needs its source");
+	return exec_start(c, exec_id, timeout_ms, NULL, 0, in_fn, in_arg, on_data, should_stop, arg,
+			  timed_out, NULL, NULL, e);
 }
 
 /* exit_code is -1 while running (or if Docker has none). Mapping: invalid

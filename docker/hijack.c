@@ -16,8 +16,10 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -213,15 +215,16 @@ static void read_error_body(struct hijack *x, const char *head, size_t head_len,
 		r->err.len = (size_t)want;
 }
 
-/* Pumps the hijacked stream: writes the input while Docker takes it and
- * hands output to the sink until Docker ends the stream, the sink or
- * stop_fn aborts, or the deadline passes. A reset reads as the end: the
- * caller asks Docker how the process ended. */
-static void pump(struct hijack *x, const char *in, size_t in_len)
+/* Pumps the hijacked stream: writes the input while Docker takes it (in,
+ * or pieces pulled from r->in_fn into pulled, HIJACK_PIECE bytes) and
+ * hands output to the sink until Docker ends the stream, the sink,
+ * in_fn or stop_fn aborts, or the deadline passes. A reset reads as the
+ * end: the caller asks Docker how the process ended. */
+static void pump_loop(struct hijack *x, const char *in, size_t in_len, char *piece, char *pulled)
 {
 	struct docker_req *r = x->r;
-	char piece[HIJACK_PIECE];
-	int in_open = in_len > 0 || r->input;
+	size_t pulled_len = 0, pulled_off = 0;
+	int in_open = in_len > 0 || r->in_fn || r->input;
 
 	for (;;) {
 		int more = 0, ready;
@@ -234,7 +237,7 @@ static void pump(struct hijack *x, const char *in, size_t in_len)
 				more = 1; /* let the input and the clock have a turn */
 				break;
 			}
-			rc = curl_easy_recv(x->h, piece, sizeof(piece), &n);
+			rc = curl_easy_recv(x->h, piece, HIJACK_PIECE, &n);
 			if (rc == CURLE_AGAIN)
 				break;
 			if (rc != CURLE_OK || n == 0)
@@ -244,7 +247,40 @@ static void pump(struct hijack *x, const char *in, size_t in_len)
 				return;
 			}
 		}
-		while (in_open && r->in_sent < in_len) {
+		while (in_open && r->in_fn) {
+			size_t n = 0;
+			CURLcode rc;
+			if (pulled_off == pulled_len) {
+				long got = r->in_fn(r->in_arg, pulled, HIJACK_PIECE);
+				if (got < 0) {
+					r->aborted = 1;
+					return;
+				}
+				if (got == 0) {
+					/* the input is over: Docker closes the
+					 * process's stdin once it has read all */
+					shutdown(x->fd, SHUT_WR);
+					in_open = 0;
+					break;
+				}
+				pulled_len = (size_t)got;
+				pulled_off = 0;
+			}
+			rc = curl_easy_send(x->h, pulled + pulled_off, pulled_len - pulled_off, &n);
+			if (rc == CURLE_AGAIN)
+				break;
+			if (rc != CURLE_OK) {
+				in_open = 0; /* the process stopped reading; its end decides */
+				break;
+			}
+			pulled_off += n;
+			r->in_sent += n;
+			if (pulled_off == pulled_len) {
+				more = 1; /* read what came meanwhile before pulling more */
+				break;
+			}
+		}
+		while (in_open && !r->in_fn && r->in_sent < in_len) {
 			size_t n = 0, w = in_len - r->in_sent;
 			CURLcode rc;
 			if (w > HIJACK_PIECE)
@@ -258,7 +294,7 @@ static void pump(struct hijack *x, const char *in, size_t in_len)
 			}
 			r->in_sent += n;
 		}
-		if (in_open && r->in_sent < in_len)
+		if (in_open && (r->in_fn || r->in_sent < in_len))
 			events |= POLLOUT;
 		while (in_open && r->input) {
 			const char *p = NULL;
@@ -291,6 +327,20 @@ static void pump(struct hijack *x, const char *in, size_t in_len)
 		if (ready < 0)
 			return;
 	}
+}
+
+/* pump_loop with its buffers: on the heap, so a thread's stack holds none
+ * of them. */
+static void pump(struct hijack *x, const char *in, size_t in_len)
+{
+	char *piece = malloc(HIJACK_PIECE), *pulled = x->r->in_fn ? malloc(HIJACK_PIECE) : NULL;
+
+	if (!piece || (x->r->in_fn && !pulled))
+		x->r->aborted = 1;
+	else
+		pump_loop(x, in, in_len, piece, pulled);
+	free(piece);
+	free(pulled);
 }
 
 int docker_hijack(struct docker_client *c, struct docker_req *r, const void *in, size_t in_len,

@@ -55,6 +55,12 @@ void req_send_error(struct req *r, const struct sp_err *e, json_object *issues);
  * instead of a wrong one) and records 502 as its status for logs and
  * metrics. */
 void req_stream_begin(struct req *r, int status);
+/* Appends n body bytes (after the head went out through the stream) as
+ * FastCGI records of up to 64 KiB written straight to the connection,
+ * instead of libfcgi's 8 KiB ones: for bulk bytes (readFile, download).
+ * Flushes the stream first, so the two never interleave. -1 once the
+ * client is gone. */
+int req_write_bulk(struct req *r, const void *p, size_t n);
 int req_stream_write(struct req *r, const void *p, size_t n);
 void req_stream_abort(struct req *r);
 /* The size of the last JSON answer this process sent (for heap trimming). */

@@ -172,11 +172,22 @@ static int parse_query(const char *q, json_object **in, struct sp_err *e)
 			sp_err_set(e, SP_BAD_REQUEST, "Malformed query string");
 			goto fail;
 		}
-		if (json_object_object_get_ex(o, key, NULL)) {
-			sp_err_field(e, SP_BAD_REQUEST, key, "%s: given more than once", key);
-			goto fail;
+		{
+			json_object *prev = NULL, *v = json_object_new_string_len(val, (int)vlen);
+			/* a repeated key becomes an array of its values; only a
+			 * list field takes one (merge_query) */
+			if (json_object_object_get_ex(o, key, &prev)) {
+				if (!json_object_is_type(prev, json_type_array)) {
+					json_object *arr = json_object_new_array();
+					json_object_array_add(arr, json_object_get(prev));
+					json_object_object_add(o, key, arr);
+					prev = arr;
+				}
+				json_object_array_add(prev, v);
+			} else {
+				json_object_object_add(o, key, v);
+			}
 		}
-		json_object_object_add(o, key, json_object_new_string_len(val, (int)vlen));
 		q += seg;
 		if (*q == '&')
 			q++;
@@ -274,6 +285,21 @@ static int merge_query(const struct route *rt, json_object *q, json_object *in, 
 	json_object_object_foreach(q, key, val)
 	{
 		const struct field_spec *f = field_by_key(rt, key, 1);
+		if (json_object_is_type(val, json_type_array) && (!f || f->type != FT_PATHLIST))
+			return sp_err_field(e, SP_BAD_REQUEST, f ? f->name : key,
+					    "%.*s: given more than once",
+					    (int)utf8_prefix(key, 100), key);
+		if (f && f->type == FT_PATHLIST && json_object_is_type(val, json_type_string)) {
+			json_object *arr = json_object_new_array();
+			json_object_array_add(arr, json_object_get(val));
+			if (json_object_object_get_ex(in, f->name, NULL)) {
+				json_object_put(arr);
+				return sp_err_field(e, SP_BAD_REQUEST, f->name,
+						    "%s: given more than once", f->name);
+			}
+			json_object_object_add(in, f->name, arr);
+			continue;
+		}
 		if (f && (is_input || f->source == FS_QUERY)) {
 			if (json_object_object_get_ex(in, f->name, NULL))
 				return sp_err_field(e, SP_BAD_REQUEST, f->name,
@@ -338,9 +364,6 @@ int route_parse_input(const struct route *rt, struct req *r, json_object **in, s
 	json_object *o = NULL, *q = NULL;
 
 	*in = NULL;
-	if (kind == RB_MULTIPART)
-		return sp_err_set(e, SP_UNSUPPORTED_MEDIA,
-				  "%s %s does not take multipart bodies yet", rt->method, rt->path);
 	if (kind == RB_JSON || kind == RB_RAW) {
 		if (req_read_body(r, route_body_max(rt), e) < 0)
 			return -1;
@@ -455,6 +478,36 @@ static const char *check_field(const struct field_spec *f, json_object *v, char 
 	switch (f->type) {
 	case FT_JSON:
 		return NULL;
+	case FT_PATHLIST: {
+		size_t n;
+		if (!json_object_is_type(v, json_type_array)) {
+			snprintf(msg, cap, "%s: expected an array of absolute paths", f->name);
+			return msg;
+		}
+		n = json_object_array_length(v);
+		if ((long long)n < f->min || (f->max && (long long)n > f->max)) {
+			*code = (long long)n < f->min ? "too_small" : "too_big";
+			snprintf(msg, cap, "%s: %lld to %lld paths", f->name, f->min, f->max);
+			return msg;
+		}
+		for (size_t i = 0; i < n; i++) {
+			json_object *p = json_object_array_get_idx(v, i);
+			const char *ps = json_object_get_string(p);
+			size_t pl = (size_t)json_object_get_string_len(p);
+			if (!json_object_is_type(p, json_type_string) || pl == 0 || ps[0] != '/' ||
+			    pl > 4096 || memchr(ps, '\0', pl) || !utf8_valid(ps, pl)) {
+				*code = "invalid_string";
+				snprintf(where, wcap, "%s[%zu]", f->name, i);
+				snprintf(
+					msg, cap,
+					"%s: must be an absolute path of at most 4096 bytes, UTF-8, "
+					"without NUL",
+					where);
+				return msg;
+			}
+		}
+		return NULL;
+	}
 	case FT_OBJECT:
 		return check_object(f, v, msg, cap, code, where, wcap);
 	case FT_STRING:
@@ -707,7 +760,7 @@ int route_validate(const struct route *rt, json_object *in, int from_http, struc
 			continue;
 		}
 		if (from_http && from_text(rt, f) && f->type != FT_STRING && f->type != FT_ID &&
-		    f->type != FT_ABSPATH && f->type != FT_ENUM) {
+		    f->type != FT_ABSPATH && f->type != FT_ENUM && f->type != FT_PATHLIST) {
 			json_object *c = coerce(f, v);
 			if (!c) {
 				snprintf(msg, sizeof(msg), "%s: expected %s", f->name,

@@ -29,15 +29,17 @@ enum field_type {
 	FT_INT,	   /* integer min..max */
 	FT_NUMBER, /* number dmin..dmax */
 	FT_BOOL,
-	FT_ENUM,    /* one of choices */
-	FT_ID,	    /* [A-Za-z0-9_-], length min..max */
-	FT_ABSPATH, /* starts with '/', 1..4096 bytes, no NUL */
-	FT_ENVMAP,  /* object: keys ^[A-Za-z_][A-Za-z0-9_]*$, values strings without
+	FT_ENUM,     /* one of choices */
+	FT_ID,	     /* [A-Za-z0-9_-], length min..max */
+	FT_ABSPATH,  /* starts with '/', 1..4096 bytes, no NUL */
+	FT_ENVMAP,   /* object: keys ^[A-Za-z_][A-Za-z0-9_]*$, values strings without
 		     * NUL; sizes are the core's (SB_ENV_* in sandbox/sandbox.h) */
-	FT_OBJECT,  /* object whose members are the fields `sub` (nested checks,
+	FT_OBJECT,   /* object whose members are the fields `sub` (nested checks,
 		     * unknown members refused, "parent.member" in messages) */
-	FT_JSON,    /* any JSON value: the handler decides (a /v1 field sandpit
+	FT_JSON,     /* any JSON value: the handler decides (a /v1 field sandpit
 		     * refuses unless empty) */
+	FT_PATHLIST, /* an array of min..max FT_ABSPATH strings, UTF-8; from a
+		      * query, the key repeated (paths=/a&paths=/b) */
 };
 
 #define FF_REQUIRED 1u
@@ -116,9 +118,12 @@ enum route_kind { ROUTE_QUERY, ROUTE_MUTATION, ROUTE_PUBLIC, ROUTE_META };
 /* What a route's request body is. RB_AUTO: none for GET, HEAD and DELETE,
  * JSON otherwise (today's procedures). RB_RAW: the bytes are read whole
  * (under the limit) and left in h->r->body for the handler, in is built
- * from the other sources. RB_MULTIPART: declared, refused with a 415 until
- * a route uses it. RB_NONE: a body is not read (ignored, as on GET). */
-enum route_body { RB_AUTO = 0, RB_NONE, RB_JSON, RB_RAW, RB_MULTIPART };
+ * from the other sources. RB_MULTIPART: the body is left unread for the
+ * handler to stream (its limit is the handler's; in is built from the
+ * other sources). RB_STREAM: the same for a raw body the handler streams
+ * (its limit is still body_max, which the handler enforces). RB_NONE: a
+ * body is not read (ignored, as on GET). */
+enum route_body { RB_AUTO = 0, RB_NONE, RB_JSON, RB_RAW, RB_MULTIPART, RB_STREAM };
 
 /* The default body limit, and the most any route may declare: nginx's
  * client_max_body_size (nginx/sandpit.conf.tmpl, 15m) refuses more before

@@ -217,6 +217,22 @@ int v1_files_write(struct handler_ctx *h, json_object *in, json_object **out, st
 int v1_files_mkdir(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_files_move(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_files_remove(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+/* handlers/v1_transfer.c: upload (multipart/form-data) and download
+ * (multipart/mixed), streamed under transfer_max_mb. */
+int v1_files_upload(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+int v1_files_download(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
+/* The upload body's parser (exposed for tests): a multipart/form-data
+ * stream with boundary, read through rd (FCGX_GetStr's contract: bytes
+ * read, 0 at the end), at most cap content bytes and body_max bytes in
+ * all. v1_mp_next is an sb_up_next_fn: one event a call; data points into
+ * the parser's buffer until the next call. new allocates (NULL when the
+ * boundary is empty or over 70 bytes); free releases. */
+typedef int (*v1_mp_read_fn)(void *arg, char *buf, int cap);
+struct v1_mp;
+struct v1_mp *v1_mp_new(const char *boundary, int64_t cap, int64_t body_max, v1_mp_read_fn rd,
+			void *rd_arg);
+int v1_mp_next(void *mp, struct sb_up_event *ev, struct sp_err *e);
+void v1_mp_free(struct v1_mp *m);
 /* handlers/v1_processes.c: the sandbox endpoint's process operations. */
 int v1_processes_exec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_processes_create(struct handler_ctx *h, json_object *in, json_object **out,

@@ -267,6 +267,7 @@ static json_object *field_schema(const struct field_spec *f)
 		json_object_object_add(s, "maxProperties", json_object_new_int(256));
 		break;
 	}
+	case FT_PATHLIST: /* /v1 only, as FT_JSON */
 	case FT_OBJECT:
 	case FT_JSON: /* /v1 only: its document is the seed's, not this one */
 		type = "object";

@@ -604,6 +604,18 @@ static const struct field_spec v1_files_move_fields[] = {
 	{ .name = "to", .type = FT_ABSPATH, .flags = FF_REQUIRED, .source = FS_BODY },
 	END,
 };
+static const struct field_spec v1_files_upload_fields[] = { V1_SANDBOX_PATH, END };
+static const struct field_spec v1_files_download_fields[] = {
+	V1_SANDBOX_PATH,
+	{ .name = "paths",
+	  .type = FT_PATHLIST,
+	  .flags = FF_REQUIRED,
+	  .min = 1,
+	  .max = 1000,
+	  .desc = "paths=/a&paths=/b: in request order, duplicates too",
+	  .source = FS_QUERY },
+	END,
+};
 static const struct field_spec v1_files_remove_fields[] = {
 	V1_SANDBOX_PATH,
 	V1_FILE_PATH(FS_QUERY),
@@ -1009,7 +1021,7 @@ const struct route handler_routes[] = {
 	  .op_id = "interact",
 	  .summary = "Interact with a process (WebSocket, served by sandpit-stream)",
 	  .face = &face_v1 },
-	/* the endpoint's files (upload and download are next: multipart) */
+	/* the endpoint's files */
 	{ .method = "GET",
 	  .path = V1_EP_PREFIX "{sandbox}/v1/files",
 	  .fn = v1_files_list,
@@ -1059,7 +1071,7 @@ const struct route handler_routes[] = {
 	  .op_id = "writeFile",
 	  .summary = "Replace a file with the raw body (at most 10 MiB)",
 	  .output = "FilesWriteFileResponse",
-	  .body = RB_RAW,
+	  .body = RB_STREAM,
 	  .body_max = SB_FILE_UNARY_MAX,
 	  .face = &face_v1 },
 	{ .method = "PUT",
@@ -1081,6 +1093,28 @@ const struct route handler_routes[] = {
 	  .op_id = "move",
 	  .summary = "Rename or move a path (never a copy)",
 	  .output = "FilesMoveResponse",
+	  .face = &face_v1 },
+	/* streamed both ways under transfer_max_mb (handlers/v1_transfer.c);
+	 * nginx passes these bodies unbuffered */
+	{ .method = "POST",
+	  .path = V1_EP_PREFIX "{sandbox}/v1/files/upload",
+	  .fn = v1_files_upload,
+	  .fields = v1_files_upload_fields,
+	  .perm = "sandboxesFilesWrite",
+	  .kind = ROUTE_MUTATION,
+	  .op_id = "upload",
+	  .summary = "Stream files in (multipart/form-data)",
+	  .output = "FilesUploadResponse",
+	  .body = RB_MULTIPART,
+	  .face = &face_v1 },
+	{ .method = "GET",
+	  .path = V1_EP_PREFIX "{sandbox}/v1/files/download",
+	  .fn = v1_files_download,
+	  .fields = v1_files_download_fields,
+	  .perm = "sandboxesFilesRead",
+	  .kind = ROUTE_QUERY,
+	  .op_id = "download",
+	  .summary = "Stream files out (multipart/mixed)",
 	  .face = &face_v1 },
 	/* Not procedures: no OpenAPI operation, no MCP tool. The API description
 	 * needs a valid key (nginx checks it) but no permission: it holds no

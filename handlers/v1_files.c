@@ -7,7 +7,8 @@
  * code could replace the inputs of, so every FileInfo is checked and
  * rebuilt here. readFile answers raw bytes with an exact Content-Length,
  * writeFile takes a raw body; both up to the unary cap (10 MiB,
- * SB_FILE_UNARY_MAX), beyond which download and upload (next) serve.
+ * SB_FILE_UNARY_MAX), beyond which download and upload serve
+ * (handlers/v1_transfer.c).
  */
 #include "handlers.h"
 
@@ -164,57 +165,122 @@ int v1_files_stat(struct handler_ctx *h, json_object *in, json_object **out, str
 	return rc;
 }
 
+struct read_out {
+	struct req *r;
+	int gone;
+};
+
+/* The head, with the file's exact size, once the helper has said it. */
+static int read_begin(void *arg, uint64_t size)
+{
+	struct read_out *o = arg;
+	char head[256];
+	int n = snprintf(head, sizeof(head),
+			 "Status: 200 OK\r\nContent-Type: application/octet-stream\r\n"
+			 "Content-Length: %llu\r\nCache-Control: no-store\r\n"
+			 "X-Accel-Buffering: no\r\n\r\n",
+			 (unsigned long long)size);
+
+	o->r->status = 200;
+	if (FCGX_PutStr(head, n, o->r->fx->out) != n) {
+		o->gone = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static int read_data(void *arg, const char *p, size_t n)
+{
+	struct read_out *o = arg;
+
+	if (req_write_bulk(o->r, p, n) < 0) {
+		o->gone = 1;
+		return -1;
+	}
+	return 0;
+}
+
 /* GET <endpoint>/v1/files/content?path=: the whole file, raw, with its
- * exact Content-Length; a file over the unary cap is refused whole. */
+ * exact Content-Length (the size at the open), streamed as the helper
+ * reads it (nginx does not buffer it: X-Accel-Buffering); a file over the
+ * unary cap is refused whole. One that changes while read cuts the
+ * answer (the client sees fewer bytes than Content-Length said), never a
+ * short answer that looks whole. */
 int v1_files_read(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
-	char cap[24], head[256];
-	const char *argv[] = { "cat", hin_str(in, "path", NULL), cap, NULL };
-	struct buf o;
-	int rc = -1;
+	struct read_out o = { h->r, 0 };
+	int started = 0;
 
 	(void)out;
 	if (!h->stream_ok)
 		return sp_err_set(e, SP_UNIMPLEMENTED, "readFile answers raw bytes over HTTP only");
-	snprintf(cap, sizeof(cap), "%d", SB_FILE_UNARY_MAX);
-	buf_init(&o, (size_t)SB_FILE_UNARY_MAX + 1);
-	if (sandbox_files_raw(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, &o, e) < 0)
-		goto done;
-	if (o.len > SB_FILE_UNARY_MAX) {
-		sp_err_set(e, SP_TOO_LARGE,
-			   "file_too_large: the file is over the unary cap (%d bytes); use "
-			   "download for larger files",
-			   SB_FILE_UNARY_MAX);
-		goto done;
-	}
-	snprintf(head, sizeof(head),
-		 "Status: 200 OK\r\nContent-Type: application/octet-stream\r\n"
-		 "Content-Length: %zu\r\nCache-Control: no-store\r\n\r\n",
-		 o.len);
-	h->r->status = 200;
-	FCGX_PutStr(head, (int)strlen(head), h->r->fx->out);
-	if (o.len)
-		FCGX_PutStr(o.data, (int)o.len, h->r->fx->out);
-	rc = 0;
-done:
-	buf_free(&o);
-	return rc;
+	if (sandbox_files_read_stream(h->sb, h->r->org, sandbox_of(in), hin_str(in, "path", NULL),
+				      SB_FILE_UNARY_MAX, read_begin, read_data, &o, &started,
+				      e) == 0)
+		return 0;
+	if (started)
+		req_stream_abort(h->r);
+	return -1;
+}
+
+struct body_src {
+	struct req *r;
+	long long left;
+};
+
+/* The request body's next piece, up to what Content-Length said. */
+static long body_in(void *arg, char *buf, size_t cap)
+{
+	struct body_src *b = arg;
+	int n;
+
+	if (b->left <= 0)
+		return 0;
+	if ((long long)cap > b->left)
+		cap = (size_t)b->left;
+	if (cap > 1 << 20)
+		cap = 1 << 20;
+	n = FCGX_GetStr(buf, (int)cap, b->r->fx->in);
+	if (n <= 0)
+		return 0; /* the body ended early: the helper's put says so */
+	b->left -= n;
+	return n;
 }
 
 /* PUT <endpoint>/v1/files/content?path=&mode=: the raw body replaces the
- * file (mode & 0777, 0644 when 0, no umask). */
+ * file (mode & 0777, 0644 when 0, no umask). The body (nginx holds it
+ * whole, so its Content-Length is known) streams into the helper as it is
+ * read, never held whole here; over the unary cap is 413 before a byte of
+ * it is read. */
 int v1_files_write(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
+	const char *cl = req_param(h->r, "CONTENT_LENGTH");
 	char mode[24], len[24];
 	const char *argv[] = { "put", hin_str(in, "path", NULL), mode, len, NULL };
+	struct body_src src = { h->r, 0 };
 	json_object *rep = NULL;
 	int rc;
 
 	snprintf(mode, sizeof(mode), "%lld", (long long)(hin_i64(in, "mode", 0) & 0777));
-	snprintf(len, sizeof(len), "%zu", h->r->body.len);
-	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv,
-			       h->r->body.data ? h->r->body.data : "", h->r->body.len,
-			       INFO_ANSWER_MAX, &rep, e) < 0)
+	if (*cl && parse_ll(cl, 0, (long long)1 << 40, &src.left) < 0)
+		return sp_err_set(e, SP_BAD_REQUEST, "Bad Content-Length");
+	if (!*cl) {
+		/* no length (a chunked body nginx did not hold): whole, under the cap */
+		if (req_read_body(h->r, SB_FILE_UNARY_MAX, e) < 0)
+			return -1;
+		snprintf(len, sizeof(len), "%zu", h->r->body.len);
+		rc = sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv,
+					h->r->body.data ? h->r->body.data : "", h->r->body.len,
+					INFO_ANSWER_MAX, &rep, e);
+	} else {
+		if (src.left > SB_FILE_UNARY_MAX)
+			return sp_err_set(e, SP_TOO_LARGE, "Request body exceeds the %d byte limit",
+					  SB_FILE_UNARY_MAX);
+		snprintf(len, sizeof(len), "%lld", src.left);
+		rc = sandbox_files_json_stream(h->sb, h->r->org, sandbox_of(in), argv, body_in,
+					       &src, INFO_ANSWER_MAX, &rep, e);
+	}
+	if (rc < 0)
 		return -1;
 	rc = info_answer(rep, out, e);
 	json_object_put(rep);

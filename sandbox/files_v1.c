@@ -31,9 +31,11 @@ enum {
 	HF_IS_DIR,
 	HF_INVALID,
 	HF_NO_SPACE,
+	HF_TRUNCATED,
+	HF_CHANGED,
 };
 
-static int code_err(int code, const char *err, struct sp_err *e)
+int sandbox_files_code_err(int code, const char *err, struct sp_err *e)
 {
 	switch (code) {
 	case HF_NOT_FOUND:
@@ -79,6 +81,10 @@ static int code_err(int code, const char *err, struct sp_err *e)
 		return sp_err_field(e, SP_BAD_REQUEST, "path", "path: %s", err);
 	case HF_NO_SPACE:
 		return sp_err_set(e, SP_QUOTA, "The sandbox's disk is full (%s)", err);
+	case HF_CHANGED:
+		return sp_err_set(e, SP_CONFLICT, "The file changed while it was read (%s)", err);
+	case HF_TRUNCATED:
+		return sp_err_set(e, SP_BAD_REQUEST, "The stream ended before its end (%s)", err);
 	case 126:
 	case 127:
 		return sp_err_set(e, SP_PRECONDITION,
@@ -109,8 +115,75 @@ int sandbox_files_raw(struct sandbox_ctx *ctx, const char *org, const char *id,
 	}
 	err[strcspn(err, "\n")] = '\0';
 	if (code != 0)
-		return code_err(code, err, e);
+		return sandbox_files_code_err(code, err, e);
 	return 0;
+}
+
+struct streamed {
+	struct buf *out;
+	char err[256];
+	size_t err_len;
+	int over;
+};
+
+static int streamed_out(void *arg, int stream, const char *data, size_t len)
+{
+	struct streamed *s = arg;
+
+	if (stream == 1) {
+		if (buf_append(s->out, data, len) < 0)
+			s->over = 1;
+		return 0;
+	}
+	while (len && s->err_len + 1 < sizeof(s->err)) {
+		s->err[s->err_len++] = *data++;
+		len--;
+	}
+	s->err[s->err_len] = '\0';
+	return 0;
+}
+
+int sandbox_files_json_stream(struct sandbox_ctx *ctx, const char *org, const char *id,
+			      const char *const *argv,
+			      long (*in_fn)(void *arg, char *buf, size_t cap), void *in_arg,
+			      size_t out_max, json_object **out, struct sp_err *e)
+{
+	struct sandbox sb;
+	struct buf o;
+	struct streamed s = { &o, "", 0, 0 };
+	int code = -1, rc = -1;
+
+	*out = NULL;
+	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
+		return -1;
+	buf_init(&o, out_max);
+	if (sandbox_helper_run_stream(ctx, &sb, argv, in_fn, in_arg, streamed_out, &s,
+				      SANDBOX_HELPER_TIMEOUT_MS, &code, e) < 0)
+		goto done;
+	{
+		struct sp_err ignore;
+		sandbox_touch_record(ctx, &sb, 0, &ignore);
+	}
+	s.err[strcspn(s.err, "\n")] = '\0';
+	if (code != 0) {
+		sandbox_files_code_err(code, s.err, e);
+		goto done;
+	}
+	if (!s.over && o.data) {
+		json_tokener *tok = json_tokener_new();
+		*out = json_tokener_parse_ex(tok, o.data, (int)o.len);
+		json_tokener_free(tok);
+	}
+	if (!*out || !json_object_is_type(*out, json_type_object)) {
+		json_object_put(*out);
+		*out = NULL;
+		sp_err_set(e, SP_INTERNAL, "The sandbox's helper answered no JSON object");
+		goto done;
+	}
+	rc = 0;
+done:
+	buf_free(&o);
+	return rc;
 }
 
 int sandbox_files_json(struct sandbox_ctx *ctx, const char *org, const char *id,

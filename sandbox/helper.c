@@ -271,3 +271,50 @@ out:
 	json_object_put(body);
 	return rc;
 }
+
+int sandbox_helper_run_stream(struct sandbox_ctx *ctx, struct sandbox *sb, const char *const *argv,
+			      long (*in_fn)(void *arg, char *buf, size_t cap), void *in_arg,
+			      int (*on_data)(void *arg, int stream, const char *data, size_t len),
+			      void *arg, int64_t timeout_ms, int *code, struct sp_err *e)
+{
+	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	char eid[65];
+	int timed_out = 0, running = 0, rc = -1;
+
+	*code = -1;
+	json_object_array_add(cmd,
+			      json_object_new_string(SANDBOX_HELPER_DIR "/" SANDBOX_HELPER_NAME));
+	for (const char *const *a = argv; *a; a++)
+		json_object_array_add(cmd, json_object_new_string(*a));
+	json_object_object_add(body, "Cmd", cmd);
+	/* the sandbox's user, never the keeper (the container's own) */
+	json_object_object_add(body, "User",
+			       json_object_new_string(sb->user[0] ? sb->user : "root"));
+	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	if (in_fn)
+		json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
+	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0 ||
+	    (in_fn ? docker_exec_start_stream(ctx->dk, eid, timeout_ms, in_fn, in_arg, on_data,
+					      NULL, arg, &timed_out, e)
+		   : docker_exec_start(ctx->dk, eid, timeout_ms, on_data, NULL, arg, &timed_out,
+				       e)) < 0) {
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
+			sandbox_mark_gone(ctx, sb);
+			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
+		}
+		goto out;
+	}
+	if (timed_out) {
+		sp_err_set(e, SP_UNAVAILABLE, "the transfer did not end in %lld s",
+			   (long long)(timeout_ms / 1000));
+		goto out;
+	}
+	if (docker_exec_inspect(ctx->dk, eid, code, &running, e) < 0)
+		goto out;
+	rc = 0;
+out:
+	json_object_put(body);
+	return rc;
+}

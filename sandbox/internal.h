@@ -274,6 +274,18 @@ int sandbox_helper_run_input(struct sandbox_ctx *ctx, struct sandbox *sb, const 
 			     json_object *env, const char *cwd, const void *in, size_t in_len,
 			     struct buf *out, char *err, size_t err_cap, int *code,
 			     struct sp_err *e);
+/* The same, streamed: stdin pulled from in_fn (NULL = none; see
+ * docker_input_fn), stdout and stderr handed to on_data as they come
+ * (return -1 to stop), for at most timeout_ms. *code is the exit status
+ * (-1 when the stream was stopped while it ran). */
+int sandbox_helper_run_stream(struct sandbox_ctx *ctx, struct sandbox *sb, const char *const *argv,
+			      long (*in_fn)(void *arg, char *buf, size_t cap), void *in_arg,
+			      int (*on_data)(void *arg, int stream, const char *data, size_t len),
+			      void *arg, int64_t timeout_ms, int *code, struct sp_err *e);
+
+/* files_v1.c: the document's error of a helper file command's refusal
+ * (its exit status code, err its stderr line). Returns -1. */
+int sandbox_files_code_err(int code, const char *err, struct sp_err *e);
 
 /* volume.c. fill: checks a create's attachments (targets
  * absolute, normalized, at most SB_VOLUME_TARGET_MAX bytes, not /, /proc,

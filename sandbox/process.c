@@ -268,8 +268,8 @@ int sandbox_process_attach(struct sandbox_ctx *ctx, const char *org, const char 
 	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
 	if (docker_exec_create(ctx->dk, sb.container_id, body, eid, e) < 0 ||
-	    docker_exec_start_stream(ctx->dk, eid, SB_PROC_ATTACH_MAX_MS, &in, io->on_output,
-				     io->should_stop, io->arg, &timed_out, e) < 0) {
+	    docker_exec_start_interactive(ctx->dk, eid, SB_PROC_ATTACH_MAX_MS, &in, io->on_output,
+					  io->should_stop, io->arg, &timed_out, e) < 0) {
 		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
 			sandbox_mark_gone(ctx, &sb);
 			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");

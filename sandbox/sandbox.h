@@ -578,6 +578,12 @@ struct buf;
 int sandbox_files_raw(struct sandbox_ctx *ctx, const char *org, const char *id,
 		      const char *const *argv, const void *in, size_t in_len, struct buf *out,
 		      struct sp_err *e);
+/* The same as json with stdin pulled from in_fn (docker_input_fn's
+ * contract), streamed: the caller never holds the input whole. */
+int sandbox_files_json_stream(struct sandbox_ctx *ctx, const char *org, const char *id,
+			      const char *const *argv,
+			      long (*in_fn)(void *arg, char *buf, size_t cap), void *in_arg,
+			      size_t out_max, struct json_object **out, struct sp_err *e);
 int sandbox_files_json(struct sandbox_ctx *ctx, const char *org, const char *id,
 		       const char *const *argv, const void *in, size_t in_len, size_t out_max,
 		       struct json_object **out, struct sp_err *e);
@@ -741,5 +747,47 @@ int sandbox_volume_list(struct sandbox_ctx *ctx, const char *org, struct sandbox
 			size_t *n, struct sp_err *e);
 int sandbox_volume_delete(struct sandbox_ctx *ctx, const char *org, const char *id,
 			  struct sp_err *e);
+
+/* The streamed transfers (sandbox/transfer.c), as the sandbox's user,
+ * with at most cap bytes of content in all, in bounded memory.
+ * upload: next() gives the items one event at a time (a file's path and
+ * mode, its data in pieces valid until the next call, its commit, the
+ * end); -1 (its e) stops the transfer, the item under way dropped, and is
+ * the answer. *written counts the files that replaced their paths, also
+ * on failure. A refusal of the helper names the item's index.
+ * download: the n paths in order: for each sink->header, data..., end, or
+ * item_error (its Error); a sink call returning -1 stops (the client is
+ * gone: SP_UNAVAILABLE). -1 with e: a whole-stream failure, before or
+ * after items were delivered. */
+#define SB_TRANSFER_TIMEOUT_MS (3600 * 1000)
+enum sb_up_kind { SB_UP_FILE, SB_UP_DATA, SB_UP_COMMIT, SB_UP_END };
+struct sb_up_event {
+	enum sb_up_kind kind;
+	const char *path; /* SB_UP_FILE: absolute, at most 4096 bytes */
+	unsigned mode;	  /* SB_UP_FILE: & 0777, 0 = 0644 */
+	const char *data; /* SB_UP_DATA */
+	size_t len;
+};
+typedef int (*sb_up_next_fn)(void *arg, struct sb_up_event *ev, struct sp_err *e);
+int sandbox_files_upload(struct sandbox_ctx *ctx, const char *org, const char *id, int64_t cap,
+			 sb_up_next_fn next, void *arg, int64_t *written, struct sp_err *e);
+struct sb_down_sink {
+	int (*header)(void *arg, size_t idx, unsigned mode);
+	int (*data)(void *arg, const char *p, size_t n);
+	int (*end)(void *arg, size_t idx);
+	int (*item_error)(void *arg, size_t idx, const struct sp_err *fe);
+};
+/* readFile, streamed: the helper's `cat` of a regular file of at most cap
+ * bytes; begin(size) once its size is known, then data(...) with exactly
+ * size bytes in pieces (a callback returning -1 stops: the client is
+ * gone). -1 with e; *started says whether begin was called (the answer's
+ * head is out: the caller must cut the answer, never end it as whole). */
+int sandbox_files_read_stream(struct sandbox_ctx *ctx, const char *org, const char *id,
+			      const char *path, int64_t cap, int (*begin)(void *arg, uint64_t size),
+			      int (*data)(void *arg, const char *p, size_t n), void *arg,
+			      int *started, struct sp_err *e);
+int sandbox_files_download(struct sandbox_ctx *ctx, const char *org, const char *id,
+			   const char *const *paths, size_t n, int64_t cap,
+			   const struct sb_down_sink *sink, void *arg, struct sp_err *e);
 
 #endif

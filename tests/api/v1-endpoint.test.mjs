@@ -2,9 +2,9 @@
 // I4): createEndpointCredential (fields, no-store, ttl clamping, the
 // permissions asked for and held, a failed sandbox, another org's), the
 // endpoint <origin>/endpoints/<uid> behind /_auth (a credential answers
-// after auth: 404 notFound where no endpoint operation is served (upload
-// and download, until they come; the processes are v1-process.test.mjs's,
-// the other files v1-files.test.mjs's); an API
+// after auth: 404 notFound where no endpoint operation is served (interact,
+// until it comes; the processes are v1-process.test.mjs's, the files
+// v1-files.test.mjs's and v1-transfer.test.mjs's); an API
 // key, another sandbox's credential, an expired or edited one: 401), the
 // per-sandbox rate at the endpoint (more credentials buy no more
 // requests), and that no credential is logged or stored (nginx's logs and
@@ -50,8 +50,8 @@ async function call(method, tmpl, params = {}, o = {}) {
 }
 const cred = (id, body, o = {}) => call('POST', CRED, { sandbox: id }, { body, ...o });
 // A data-plane request with a credential (and no API key).
-const atEndpoint = (id, token, method = 'GET', tmpl = '/v1/files/download', o = {}) =>
-  call(method, tmpl, {}, { key: null, endpoint: id, ...o, headers: { authorization: `Bearer ${token}`, ...o.headers } });
+const atEndpoint = (id, token, method = 'GET', tmpl = '/v1/processes/{process}/interact', o = {}) =>
+  call(method, tmpl, { process: 'p0' }, { key: null, endpoint: id, ...o, headers: { authorization: `Bearer ${token}`, ...o.headers } });
 
 const made = [];
 async function createV1() {
@@ -184,8 +184,8 @@ test('permissions: createEndpointCredential needs sandboxesCredential, and each 
 
 test('the endpoint: a credential gets past auth (404 notFound where no endpoint operation is); core.endpoint advertises the ones there are', async () => {
   const t = (await cred(A, { permissions: ['sandboxesExec', 'sandboxesFilesRead', 'sandboxesFilesWrite'] })).json.token;
-  for (const [m, tmpl] of [['GET', '/v1/files/download'], ['POST', '/v1/files/upload']]) {
-    const r = await atEndpoint(A, t, m, tmpl, m === 'GET' ? {} : { body: {} });
+  for (const [m, tmpl] of [['GET', '/v1/processes/{process}/interact']]) {
+    const r = await atEndpoint(A, t, m, tmpl, {});
     assert.equal(r.status, 404, `${m} ${tmpl}: ${r.text}`);
     assert.equal(r.json.code, 'notFound');
     assert.match(r.json.message, /^No endpoint operation at \/endpoints\//);
@@ -212,11 +212,11 @@ test('the endpoint: a credential gets past auth (404 notFound where no endpoint 
     assert.equal(r.status, 404, `${p}: ${r.text}`);
     assert.equal(r.json.code, 'notFound', p);
   }
-  // SandboxEndpoint: the operations served (the processes and unary files so far)
+  // SandboxEndpoint: the operations served (the processes and the files)
   const g = await call('GET', ONE, { sandbox: A });
   assert.equal(g.status, 200);
   assert.deepEqual([...g.json.core.endpoint.capabilities].sort(),
-    ['createProcess', 'exec', 'getProcess', 'interact', 'list', 'listProcesses', 'mkdir', 'move', 'readFile', 'readOutput', 'remove', 'signal', 'stat', 'writeFile']);
+    ['createProcess', 'download', 'exec', 'getProcess', 'interact', 'list', 'listProcesses', 'mkdir', 'move', 'readFile', 'readOutput', 'remove', 'signal', 'stat', 'upload', 'writeFile']);
   assert.equal(g.json.core.endpoint.sandboxUid, A);
   assert.match(g.json.core.endpoint.uri, new RegExp(`/endpoints/${A}$`));
 });
@@ -224,7 +224,7 @@ test('the endpoint: a credential gets past auth (404 notFound where no endpoint 
 test('the endpoint refuses API keys, missing, edited, foreign and expired credentials (401 unauthenticated)', async () => {
   const { token } = (await cred(A, { permissions: ['sandboxesExec'] })).json;
   const refused = async (headers, why, id = A) => {
-    const r = await call('GET', '/v1/files/download', {}, { key: null, endpoint: id, headers });
+    const r = await call('GET', '/v1/processes/{process}/interact', { process: 'p0' }, { key: null, endpoint: id, headers });
     assert.equal(r.status, 401, `${why}: ${r.text}`);
     assert.equal(r.json.code, 'unauthenticated', why);
     return r;

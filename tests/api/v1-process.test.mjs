@@ -116,7 +116,7 @@ after(async () => {
 test('core.endpoint advertises exactly the process and unary file operations; effectiveFeatures.outputRetention their retention', async () => {
   const r = await call('GET', '/v1/sandboxes/{sandbox}', { sandbox: A });
   assert.equal(r.status, 200, r.text);
-  assert.deepEqual([...r.json.core.endpoint.capabilities].sort(), ['createProcess', 'exec', 'getProcess', 'interact', 'list', 'listProcesses', 'mkdir', 'move', 'readFile', 'readOutput', 'remove', 'signal', 'stat', 'writeFile']);
+  assert.deepEqual([...r.json.core.endpoint.capabilities].sort(), ['createProcess', 'download', 'exec', 'getProcess', 'interact', 'list', 'listProcesses', 'mkdir', 'move', 'readFile', 'readOutput', 'remove', 'signal', 'stat', 'upload', 'writeFile']);
   assert.equal(r.json.core.endpoint.uri, `${s.url}/endpoints/${A}`);
   assert.ok(Number(r.json.effectiveFeatures.outputRetention.minBytes) >= 65536);
 });

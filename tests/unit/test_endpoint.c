@@ -221,19 +221,21 @@ static void test_advertisement(void **state)
 {
 	struct sandbox sb;
 	json_object *o, *v, *auth;
-	const char *caps[16];
+	const char *caps[17];
 
 	(void)state;
 	memset(&sb, 0, sizeof(sb));
 	snprintf(sb.id, sizeof(sb.id), "sb1");
-	/* the real table: the seven process operations (interact among them)
-	 * and seven unary file operations (issue 16) */
-	assert_int_equal(v1_endpoint_capabilities(handler_routes, caps, 16), 14);
+	/* the real table: the seven process operations (interact among them),
+	 * the seven unary file ones and the two streamed (issue 16) */
+	assert_int_equal(v1_endpoint_capabilities(handler_routes, caps, 17), 16);
 	assert_string_equal(caps[0], "exec");
 	assert_string_equal(caps[5], "signal");
 	assert_string_equal(caps[6], "interact");
 	assert_string_equal(caps[7], "list");
 	assert_string_equal(caps[13], "move");
+	assert_string_equal(caps[14], "upload");
+	assert_string_equal(caps[15], "download");
 	o = v1_endpoint_json(handler_routes, origin, &sb);
 	assert_non_null(o);
 	json_object_put(o);

@@ -47,7 +47,7 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
       if ((await held.until.catch(() => 'drop')) !== 'forward') return drop();
       req.resume();
     }
-    const up = track(http.request({ socketPath: upstream, method: req.method, path: req.url, headers: req.headers, agent: false }, async (ur) => {
+    const up = track(http.request({ socketPath: upstream, method: req.method, path: req.url, headers: req.headers }, async (ur) => {
       entry.status = ur.statusCode;
       if (held?.phase === 'answer') {
         ur.pause();
