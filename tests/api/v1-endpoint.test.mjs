@@ -2,8 +2,8 @@
 // I4): createEndpointCredential (fields, no-store, ttl clamping, the
 // permissions asked for and held, a failed sandbox, another org's), the
 // endpoint <origin>/endpoints/<uid> behind /_auth (a credential answers
-// after auth: 404 notFound where no endpoint operation is served (interact,
-// until it comes; the processes are v1-process.test.mjs's, the files
+// after auth: 404 notFound where no endpoint operation is (the processes
+// are v1-process.test.mjs's and v1-interact.test.mjs's, the files
 // v1-files.test.mjs's and v1-transfer.test.mjs's); an API
 // key, another sandbox's credential, an expired or edited one: 401), the
 // per-sandbox rate at the endpoint (more credentials buy no more
@@ -50,8 +50,16 @@ async function call(method, tmpl, params = {}, o = {}) {
 }
 const cred = (id, body, o = {}) => call('POST', CRED, { sandbox: id }, { body, ...o });
 // A data-plane request with a credential (and no API key).
-const atEndpoint = (id, token, method = 'GET', tmpl = '/v1/processes/{process}/interact', o = {}) =>
-  call(method, tmpl, { process: 'p0' }, { key: null, endpoint: id, ...o, headers: { authorization: `Bearer ${token}`, ...o.headers } });
+// Every operation of the seed's endpoint is served, so the default path is
+// one under the endpoint's /v1 that no operation has: past auth it is 404.
+async function atEndpoint(id, token, method = 'GET', rest = '/v1/none', o = {}) {
+  const r = await s.api(method, `/endpoints/${id}${rest}`, { key: null, ...o, headers: { authorization: `Bearer ${token}`, ...o.headers } });
+  if (r.status >= 400) {
+    const v = validatorFor('GET', '/v1/processes', r.status); // the data plane's Error
+    assert.ok(v(r.json), `${method} ${rest} ${r.status}: ${ajv.errorsText(v.errors)}\n${r.text}`);
+  }
+  return r;
+}
 
 const made = [];
 async function createV1() {
@@ -184,9 +192,9 @@ test('permissions: createEndpointCredential needs sandboxesCredential, and each 
 
 test('the endpoint: a credential gets past auth (404 notFound where no endpoint operation is); core.endpoint advertises the ones there are', async () => {
   const t = (await cred(A, { permissions: ['sandboxesExec', 'sandboxesFilesRead', 'sandboxesFilesWrite'] })).json.token;
-  for (const [m, tmpl] of [['GET', '/v1/processes/{process}/interact']]) {
-    const r = await atEndpoint(A, t, m, tmpl, {});
-    assert.equal(r.status, 404, `${m} ${tmpl}: ${r.text}`);
+  for (const [m, rest] of [['GET', '/v1/none'], ['POST', '/v1/processes/p0/nothing'], ['GET', '/v1/files/nothing']]) {
+    const r = await atEndpoint(A, t, m, rest, {});
+    assert.equal(r.status, 404, `${m} ${rest}: ${r.text}`);
     assert.equal(r.json.code, 'notFound');
     assert.match(r.json.message, /^No endpoint operation at \/endpoints\//);
   }
@@ -224,7 +232,7 @@ test('the endpoint: a credential gets past auth (404 notFound where no endpoint 
 test('the endpoint refuses API keys, missing, edited, foreign and expired credentials (401 unauthenticated)', async () => {
   const { token } = (await cred(A, { permissions: ['sandboxesExec'] })).json;
   const refused = async (headers, why, id = A) => {
-    const r = await call('GET', '/v1/processes/{process}/interact', { process: 'p0' }, { key: null, endpoint: id, headers });
+    const r = await call('GET', '/v1/processes', {}, { key: null, endpoint: id, headers });
     assert.equal(r.status, 401, `${why}: ${r.text}`);
     assert.equal(r.json.code, 'unauthenticated', why);
     return r;

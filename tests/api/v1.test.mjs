@@ -702,7 +702,10 @@ test('/v1/openapi.json: the implemented operations exactly as the seed states th
     'POST /v1/processes/exec exec', 'POST /v1/processes createProcess', 'GET /v1/processes listProcesses',
     'GET /v1/processes/{process} getProcess', 'GET /v1/processes/{process}/output readOutput',
     'POST /v1/processes/{process}/signal signal',
-    // and its files (v1-files.test.mjs)
+    // interact (v1-interact.test.mjs)
+    'GET /v1/processes/{process}/interact interact',
+    // and its files (v1-files.test.mjs; upload and download: v1-transfer.test.mjs)
+    'POST /v1/files/upload upload', 'GET /v1/files/download download',
     'GET /v1/files list', 'DELETE /v1/files remove', 'GET /v1/files/stat stat',
     'GET /v1/files/content readFile', 'PUT /v1/files/content writeFile',
     'PUT /v1/files/directories mkdir', 'POST /v1/files/move move',
