@@ -118,7 +118,7 @@ $(B)/bench/%: bench/%.c $(CORE_OBJ)
 	@$(CC) $(ALL_CFLAGS) -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(LIBS)
 
 # sandpit against the raw Docker Engine API in one run: one table (stdout
-# and bench/results/latest.md). Needs dockerd and wrk; about 6 minutes.
+# and bench/results/latest.md). Needs dockerd and wrk; about 9 minutes.
 bench: all $(B)/bench/bench $(B)/bench/hello_fcgi
 	SANDPIT_BIN=$(abspath $(B)) bash bench/bench.sh
 
