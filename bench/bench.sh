@@ -52,8 +52,10 @@ cleanup() {
 		say "logs kept: /tmp/sandpit-bench.sandpitd.log /tmp/sandpit-bench.nginx-error.log"
 	fi
 	bash deploy/stack.sh stop "$dir" || true
-	# the raw side labels its containers; none should be left, but be sure
+	# the raw side labels its containers; none should be left, but be sure;
+	# and the stack's own (its warm pool outlives the stack's stop)
 	docker ps -aq --filter label=sandpit-bench=true | xargs -r docker rm -f >/dev/null 2>&1 || true
+	docker ps -aq --filter "label=sandpit-stack=$(basename "$dir")" | xargs -r docker rm -f >/dev/null 2>&1 || true
 	rm -rf "$dir"
 }
 trap cleanup EXIT

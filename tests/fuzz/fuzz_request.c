@@ -189,6 +189,21 @@ static void check_accepted_value(const struct field_spec *f, json_object *v)
 		break;
 	case FT_JSON: /* any value: the handler decides */
 		break;
+	case FT_PATHLIST: {
+		size_t n;
+		FUZZ_CHECK(json_object_is_type(v, json_type_array));
+		n = json_object_array_length(v);
+		FUZZ_CHECK((long long)n >= f->min && (!f->max || (long long)n <= f->max));
+		for (size_t i = 0; i < n; i++) {
+			json_object *p = json_object_array_get_idx(v, i);
+			FUZZ_CHECK(json_object_is_type(p, json_type_string));
+			s = json_object_get_string(p);
+			len = (size_t)json_object_get_string_len(p);
+			FUZZ_CHECK(len >= 1 && len <= 4096 && s[0] == '/');
+			FUZZ_CHECK(memchr(s, '\0', len) == NULL);
+		}
+		break;
+	}
 	case FT_ENVMAP: {
 		int count = 0;
 		FUZZ_CHECK(json_object_is_type(v, json_type_object));
