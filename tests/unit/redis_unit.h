@@ -2,7 +2,8 @@
  * A private redis-server for the store's unit tests: started on a unix
  * socket in a temporary folder (no TCP port, no persistence), with a
  * store opened on it; stopped and its folder removed after. Included by
- * the test files that need it (test_store_page.c, test_store_idem.c) as
+ * the test files that need it (test_store_page.c, test_store_idem.c,
+ * test_store_obj.c) as
  * their cmocka group setup and teardown.
  */
 #ifndef SANDPIT_TESTS_REDIS_UNIT_H

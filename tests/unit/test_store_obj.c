@@ -23,62 +23,7 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
-#include "store/store.h"
-
-static char dir[64], sock[128];
-static pid_t redis_pid;
-static struct store *st;
-
-static int setup(void **state)
-{
-	char url[160];
-	struct sp_err e;
-	struct timespec ts = { 0, 20 * 1000 * 1000 };
-
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sandpit-unit-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(sock, sizeof(sock), "%s/r.sock", dir);
-	redis_pid = fork();
-	if (redis_pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		if (null >= 0) {
-			dup2(null, 1);
-			dup2(null, 2);
-		}
-		execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", sock,
-		       "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning",
-		       (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 250 && access(sock, F_OK) != 0; i++)
-		nanosleep(&ts, NULL);
-	snprintf(url, sizeof(url), "unix://%s", sock);
-	st = store_open(url, "t", &e);
-	if (!st)
-		return -1;
-	for (int i = 0; i < 250 && store_ping(st, &e) != 0; i++)
-		nanosleep(&ts, NULL);
-	return store_ping(st, &e) == 0 ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char path[160];
-
-	(void)state;
-	if (st)
-		store_close(st);
-	if (redis_pid > 0) {
-		kill(redis_pid, SIGTERM);
-		waitpid(redis_pid, NULL, 0);
-	}
-	snprintf(path, sizeof(path), "%s/r.sock", dir);
-	unlink(path);
-	rmdir(dir);
-	return 0;
-}
+#include "redis_unit.h"
 
 static void test_put_get_list_org_scoped(void **state)
 {
@@ -151,5 +96,5 @@ int main(void)
 		cmocka_unit_test(test_cas),
 		cmocka_unit_test(test_lock_held_until_dropped),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, unit_redis_setup, unit_redis_teardown);
 }
