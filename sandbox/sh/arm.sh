@@ -2,9 +2,11 @@
 # deadline, the first expiry and the timeout, then wakes the main process
 # (pool.sh) with USR2, waiting up to 2 s for it to be ready. $1 deadline
 # (epoch s), $2 its milliseconds (3 digits), $3 expiry (epoch s), $4
-# timeout (s).
-printf '%s %s %s %s\n' "$1" "$2" "$3" "$4" >/.sandpit/activate &&
-printf '%s\n' "$4" >/.sandpit/timeout &&
-printf '%s\n' "$3" >/.sandpit/expires &&
+# timeout (s). The timeout and the expiry only where sandpit has not
+# written them first (this runs detached: a setTimeout may come before).
+printf '%s %s %s %s\n' "$1" "$2" "$3" "$4" >/.sandpit/activate || exit 1
+set -C
+{ printf '%s\n' "$4" >/.sandpit/timeout; printf '%s\n' "$3" >/.sandpit/expires; } 2>/dev/null
+set +C
 i=0; while [ ! -s /.sandpit/main.pid ] && [ "$i" -lt 200 ]; do sleep 0.01; i=$((i+1)); done
 kill -USR2 "$(cat /.sandpit/main.pid)"

@@ -8,7 +8,8 @@
 # end it after). USR2 arms it with "deadline deadline-ms expiry timeout"
 # read from /.sandpit/activate (written by arm.sh, as the keeper): the
 # record's own deadline, so the time the arming took is not added to it.
-# Then it becomes the usual main process: the watcher (watcher.sh) plus
+# The defaults are written as main.sh writes them: only where sandpit has
+# not written a timeout or an expiry first. Then it becomes the usual main process: the watcher (watcher.sh) plus
 # sleep until the deadline (sleepto.sh). Exit 127: the image lacks sleep
 # or date; exit 0 at the pool expiry.
 trap 'go=1' USR1
@@ -23,6 +24,6 @@ while [ -z "$go" ]; do
   "$S" $((e - n)) & w=$!
   wait $w; kill $w 2>/dev/null
 done
-if [ "$go" = 1 ]; then n=$("$D" +%s); d=$((n + $2 - 1)); m=000; e=$((n + $3)); t=$3; printf '%s\n' "$t" >/.sandpit/timeout; printf '%s\n' "$e" >/.sandpit/expires; else read -r d m e t </.sandpit/activate; fi
+if [ "$go" = 1 ]; then n=$("$D" +%s); d=$((n + $2 - 1)); m=000; e=$((n + $3)); t=$3; set -C; { printf '%s\n' "$t" >/.sandpit/timeout; printf '%s\n' "$e" >/.sandpit/expires; } 2>/dev/null; set +C; else read -r d m e t </.sandpit/activate; fi
 . ./watcher.sh
 . ./sleepto.sh

@@ -9,7 +9,9 @@
 # keeper; a value it cannot read keeps the last one), counts as activity a
 # process other than PID 1 with PPid 0 that is not the keeper's (only
 # docker exec makes those: a command sandpit started is running) and then
-# moves the expiry to now + timeout (never past the deadline), and stops
+# moves the expiry to now + timeout (never past the deadline; the file is
+# read again just before, so that an expiry sandpit wrote during the scan
+# is not lowered), and stops
 # the main process ($$) once the expiry passes. Only builtins, sleep and
 # date: if it cannot fork it ends, and the deadline sleep and sandpit's
 # reaper still end the sandbox.
@@ -23,6 +25,6 @@ for f in /proc/[0-9]*/status; do [ "$f" = /proc/1/status ] && continue; p=; u=
 { while read -r y z w; do case $y in PPid:) p=$z;; Uid:) u=$z; break;; esac; done <"$f"; } 2>/dev/null
 [ "$p" = 0 ] && [ -n "$u" ] && [ "$u" != "$k" ] && a=1 && break
 done
-if [ $a = 1 ]; then x=$((n + t)); [ "$x" -le "$d" ] || x=$d; [ "$x" -le "$e" ] || { e=$x; printf '%s\n' "$e" >/.sandpit/expires; }; fi
+if [ $a = 1 ]; then x=$((n + t)); [ "$x" -le "$d" ] || x=$d; [ "$x" -le "$e" ] || { y=; read -r y </.sandpit/expires 2>/dev/null; case $y in ''|*[!0-9]*) ;; *) [ "$y" -le "$e" ] || e=$y;; esac; [ "$x" -le "$e" ] || { e=$x; printf '%s\n' "$e" >/.sandpit/expires; }; }; fi
 [ "$n" -ge "$e" ] && kill $$ && exit 0
 done) &

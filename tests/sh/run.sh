@@ -328,7 +328,9 @@ test_keeper() {
 test_main() {
 	local n pid rc t0 e
 	# --- main.sh DEADLINE_S DEADLINE_MS EXPIRY TIMEOUT KEEPER_UID
+	# (each start on an empty state, as a container's tmpfs is)
 	n=$(now)
+	rm -f "$T/state/timeout" "$T/state/expires"
 	start main $((n - 1)) 000 $((n + 100)) 30 4242
 	pid=$!
 	wait_status "$pid"
@@ -345,9 +347,23 @@ test_main() {
 		check "main: an image without sleep is exit 127, said on stderr" \
 			"$([ $rc = 127 ] && [ "$out" = "sandpit: image lacks sleep" ] && echo 0 || echo 1)" "rc $rc, $out"
 	fi
+	# a setTimeout landing between the container's start and main.sh's
+	# first write: what sandpit wrote holds (it is newer)
+	n=$(now)
+	printf '%s\n' 40 >"$T/state/timeout"
+	printf '%s\n' $((n + 50)) >"$T/state/expires"
+	start main $((n + 120)) 000 $((n + 100)) 30 4242
+	pid=$!
+	wait_for 5 eval 'pgrep -P '"$pid"' >/dev/null'
+	sleep 0.2
+	check "main: keeps a timeout and an expiry sandpit wrote before it ran" \
+		"$([ "$(cat "$T/state/timeout")" = 40 ] && [ "$(cat "$T/state/expires")" = $((n + 50)) ] && echo 0 || echo 1)" \
+		"timeout $(cat "$T/state/timeout"), expires $(cat "$T/state/expires"), started $n"
+	reap "$pid"
 	# the deadline: sleeps until it (250 ms before), then ends
 	n=$(now)
 	t0=$n
+	rm -f "$T/state/timeout" "$T/state/expires"
 	start main $((n + 3)) 000 $((n + 100)) 100 4242
 	pid=$!
 	sleep 1
@@ -362,6 +378,7 @@ test_main() {
 	# keeps it. Keeper uid 0 here: on this machine kthreadd (PID 2, PPid 0,
 	# uid 0) would count as a running exec; as the keeper's it does not.
 	n=$(now)
+	rm -f "$T/state/timeout" "$T/state/expires"
 	start main $((n + 120)) 000 $((n + 2)) 100 0
 	pid=$!
 	wait_for 10 gone "$pid"
@@ -370,6 +387,7 @@ test_main() {
 	# a later expiry written (read at the tick of +5 s), then one it
 	# cannot read (at +10 s: the last one holds), then it passes (+15 s)
 	n=$(now)
+	rm -f "$T/state/timeout" "$T/state/expires"
 	start main $((n + 120)) 000 $((n + 3)) 100 0
 	pid=$!
 	sleep 0.5
@@ -391,6 +409,7 @@ test_main() {
 	# expiry +2 s, deadline +14 s, timeout 30 s: the exec running at the
 	# tick of +5 s moves the expiry to the deadline (now + 30 is past it)
 	n=$(now)
+	rm -f "$T/state/timeout" "$T/state/expires"
 	setsid env PATH="$PROG_PATH" unshare -pf --mount-proc "${SHELL_CMD[@]}" -c "$(cat "$T/prog/main.sh.run")" sandpit \
 		$((n + 14)) 000 $((n + 2)) 30 4242 &
 	pid=$!
@@ -430,7 +449,35 @@ test_pool() {
 	check "pool: then lives its lifetime, exit 0" "$([ "$rc" = 0 ] && echo 0 || echo 1)" "rc $rc"
 	reap "$pid"
 
-	rm -f "$T/state/main.pid"
+	# a setTimeout between the claim's USR1 and its arming: kept
+	rm -f "$T/state/main.pid" "$T/state/timeout" "$T/state/expires"
+	n=$(now)
+	start pool $((n + 60)) 100 30 4242
+	pid=$!
+	wait_for 5 test -s "$T/state/main.pid"
+	printf '%s\n' 45 >"$T/state/timeout"
+	printf '%s\n' $((n + 70)) >"$T/state/expires"
+	kill -USR1 "$pid"
+	wait_for 5 eval 'pgrep -P '"$pid"' >/dev/null'
+	sleep 0.2
+	check "pool: USR1 keeps a timeout and an expiry sandpit wrote first" \
+		"$([ "$(cat "$T/state/timeout")" = 45 ] && [ "$(cat "$T/state/expires")" = $((n + 70)) ] && echo 0 || echo 1)" \
+		"timeout $(cat "$T/state/timeout"), expires $(cat "$T/state/expires")"
+	reap "$pid"
+	# and arm, run detached, does the same
+	rm -f "$T/state/main.pid" "$T/state/activate"
+	printf '%s\n' 45 >"$T/state/timeout"
+	printf '%s\n' $((n + 70)) >"$T/state/expires"
+	sleep 30 &
+	pid=$!
+	PIDS+=("$pid")
+	echo "$pid" >"$T/state/main.pid"
+	prog arm $((n + 3)) 000 $((n + 50)) 40 2>/dev/null
+	reap "$pid"
+	check "arm: keeps a timeout and an expiry sandpit wrote first, still writes the activation" \
+		"$([ "$(cat "$T/state/timeout")" = 45 ] && [ "$(cat "$T/state/expires")" = $((n + 70)) ] && [ -s "$T/state/activate" ] && echo 0 || echo 1)"
+
+	rm -f "$T/state/main.pid" "$T/state/activate" "$T/state/timeout" "$T/state/expires"
 	n=$(now)
 	start pool $((n + 60)) 100 100 4242
 	pid=$!
