@@ -79,6 +79,54 @@ json_object *v1_sandbox_json(const struct config *cfg, const struct sandbox *sb,
 			     size_t cap);
 /* The Sandbox as getSandbox answers it: v1_sandbox_json with
  * core.endpoint and core.environment. NULL with e set. New object. */
+/* A /v1 resource's strong ETag (v1_conv.c): the keyed hash over kind and
+ * data (v1_etag_of), or over the rendering o as it is (v1_etag). */
+#define V1_ETAG_MAX 27 /* a quoted 24 hex digits and the NUL */
+void v1_etag_of(const struct config *cfg, const char *kind, const char *data, size_t len,
+		char out[V1_ETAG_MAX]);
+void v1_etag(const struct config *cfg, const char *kind, json_object *o, char out[V1_ETAG_MAX]);
+/* If-Match (want, NULL when absent) against the current ETag: 0 when it
+ * is, else a 412 etag_mismatch naming what, carrying current (the face's
+ * EtagMismatch detail). */
+int v1_if_match(const char *want, const char *current, const char *what, struct sp_err *e);
+/* A /v1 list's filter (v1_conv.c): comma-separated exact field=value
+ * terms over the names in fields (NULL-terminated, at most
+ * V1_FILTER_FIELDS), each at most once; spaces around a term and the
+ * double quotes around a value are dropped. val[i] is fields[i]'s value,
+ * NULL when not given. Anything else is a 400 naming filter. */
+#define V1_FILTER_FIELDS 8
+struct v1_filter {
+	char text[2100];
+	const char *val[V1_FILTER_FIELDS];
+};
+int v1_filter_parse(const char *s, const char *const *fields, struct v1_filter *f,
+		    struct sp_err *e);
+/* True when field i was not given or is v. */
+int v1_filter_is(const struct v1_filter *f, int i, const char *v);
+/* The pages of the /v1 lists (v1_conv.c). V1_PAGE_TOKEN_MAX: the longest
+ * token, for a cursor of up to V1_PAGE_CURSOR_MAX bytes. */
+#define V1_PAGE_CURSOR_MAX 96
+#define V1_PAGE_TOKEN_MAX (2 * V1_PAGE_CURSOR_MAX + 33)
+/* pageSize: dflt when absent or 0, at most max. */
+size_t v1_page_size(json_object *in, size_t dflt, size_t max);
+/* The nextPageToken of op's list whose next page starts at cursor; scope
+ * is what the call asked for (filter, order, sandbox, path). out holds
+ * V1_PAGE_TOKEN_MAX + 1. */
+void v1_page_token(const struct handler_ctx *h, const char *op, const char *scope,
+		   const char *cursor, char *out, size_t cap);
+/* The cursor in in's pageToken ("" when none); a token op's list did not
+ * give with this org and scope, or an edited one, is a 400 naming
+ * pageToken. cursor holds V1_PAGE_CURSOR_MAX + 1. */
+int v1_page_cursor(const struct handler_ctx *h, json_object *in, const char *op, const char *scope,
+		   char *cursor, size_t cap, struct sp_err *e);
+/* Offset paging over a whole list: the offset pageToken names (0 when
+ * none); and the page of all (taken) from off under key, with its
+ * nextPageToken, as a new object. */
+int v1_page_offset(const struct handler_ctx *h, json_object *in, const char *op, const char *scope,
+		   size_t *off, struct sp_err *e);
+json_object *v1_page_slice(const struct handler_ctx *h, json_object *in, const char *op,
+			   const char *scope, size_t off, size_t dflt, size_t max, json_object *all,
+			   const char *key);
 json_object *v1_render(struct handler_ctx *h, const struct sandbox *sb, struct sp_err *e);
 int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
 int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **out,

@@ -192,18 +192,20 @@ static const struct field_spec v1_create_fields[] = {
 	END,
 };
 
+/* pageSize and pageToken of every /v1 list (v1_conv.c) */
+#define V1_PAGE(size_desc)                                                        \
+	{ .name = "pageSize",                                                     \
+	  .type = FT_INT,                                                         \
+	  .min = 0,                                                               \
+	  .max = 1000000,                                                         \
+	  .desc = size_desc,                                                      \
+	  .source = FS_QUERY },                                                   \
+	{                                                                         \
+		.name = "pageToken", .type = FT_STRING, .max = V1_PAGE_TOKEN_MAX, \
+		.source = FS_QUERY, .desc = "A nextPageToken of this list"        \
+	}
 static const struct field_spec v1_list_fields[] = {
-	{ .name = "pageSize",
-	  .type = FT_INT,
-	  .min = 0,
-	  .max = 1000000,
-	  .desc = "0 = 50; more than 256 is 256",
-	  .source = FS_QUERY },
-	{ .name = "pageToken",
-	  .type = FT_STRING,
-	  .max = 512,
-	  .source = FS_QUERY,
-	  .desc = "A nextPageToken of this list" },
+	V1_PAGE("0 = 50; more than 256 is 256"),
 	{ .name = "filter",
 	  .type = FT_STRING,
 	  .max = 1024,
@@ -280,22 +282,16 @@ static const char *const v1_capture_modes[] = { "unspecified", "all", "disk", NU
 		.name = "image", .type = FT_ID, .flags = FF_REQUIRED, .min = 1, .max = 64,       \
 		.desc = "The image id: a template, or snapshot-<snapshot id>", .source = FS_PATH \
 	}
-#define V1_PAGE_FIELDS(filt)                                                               \
-	{ .name = "pageSize",                                                              \
-	  .type = FT_INT,                                                                  \
-	  .min = 0,                                                                        \
-	  .max = 1000000,                                                                  \
-	  .desc = "0 = 50; more than 256 is 256",                                          \
-	  .source = FS_QUERY },                                                            \
-		{ .name = "pageToken", .type = FT_STRING, .max = 64, .source = FS_QUERY }, \
-		{ .name = "filter",                                                        \
-		  .type = FT_STRING,                                                       \
-		  .max = 1024,                                                             \
-		  .source = FS_QUERY,                                                      \
-		  .desc = filt },                                                          \
-	{                                                                                  \
-		.name = "orderBy", .type = FT_STRING, .max = 64, .source = FS_QUERY,       \
-		.desc = "created_at desc (the default) only"                               \
+#define V1_PAGE_FIELDS(filt)                                                         \
+	V1_PAGE("0 = 50; more than 256 is 256"),                                     \
+		{ .name = "filter",                                                  \
+		  .type = FT_STRING,                                                 \
+		  .max = 1024,                                                       \
+		  .source = FS_QUERY,                                                \
+		  .desc = filt },                                                    \
+	{                                                                            \
+		.name = "orderBy", .type = FT_STRING, .max = 64, .source = FS_QUERY, \
+		.desc = "created_at desc (the default) only"                         \
 	}
 static const struct field_spec v1_snapshot_create_fields[] = {
 	V1_SANDBOX_PATH,
@@ -403,17 +399,7 @@ static const struct field_spec v1_port_fields[] = {
 		.desc = "The volume id", .source = FS_PATH                                  \
 	}
 static const struct field_spec v1_volume_list_fields[] = {
-	{ .name = "pageSize",
-	  .type = FT_INT,
-	  .min = 0,
-	  .max = 1000000,
-	  .desc = "0 = 50; more than 256 is 256",
-	  .source = FS_QUERY },
-	{ .name = "pageToken",
-	  .type = FT_STRING,
-	  .max = 160,
-	  .source = FS_QUERY,
-	  .desc = "A nextPageToken of this list" },
+	V1_PAGE("0 = 50; more than 256 is 256"),
 	{ .name = "filter",
 	  .type = FT_STRING,
 	  .max = 1024,
@@ -495,17 +481,7 @@ static const struct field_spec v1_process_create_fields[] = {
 
 static const struct field_spec v1_process_list_fields[] = {
 	V1_SANDBOX_PATH,
-	{ .name = "pageSize",
-	  .type = FT_INT,
-	  .min = 0,
-	  .max = 1000000,
-	  .desc = "0 = 100; more than 1000 is 1000",
-	  .source = FS_QUERY },
-	{ .name = "pageToken",
-	  .type = FT_STRING,
-	  .max = 64,
-	  .source = FS_QUERY,
-	  .desc = "A nextPageToken of this list" },
+	V1_PAGE("0 = 100; more than 1000 is 1000"),
 	{ .name = "filter",
 	  .type = FT_STRING,
 	  .max = 2048,
@@ -556,13 +532,7 @@ static const struct field_spec v1_process_signal_fields[] = {
 static const struct field_spec v1_files_list_fields[] = {
 	V1_SANDBOX_PATH,
 	V1_FILE_PATH(FS_QUERY),
-	{ .name = "pageSize",
-	  .type = FT_INT,
-	  .min = 0,
-	  .max = 1000000,
-	  .desc = "0 = 100; more than 1000 is 1000",
-	  .source = FS_QUERY },
-	{ .name = "pageToken", .type = FT_STRING, .max = 64, .source = FS_QUERY },
+	V1_PAGE("0 = 100; more than 1000 is 1000"),
 	{ .name = "orderBy",
 	  .type = FT_STRING,
 	  .max = 64,

@@ -90,37 +90,28 @@ static const char *sandbox_of(json_object *in)
 }
 
 /* GET <endpoint>/v1/files?path=: a page of the directory's entries by
- * path ascending (the only order); pageToken is the offset of the next
- * page, as nextPageToken gave it. */
+ * path ascending (the only order); pageToken's cursor is the offset of
+ * the next page (v1_conv.c). */
 int v1_files_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
-	const char *tok = hin_str(in, "pageToken", NULL), *order = hin_str(in, "orderBy", NULL);
-	int64_t size = hin_i64(in, "pageSize", 0);
-	unsigned long long skip = 0;
-	char s[24], m[24];
-	const char *argv[] = { "ls", hin_str(in, "path", NULL), s, m, NULL };
+	const char *order = hin_str(in, "orderBy", NULL), *path = hin_str(in, "path", NULL);
+	size_t size = v1_page_size(in, LIST_PAGE_DEFAULT, LIST_PAGE_MAX), skip = 0;
+	char s[24], m[24], scope[8192];
+	const char *argv[] = { "ls", path, s, m, NULL };
 	json_object *rep = NULL, *ents, *arr, *more;
 	int rc = -1;
 
 	if (order && *order && strcmp(order, "path") != 0 && strcmp(order, "path asc") != 0)
 		return sp_err_field(e, SP_BAD_REQUEST, "orderBy",
 				    "orderBy: only path (ascending) is supported");
-	if (size <= 0)
-		size = LIST_PAGE_DEFAULT;
-	if (size > LIST_PAGE_MAX)
-		size = LIST_PAGE_MAX;
-	if (tok && *tok) {
-		char *end;
-		if (*tok < '0' || *tok > '9' || strlen(tok) > 9)
-			goto bad_token;
-		skip = strtoull(tok, &end, 10);
-		if (*end)
-			goto bad_token;
-	}
-	snprintf(s, sizeof(s), "%llu", skip);
-	snprintf(m, sizeof(m), "%lld", (long long)size);
+	snprintf(scope, sizeof(scope), "%s\n%s", sandbox_of(in) ? sandbox_of(in) : "",
+		 path ? path : "");
+	if (v1_page_offset(h, in, "listFiles", scope, &skip, e) < 0)
+		return -1;
+	snprintf(s, sizeof(s), "%zu", skip);
+	snprintf(m, sizeof(m), "%zu", size);
 	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0,
-			       (size_t)size * 32768 + 65536, &rep, e) < 0)
+			       size * 32768 + 65536, &rep, e) < 0)
 		return -1;
 	if (!json_object_object_get_ex(rep, "entries", &ents) ||
 	    !json_object_is_type(ents, json_type_array)) {
@@ -136,8 +127,10 @@ int v1_files_list(struct handler_ctx *h, json_object *in, json_object **out, str
 	*out = json_object_new_object();
 	json_object_object_add(*out, "entries", arr);
 	if (json_object_object_get_ex(rep, "more", &more) && json_object_get_boolean(more)) {
-		snprintf(s, sizeof(s), "%llu", skip + (unsigned long long)size);
-		json_object_object_add(*out, "nextPageToken", json_object_new_string(s));
+		char next[V1_PAGE_TOKEN_MAX + 1];
+		snprintf(s, sizeof(s), "%zu", skip + size);
+		v1_page_token(h, "listFiles", scope, s, next, sizeof(next));
+		json_object_object_add(*out, "nextPageToken", json_object_new_string(next));
 	} else {
 		json_object_object_add(*out, "nextPageToken", json_object_new_string(""));
 	}
@@ -145,9 +138,6 @@ int v1_files_list(struct handler_ctx *h, json_object *in, json_object **out, str
 done:
 	json_object_put(rep);
 	return rc;
-bad_token:
-	return sp_err_field(e, SP_BAD_REQUEST, "pageToken",
-			    "pageToken: not a nextPageToken of this list");
 }
 
 /* GET <endpoint>/v1/files/stat?path= */

@@ -23,7 +23,6 @@
 #include "../common/util.h"
 
 #define PREVIEW_PATH "/p/"
-#define PORT_ETAG_HEX 24
 
 /* The preview URL of p: 0, or -1 when no origin is known. */
 static int preview_url(struct handler_ctx *h, const struct sandbox_port *p, char *out, size_t cap)
@@ -46,21 +45,19 @@ static int preview_url(struct handler_ctx *h, const struct sandbox_port *p, char
 /* A port's ETag: it never changes while the publication lives (a port is
  * immutable), so the keyed hash of its sandbox, number and uid. */
 static void port_etag(const struct config *cfg, const char *sandbox, const struct sandbox_port *p,
-		      char *out, size_t cap)
+		      char out[V1_ETAG_MAX])
 {
-	char in[200], hex[65];
-	int n = snprintf(in, sizeof(in), "sandpit v1 port etag\n%s\n%d\n%s", sandbox, p->number,
-			 p->uid);
+	char in[200];
+	int n = snprintf(in, sizeof(in), "%s\n%d\n%s", sandbox, p->number, p->uid);
 
-	crypto_key_hash(cfg->data_key, in, n > 0 ? (size_t)n : 0, hex);
-	snprintf(out, cap, "\"%.*s\"", PORT_ETAG_HEX, hex);
+	v1_etag_of(cfg, "port", in, n > 0 ? (size_t)n : 0, out);
 }
 
 static json_object *port_json(struct handler_ctx *h, const char *sandbox,
 			      const struct sandbox_port *p)
 {
 	json_object *o = json_object_new_object();
-	char name[SANDBOX_ID_LEN + 32], url[600], tag[PORT_ETAG_HEX + 3];
+	char name[SANDBOX_ID_LEN + 32], url[600], tag[V1_ETAG_MAX];
 
 	snprintf(name, sizeof(name), "sandboxes/%s/ports/%d", sandbox, p->number);
 	json_object_object_add(o, "name", json_object_new_string(name));
@@ -68,7 +65,7 @@ static json_object *port_json(struct handler_ctx *h, const char *sandbox,
 	json_object_object_add(o, "protocol", json_object_new_string("tcp"));
 	if (preview_url(h, p, url, sizeof(url)) == 0)
 		json_object_object_add(o, "url", json_object_new_string(url));
-	port_etag(h->cfg, sandbox, p, tag, sizeof(tag));
+	port_etag(h->cfg, sandbox, p, tag);
 	json_object_object_add(o, "etag", json_object_new_string(tag));
 	json_object_object_add(o, "uid", json_object_new_string(p->uid));
 	return o;
@@ -175,20 +172,15 @@ int v1_ports_delete(struct handler_ctx *h, json_object *in, json_object **out, s
 	const char *want = hin_str(in, ROUTE_IN_IF_MATCH, NULL);
 	struct sandbox sb;
 	struct sandbox_port p;
-	char tag[PORT_ETAG_HEX + 3];
+	char tag[V1_ETAG_MAX];
 	int rc = find_port(h, in, &sb, &p, e);
 
 	*out = NULL;
 	if (rc <= 0)
 		return rc;
-	port_etag(h->cfg, sb.id, &p, tag, sizeof(tag));
-	if (!want || strcmp(want, tag) != 0) {
-		sp_err_set(e, SP_ETAG_MISMATCH,
-			   "etag_mismatch: If-Match is not the port's current ETag (read it "
-			   "again)");
-		str_copy(e->field, sizeof(e->field), tag);
+	port_etag(h->cfg, sb.id, &p, tag);
+	if (v1_if_match(want, tag, "port", e) < 0)
 		return -1;
-	}
 	return sandbox_port_delete(h->sb, h->r->org, sb.id, p.number, e) < 0 ? -1 : 0;
 }
 

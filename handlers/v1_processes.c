@@ -407,55 +407,32 @@ static int by_created(const void *a, const void *b)
 		      json_object_get_string(json_object_object_get(y->p, "uid")));
 }
 
-/* filter: comma-separated session=V and state=running|exited terms. */
-static int filter_read(const char *f, char *session, size_t cap, int *has_session, char *state,
-		       struct sp_err *e)
-{
-	*has_session = 0;
-	state[0] = '\0';
-	while (f && *f) {
-		size_t n = strcspn(f, ",");
-		const char *eq = memchr(f, '=', n);
-		if (eq && (size_t)(eq - f) == 7 && strncmp(f, "session", 7) == 0 &&
-		    (size_t)(f + n - eq - 1) < cap) {
-			memcpy(session, eq + 1, (size_t)(f + n - eq - 1));
-			session[f + n - eq - 1] = '\0';
-			*has_session = 1;
-		} else if (eq && (size_t)(eq - f) == 5 && strncmp(f, "state", 5) == 0 &&
-			   ((n == 13 && strncmp(eq + 1, "running", 7) == 0) ||
-			    (n == 12 && strncmp(eq + 1, "exited", 6) == 0))) {
-			memcpy(state, eq + 1, (size_t)(f + n - eq - 1));
-			state[f + n - eq - 1] = '\0';
-		} else {
-			return sp_err_field(e, SP_BAD_REQUEST, "filter",
-					    "filter: expected session=VALUE and/or "
-					    "state=running|exited, comma-separated");
-		}
-		f += n + (f[n] == ',');
-	}
-	return 0;
-}
+/* filter: session=V and state=running|exited */
+enum { F_SESSION, F_STATE };
+static const char *const filter_fields[] = { "session", "state", NULL };
 
-/* GET <endpoint>/v1/processes: in creation order; pageToken is the uid
- * of the last one of the page before. */
+/* GET <endpoint>/v1/processes: in creation order; pageToken's cursor is
+ * the uid of the last one of the page before (v1_conv.c). */
 int v1_processes_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
-	const char *token = hin_str(in, "pageToken", NULL);
-	int64_t size = hin_i64(in, "pageSize", 0);
-	char session[SB_PROC_SESSION_MAX + 1], state[8];
-	int has_session;
+	const char *filter = hin_str(in, "filter", NULL), *sbx = hin_str(in, "sandbox", NULL);
+	size_t size = v1_page_size(in, LIST_PAGE_DEFAULT, LIST_PAGE_MAX);
+	char token[V1_PAGE_CURSOR_MAX + 1], scope[2200];
+	struct v1_filter f;
 	json_object *rep = NULL, *arr, *page;
 	struct proc_item *items = NULL;
 	size_t n = 0, start = 0, count;
 
-	if (filter_read(hin_str(in, "filter", NULL), session, sizeof(session), &has_session, state,
-			e) < 0)
+	if (v1_filter_parse(filter, filter_fields, &f, e) < 0)
 		return -1;
-	if (size <= 0)
-		size = LIST_PAGE_DEFAULT;
-	if (size > LIST_PAGE_MAX)
-		size = LIST_PAGE_MAX;
-	if (sandbox_process_list(h->sb, h->r->org, hin_str(in, "sandbox", NULL), &rep, e) < 0)
+	if (f.val[F_STATE] && strcmp(f.val[F_STATE], "running") != 0 &&
+	    strcmp(f.val[F_STATE], "exited") != 0)
+		return sp_err_field(e, SP_BAD_REQUEST, "filter",
+				    "filter: state is running or exited");
+	snprintf(scope, sizeof(scope), "%s\n%s", sbx ? sbx : "", filter ? filter : "");
+	if (v1_page_cursor(h, in, "listProcesses", scope, token, sizeof(token), e) < 0)
+		return -1;
+	if (sandbox_process_list(h->sb, h->r->org, sbx, &rep, e) < 0)
 		return -1;
 	if (!json_object_object_get_ex(rep, "processes", &arr) ||
 	    !json_object_is_type(arr, json_type_array)) {
@@ -477,10 +454,9 @@ int v1_processes_list(struct handler_ctx *h, json_object *in, json_object **out,
 		if (!p)
 			continue;
 		st = json_object_get_string(json_object_object_get(p, "state"));
-		if ((has_session &&
-		     strcmp(json_object_get_string(json_object_object_get(p, "session")),
-			    session) != 0) ||
-		    (state[0] && strcmp(st, state) != 0)) {
+		if (!v1_filter_is(&f, F_SESSION,
+				  json_object_get_string(json_object_object_get(p, "session"))) ||
+		    !v1_filter_is(&f, F_STATE, st)) {
 			json_object_put(p);
 			continue;
 		}
@@ -489,7 +465,7 @@ int v1_processes_list(struct handler_ctx *h, json_object *in, json_object **out,
 	}
 	json_object_put(rep);
 	qsort(items, n, sizeof(*items), by_created);
-	if (token && *token) {
+	if (token[0]) {
 		while (start < n &&
 		       strcmp(json_object_get_string(json_object_object_get(items[start].p, "uid")),
 			      token) != 0)
@@ -506,16 +482,19 @@ int v1_processes_list(struct handler_ctx *h, json_object *in, json_object **out,
 	*out = json_object_new_object();
 	page = json_object_new_array();
 	for (size_t i = 0; i < n; i++) {
-		if (i >= start && i < start + (size_t)size)
+		if (i >= start && i < start + size)
 			json_object_array_add(page, items[i].p);
 		else
 			json_object_put(items[i].p);
 	}
 	json_object_object_add(*out, "processes", page);
-	if (start + (size_t)size < n) {
-		json_object *last = json_object_array_get_idx(page, (size_t)size - 1);
-		json_object_object_add(*out, "nextPageToken",
-				       json_object_get(json_object_object_get(last, "uid")));
+	if (start + size < n) {
+		json_object *last = json_object_array_get_idx(page, size - 1);
+		char next[V1_PAGE_TOKEN_MAX + 1];
+		v1_page_token(h, "listProcesses", scope,
+			      json_object_get_string(json_object_object_get(last, "uid")), next,
+			      sizeof(next));
+		json_object_object_add(*out, "nextPageToken", json_object_new_string(next));
 	} else {
 		json_object_object_add(*out, "nextPageToken", json_object_new_string(""));
 	}

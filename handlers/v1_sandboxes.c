@@ -19,12 +19,9 @@
 #include <sys/utsname.h>
 
 #include "../common/buf.h"
-#include "../common/crypto.h"
 #include "../common/util.h"
 
 #define V1_PAGE_DEFAULT 50
-#define V1_ETAG_HEX 24	/* hex digits of the keyed hash an ETag shows */
-#define V1_TOKEN_MAC 32 /* hex digits of a pageToken's MAC */
 
 /* The document's SandboxStatus of a record. killed and error are both
  * "failed" (with a failure saying which): the container is gone and
@@ -199,34 +196,13 @@ static json_object *sandbox_body(const struct sandbox *sb)
 	return o;
 }
 
-/* The strong ETag of a rendering (without its etag): "<24 hex>" of the
- * data key's keyed hash over it. out holds V1_ETAG_HEX + 3. */
-static void etag_of(const struct config *cfg, json_object *body, char *out, size_t cap)
-{
-	size_t len = 0;
-	const char *t = json_object_to_json_string_length(body, JSON_C_TO_STRING_PLAIN, &len);
-	char hex[65];
-	struct buf b;
-
-	buf_init(&b, len + 64);
-	if (buf_puts(&b, "sandpit v1 etag\n") < 0 || buf_append(&b, t, len) < 0) {
-		/* cannot happen (the cap is the size); an ETag that never matches */
-		snprintf(out, cap, "\"x\"");
-		buf_free(&b);
-		return;
-	}
-	crypto_key_hash(cfg->data_key, b.data, b.len, hex);
-	buf_free(&b);
-	snprintf(out, cap, "\"%.*s\"", V1_ETAG_HEX, hex);
-}
-
 json_object *v1_sandbox_json(const struct config *cfg, const struct sandbox *sb, char *etag,
 			     size_t cap)
 {
 	json_object *o = sandbox_body(sb), *core;
-	char tag[V1_ETAG_HEX + 3];
+	char tag[V1_ETAG_MAX];
 
-	etag_of(cfg, o, tag, sizeof(tag));
+	v1_etag(cfg, "sandbox", o, tag);
 	json_object_object_get_ex(o, "core", &core);
 	json_object_object_add(core, "etag", json_object_new_string(tag));
 	if (etag)
@@ -272,15 +248,6 @@ json_object *v1_render(struct handler_ctx *h, const struct sandbox *sb, struct s
 	return o;
 }
 
-/* 412 with the current ETag (the face's EtagMismatch detail). */
-static int etag_mismatch(struct sp_err *e, const char *current)
-{
-	sp_err_set(e, SP_ETAG_MISMATCH,
-		   "etag_mismatch: If-Match is not the sandbox's current ETag (read it again)");
-	str_copy(e->field, sizeof(e->field), current);
-	return -1;
-}
-
 int v1_sandboxes_get(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	struct sandbox sb;
@@ -293,162 +260,34 @@ int v1_sandboxes_get(struct handler_ctx *h, json_object *in, json_object **out, 
 
 /* --- list ------------------------------------------------------------------ */
 
-struct v1_filter {
-	char name[96], display_name[96], uid[96], status[32], agent[64];
-	int has_name, has_display_name, has_uid, has_status, has_agent;
+/* filter: the document's portable fields (snake_case) */
+enum { F_NAME, F_DISPLAY_NAME, F_UID, F_STATUS, F_AGENT };
+static const char *const filter_fields[] = {
+	"name", "display_name", "uid", "status", "agent", NULL
 };
-
-/* filter: comma-separated exact field=value terms over the document's
- * portable fields (snake_case); a value may be double-quoted. */
-static int filter_parse(const char *s, struct v1_filter *f, struct sp_err *e)
-{
-	memset(f, 0, sizeof(*f));
-	while (s && *s) {
-		size_t seg = strcspn(s, ","), klen;
-		const char *eq = memchr(s, '=', seg), *v, *k = s;
-		size_t vlen;
-		char *dst = NULL;
-		int *has = NULL;
-		size_t cap = 0;
-		if (!eq)
-			return sp_err_field(e, SP_BAD_REQUEST, "filter",
-					    "filter: expected field=value terms separated by ','");
-		klen = (size_t)(eq - k);
-		while (klen && k[klen - 1] == ' ')
-			klen--;
-		while (klen && *k == ' ')
-			k++, klen--;
-		v = eq + 1;
-		vlen = (size_t)(s + seg - v);
-		while (vlen && *v == ' ')
-			v++, vlen--;
-		while (vlen && v[vlen - 1] == ' ')
-			vlen--;
-		if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"')
-			v++, vlen -= 2;
-#define KEY(lit, member)                                        \
-	if (klen == strlen(lit) && memcmp(k, lit, klen) == 0) { \
-		dst = f->member;                                \
-		cap = sizeof(f->member);                        \
-		has = &f->has_##member;                         \
-	}
-		KEY("name", name)
-		KEY("display_name", display_name)
-		KEY("uid", uid)
-		KEY("status", status)
-		KEY("agent", agent)
-#undef KEY
-		if (!dst)
-			return sp_err_field(
-				e, SP_BAD_REQUEST, "filter",
-				"filter: unknown field '%.*s' (name, display_name, uid, "
-				"status, agent)",
-				(int)(klen > 40 ? 40 : klen), k);
-		if (*has)
-			return sp_err_field(e, SP_BAD_REQUEST, "filter",
-					    "filter: '%.*s' given twice", (int)klen, k);
-		if (vlen >= cap)
-			return sp_err_field(e, SP_BAD_REQUEST, "filter",
-					    "filter: the value of '%.*s' is too long", (int)klen,
-					    s);
-		memcpy(dst, v, vlen);
-		dst[vlen] = '\0';
-		*has = 1;
-		s += seg;
-		if (*s == ',')
-			s++;
-	}
-	return 0;
-}
 
 static int filter_match(const struct v1_filter *f, const struct sandbox *sb)
 {
 	char name[SANDBOX_ID_LEN + 16];
 
 	snprintf(name, sizeof(name), "sandboxes/%s", sb->id);
-	return (!f->has_name || strcmp(f->name, name) == 0) &&
-	       (!f->has_uid || strcmp(f->uid, sb->id) == 0) &&
-	       (!f->has_display_name || strcmp(f->display_name, sb->name) == 0) &&
-	       (!f->has_status || strcmp(f->status, v1_status(sb)) == 0) &&
-	       (!f->has_agent || f->agent[0] == '\0');
-}
-
-/* The MAC of a page token: the data key's keyed hash over the org, the
- * filter, the order and the cursor, so a token is refused by another org,
- * another filter or order, and when edited. hex holds 65. */
-static void token_mac(const struct config *cfg, const char *org, const char *filter,
-		      const char *order, const char *cursor, char *hex)
-{
-	struct buf b;
-
-	buf_init(&b, 8192);
-	if (buf_printf(&b, "sandpit v1 listSandboxes\n%s\n%s\n%s\n%s", org, filter, order, cursor) <
-	    0) {
-		memset(hex, 0, 65); /* over 8 KiB: the inputs' caps forbid it */
-		buf_free(&b);
-		return;
-	}
-	crypto_key_hash(cfg->data_key, b.data, b.len, hex);
-	buf_free(&b);
-}
-
-/* token = hex(cursor) "." MAC. out holds 2 * 96 + V1_TOKEN_MAC + 2. */
-static void token_make(const struct config *cfg, const char *org, const char *filter,
-		       const char *order, const char *cursor, char *out, size_t cap)
-{
-	char mac[65];
-	size_t o = 0;
-
-	token_mac(cfg, org, filter, order, cursor, mac);
-	for (const char *c = cursor; *c && o + 3 < cap; c++)
-		o += (size_t)snprintf(out + o, cap - o, "%02x", (unsigned char)*c);
-	snprintf(out + o, cap - o, ".%.*s", V1_TOKEN_MAC, mac);
-}
-
-static int token_read(const struct config *cfg, const char *org, const char *filter,
-		      const char *order, const char *tok, char *cursor, size_t cap,
-		      struct sp_err *e)
-{
-	const char *dot = strchr(tok, '.');
-	size_t n = dot ? (size_t)(dot - tok) : 0, o = 0;
-	char mac[65];
-	unsigned diff = 0;
-
-	if (!dot || n % 2 || n / 2 >= cap || strlen(dot + 1) != V1_TOKEN_MAC)
-		goto bad;
-	for (size_t i = 0; i < n; i += 2) {
-		int hi = hex_digit((unsigned char)tok[i]),
-		    lo = hex_digit((unsigned char)tok[i + 1]);
-		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-			goto bad;
-		cursor[o++] = (char)(hi * 16 + lo);
-	}
-	cursor[o] = '\0';
-	token_mac(cfg, org, filter, order, cursor, mac);
-	for (size_t i = 0; i < V1_TOKEN_MAC; i++)
-		diff |= (unsigned)(mac[i] ^ dot[1 + i]);
-	if (diff)
-		goto bad;
-	return 0;
-bad:
-	return sp_err_field(e, SP_BAD_REQUEST, "pageToken",
-			    "pageToken: not a token this list gave (with this filter and orderBy)");
+	return v1_filter_is(f, F_NAME, name) && v1_filter_is(f, F_UID, sb->id) &&
+	       v1_filter_is(f, F_DISPLAY_NAME, sb->name) &&
+	       v1_filter_is(f, F_STATUS, v1_status(sb)) && v1_filter_is(f, F_AGENT, "");
 }
 
 int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
-	const char *filter = hin_str(in, "filter", NULL), *order = hin_str(in, "orderBy", NULL),
-		   *tok = hin_str(in, "pageToken", NULL);
-	int64_t size = hin_i64(in, "pageSize", 0);
+	const char *filter = hin_str(in, "filter", NULL), *order = hin_str(in, "orderBy", NULL);
 	struct sandbox_page_req pg = { 0, NULL };
 	struct sandbox_page page = { 0 };
 	struct v1_filter f;
-	char cursor[sizeof(page.next_cursor)] = "", next[2 * sizeof(page.next_cursor) + 40] = "";
+	char cursor[V1_PAGE_CURSOR_MAX + 1], next[V1_PAGE_TOKEN_MAX + 1] = "", scope[1200];
 	json_object *o, *arr;
 
 	filter = filter ? filter : "";
 	order = order ? order : "";
-	if (filter_parse(filter, &f, e) < 0)
+	if (v1_filter_parse(filter, filter_fields, &f, e) < 0)
 		return -1;
 	/* the core lists newest first and nothing else */
 	if (order[0] && strcmp(order, "created_at desc") != 0) {
@@ -461,15 +300,15 @@ int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out,
 				    "orderBy: expected a field (created_at, name) and an optional "
 				    "direction (asc, desc)");
 	}
-	if (tok && *tok &&
-	    token_read(h->cfg, h->r->org, filter, order, tok, cursor, sizeof(cursor), e) < 0)
+	snprintf(scope, sizeof(scope), "%s\n%s", filter, order);
+	if (v1_page_cursor(h, in, "listSandboxes", scope, cursor, sizeof(cursor), e) < 0)
 		return -1;
 	arr = json_object_new_array();
-	if ((f.has_uid || f.has_name) && !cursor[0]) {
+	if ((f.val[F_UID] || f.val[F_NAME]) && !cursor[0]) {
 		/* one sandbox at most: read it instead of paging */
 		struct sandbox sb;
-		const char *id = f.has_uid ? f.uid : f.name;
-		if (!f.has_uid && strncmp(id, "sandboxes/", 10) == 0)
+		const char *id = f.val[F_UID] ? f.val[F_UID] : f.val[F_NAME];
+		if (!f.val[F_UID] && strncmp(id, "sandboxes/", 10) == 0)
 			id += 10;
 		if (sandbox_get(h->sb, h->r->org, id, &sb, e) == 0) {
 			json_object *one = filter_match(&f, &sb) ? v1_render(h, &sb, e) : NULL;
@@ -485,9 +324,7 @@ int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out,
 		}
 		sp_err_clear(e);
 	} else {
-		pg.limit = size <= 0		     ? V1_PAGE_DEFAULT
-			   : size > SB_LIST_PAGE_MAX ? SB_LIST_PAGE_MAX
-						     : (int)size;
+		pg.limit = (int)v1_page_size(in, V1_PAGE_DEFAULT, SB_LIST_PAGE_MAX);
 		pg.cursor = cursor;
 		if (sandbox_list(h->sb, h->r->org, &pg, &page, e) < 0) {
 			json_object_put(arr);
@@ -509,8 +346,8 @@ int v1_sandboxes_list(struct handler_ctx *h, json_object *in, json_object **out,
 			}
 		}
 		if (page.next_cursor[0])
-			token_make(h->cfg, h->r->org, filter, order, page.next_cursor, next,
-				   sizeof(next));
+			v1_page_token(h, "listSandboxes", scope, page.next_cursor, next,
+				      sizeof(next));
 		sandbox_page_free(&page);
 	}
 	o = json_object_new_object();
@@ -970,21 +807,21 @@ int v1_sandboxes_update(struct handler_ctx *h, json_object *in, json_object **ou
 {
 	const char *id = hin_str(in, "sandbox", NULL), *want = hin_str(in, ROUTE_IN_IF_MATCH, NULL);
 	struct sandbox sb;
-	char tag[V1_ETAG_HEX + 3];
+	char tag[V1_ETAG_MAX];
 	json_object *cur;
 
 	if (sandbox_get(h->sb, h->r->org, id, &sb, e) < 0)
 		return -1;
 	cur = v1_sandbox_json(h->cfg, &sb, tag, sizeof(tag));
 	json_object_put(cur);
-	if (!want || strcmp(want, tag) != 0)
-		return etag_mismatch(e, tag);
+	if (v1_if_match(want, tag, "sandbox", e) < 0)
+		return -1;
 	if (sandbox_rename(h->sb, h->r->org, id, sb.name, hin_str(in, "displayName", NULL), &sb,
 			   e) < 0) {
 		if (e->code != SP_ETAG_MISMATCH || sandbox_get(h->sb, h->r->org, id, &sb, e) < 0)
 			return -1;
 		json_object_put(v1_sandbox_json(h->cfg, &sb, tag, sizeof(tag)));
-		return etag_mismatch(e, tag);
+		return v1_if_match(NULL, tag, "sandbox", e);
 	}
 	*out = v1_render(h, &sb, e);
 	return *out ? 0 : -1;
@@ -996,7 +833,7 @@ int v1_sandboxes_delete(struct handler_ctx *h, json_object *in, json_object **ou
 {
 	const char *id = hin_str(in, "sandbox", NULL), *want = hin_str(in, ROUTE_IN_IF_MATCH, NULL);
 	struct sandbox sb;
-	char tag[V1_ETAG_HEX + 3];
+	char tag[V1_ETAG_MAX];
 
 	*out = NULL;
 	if (sandbox_get(h->sb, h->r->org, id, &sb, e) < 0) {
@@ -1006,8 +843,8 @@ int v1_sandboxes_delete(struct handler_ctx *h, json_object *in, json_object **ou
 		return 0;
 	}
 	json_object_put(v1_sandbox_json(h->cfg, &sb, tag, sizeof(tag)));
-	if (!want || strcmp(want, tag) != 0)
-		return etag_mismatch(e, tag);
+	if (v1_if_match(want, tag, "sandbox", e) < 0)
+		return -1;
 	if (sandbox_remove(h->sb, h->r->org, id, e) < 0) {
 		if (e->code != SP_NOT_FOUND)
 			return -1;
@@ -1028,13 +865,13 @@ static int lifecycle(struct handler_ctx *h, json_object *in, json_object **out, 
 {
 	const char *id = hin_str(in, "sandbox", NULL), *want = hin_str(in, ROUTE_IN_IF_MATCH, NULL);
 	struct sandbox sb;
-	char tag[V1_ETAG_HEX + 3];
+	char tag[V1_ETAG_MAX];
 
 	if (sandbox_get(h->sb, h->r->org, id, &sb, e) < 0)
 		return -1;
 	json_object_put(v1_sandbox_json(h->cfg, &sb, tag, sizeof(tag)));
-	if (!want || strcmp(want, tag) != 0)
-		return etag_mismatch(e, tag);
+	if (v1_if_match(want, tag, "sandbox", e) < 0)
+		return -1;
 	if ((start ? sandbox_start : sandbox_stop)(h->sb, h->r->org, id, &sb, e) < 0) {
 		if (e->code == SP_PRECONDITION)
 			sp_err_set(e, SP_PRECONDITION,

@@ -6,7 +6,7 @@
  * getImagePullSpec declined (no registry). Renders the core's records as
  * the document's Snapshot, SnapshotSummary, Image and ImageSummary; an
  * ETag is a keyed hash of the rendering, as for sandboxes. A pageToken is
- * an offset under a MAC bound to the org, the operation and the filter.
+ * an offset (v1_conv.c).
  * Never touches Docker or Redis (the core does).
  */
 #include "handlers.h"
@@ -16,14 +16,10 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-#include "../common/buf.h"
-#include "../common/crypto.h"
 #include "../common/util.h"
 
 #define PAGE_DEFAULT 50
 #define PAGE_MAX 256
-#define ETAG_HEX 24
-#define TOKEN_MAC 32
 
 static json_object *time_json(int64_t ms)
 {
@@ -54,34 +50,16 @@ static const char *host_arch(void)
 	return u.machine;
 }
 
-/* Adds "etag" (a keyed hash of o as it is) to o; into tag (ETAG_HEX + 3)
- * when not NULL. */
+/* Adds "etag" (v1_etag of o as it is) to o; into tag (V1_ETAG_MAX) when
+ * not NULL. */
 static void add_etag(const struct config *cfg, const char *kind, json_object *o, char *tag)
 {
-	size_t len = 0;
-	const char *t = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
-	char hex[65], v[ETAG_HEX + 3];
-	struct buf b;
+	char v[V1_ETAG_MAX];
 
-	buf_init(&b, len + 64);
-	if (buf_printf(&b, "sandpit v1 %s etag\n", kind) < 0 || buf_append(&b, t, len) < 0)
-		snprintf(v, sizeof(v), "\"x\"");
-	else {
-		crypto_key_hash(cfg->data_key, b.data, b.len, hex);
-		snprintf(v, sizeof(v), "\"%.*s\"", ETAG_HEX, hex);
-	}
-	buf_free(&b);
+	v1_etag(cfg, kind, o, v);
 	json_object_object_add(o, "etag", json_object_new_string(v));
 	if (tag)
-		str_copy(tag, ETAG_HEX + 3, v);
-}
-
-static int etag_mismatch(struct sp_err *e, const char *what, const char *current)
-{
-	sp_err_set(e, SP_ETAG_MISMATCH,
-		   "etag_mismatch: If-Match is not the %s's current ETag (read it again)", what);
-	str_copy(e->field, sizeof(e->field), current);
-	return -1;
+		str_copy(tag, V1_ETAG_MAX, v);
 }
 
 /* --- renderings ------------------------------------------------------------ */
@@ -211,74 +189,13 @@ static json_object *image_json(const struct sandbox_image *im, int full)
 
 /* --- lists: filter and page -------------------------------------------------- */
 
-struct filt {
-	char name[128], display_name[256], uid[96], status[32];
-	int has_name, has_display_name, has_uid, has_status;
-};
-
-/* filter: comma-separated exact field=value terms over name, display_name,
- * uid (and status when with_status). */
-static int filt_parse(const char *s, int with_status, struct filt *f, struct sp_err *e)
-{
-	memset(f, 0, sizeof(*f));
-	while (s && *s) {
-		size_t seg = strcspn(s, ","), klen, vlen, cap = 0;
-		const char *eq = memchr(s, '=', seg), *k = s, *v;
-		char *dst = NULL;
-		int *has = NULL;
-		if (!eq)
-			return sp_err_field(e, SP_BAD_REQUEST, "filter",
-					    "filter: expected field=value terms separated by ','");
-		klen = (size_t)(eq - k);
-		while (klen && k[klen - 1] == ' ')
-			klen--;
-		while (klen && *k == ' ')
-			k++, klen--;
-		v = eq + 1;
-		vlen = (size_t)(s + seg - v);
-		while (vlen && *v == ' ')
-			v++, vlen--;
-		while (vlen && v[vlen - 1] == ' ')
-			vlen--;
-		if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"')
-			v++, vlen -= 2;
-#define KEY(lit, member)                                        \
-	if (klen == strlen(lit) && memcmp(k, lit, klen) == 0) { \
-		dst = f->member;                                \
-		cap = sizeof(f->member);                        \
-		has = &f->has_##member;                         \
-	}
-		KEY("name", name)
-		KEY("display_name", display_name)
-		KEY("uid", uid)
-		if (with_status)
-			KEY("status", status)
-#undef KEY
-		if (!dst)
-			return sp_err_field(e, SP_BAD_REQUEST, "filter",
-					    "filter: unknown field '%.*s' (name, display_name, "
-					    "uid%s)",
-					    (int)(klen > 40 ? 40 : klen), k,
-					    with_status ? ", status" : "");
-		if (*has)
-			return sp_err_field(e, SP_BAD_REQUEST, "filter",
-					    "filter: '%.*s' given twice", (int)klen, k);
-		if (vlen >= cap)
-			return sp_err_field(e, SP_BAD_REQUEST, "filter",
-					    "filter: the value of '%.*s' is too long", (int)klen,
-					    k);
-		memcpy(dst, v, vlen);
-		dst[vlen] = '\0';
-		*has = 1;
-		s += seg;
-		if (*s == ',')
-			s++;
-	}
-	return 0;
-}
+/* filter: name, display_name, uid (and status for images) */
+enum { F_NAME, F_DISPLAY_NAME, F_UID, F_STATUS };
+static const char *const snapshot_filter[] = { "name", "display_name", "uid", NULL },
+			 *const image_filter[] = { "name", "display_name", "uid", "status", NULL };
 
 /* The one-field key/value view of a rendering the filter compares. */
-static int filt_match(const struct filt *f, json_object *o)
+static int filt_match(const struct v1_filter *f, json_object *o)
 {
 	json_object *v;
 	const char *name = json_object_object_get_ex(o, "name", &v) ? json_object_get_string(v)
@@ -289,86 +206,8 @@ static int filt_match(const struct filt *f, json_object *o)
 		   *st = json_object_object_get_ex(o, "status", &v) ? json_object_get_string(v)
 								    : "";
 
-	return (!f->has_name || strcmp(f->name, name) == 0) &&
-	       (!f->has_uid || strcmp(f->uid, uid) == 0) &&
-	       (!f->has_display_name || strcmp(f->display_name, dn) == 0) &&
-	       (!f->has_status || strcmp(f->status, st) == 0);
-}
-
-static void token_mac(const struct config *cfg, const char *op, const char *org, const char *filter,
-		      const char *extra, long long off, char *hex)
-{
-	struct buf b;
-
-	buf_init(&b, 8192);
-	if (buf_printf(&b, "sandpit v1 %s\n%s\n%s\n%s\n%lld", op, org, filter, extra, off) < 0) {
-		memset(hex, 0, 65);
-		buf_free(&b);
-		return;
-	}
-	crypto_key_hash(cfg->data_key, b.data, b.len, hex);
-	buf_free(&b);
-}
-
-/* The page's offset from pageToken ("" = 0). */
-static int page_start(struct handler_ctx *h, json_object *in, const char *op, const char *filter,
-		      const char *extra, long long *off, struct sp_err *e)
-{
-	const char *tok = hin_str(in, "pageToken", NULL), *dot;
-	char mac[65];
-	long long n;
-	unsigned diff = 0;
-
-	*off = 0;
-	if (!tok || !*tok)
-		return 0;
-	dot = strchr(tok, '.');
-	if (!dot || dot == tok || dot - tok > 9 || strlen(dot + 1) != TOKEN_MAC)
-		goto bad;
-	{
-		char num[12];
-		memcpy(num, tok, (size_t)(dot - tok));
-		num[dot - tok] = '\0';
-		if (parse_ll(num, 1, 100000000, &n) < 0)
-			goto bad;
-	}
-	token_mac(h->cfg, op, h->r->org, filter, extra, n, mac);
-	for (size_t i = 0; i < TOKEN_MAC; i++)
-		diff |= (unsigned)(mac[i] ^ dot[1 + i]);
-	if (diff)
-		goto bad;
-	*off = n;
-	return 0;
-bad:
-	return sp_err_field(e, SP_BAD_REQUEST, "pageToken",
-			    "pageToken: not a token this list gave (with this filter)");
-}
-
-/* Pages all (a new array of renderings, taken) into *out's key. */
-static void page_out(struct handler_ctx *h, json_object *in, const char *op, const char *filter,
-		     const char *extra, long long off, json_object *all, const char *key,
-		     json_object **out)
-{
-	int64_t size = hin_i64(in, "pageSize", 0);
-	size_t lim = size <= 0	       ? PAGE_DEFAULT
-		     : size > PAGE_MAX ? PAGE_MAX
-				       : (size_t)size,
-	       n = json_object_array_length(all);
-	json_object *arr = json_object_new_array(), *o = json_object_new_object();
-	char next[64] = "";
-
-	for (size_t i = (size_t)off; i < n && i < (size_t)off + lim; i++)
-		json_object_array_add(arr, json_object_get(json_object_array_get_idx(all, i)));
-	if ((size_t)off + lim < n) {
-		char mac[65];
-		long long at = off + (long long)lim;
-		token_mac(h->cfg, op, h->r->org, filter, extra, at, mac);
-		snprintf(next, sizeof(next), "%lld.%.*s", at, TOKEN_MAC, mac);
-	}
-	json_object_put(all);
-	json_object_object_add(o, key, arr);
-	json_object_object_add(o, "nextPageToken", json_object_new_string(next));
-	*out = o;
+	return v1_filter_is(f, F_NAME, name) && v1_filter_is(f, F_UID, uid) &&
+	       v1_filter_is(f, F_DISPLAY_NAME, dn) && v1_filter_is(f, F_STATUS, st);
 }
 
 /* orderBy: the default order only (newest first for snapshots, templates
@@ -446,17 +285,20 @@ int v1_snapshots_list(struct handler_ctx *h, json_object *in, json_object **out,
 	const char *filter = hin_str(in, "filter", NULL), *sbx = hin_str(in, "sandbox", NULL);
 	struct sandbox_snapshot *all = NULL;
 	size_t n = 0;
-	struct filt f;
-	long long off;
+	struct v1_filter f;
+	size_t off;
+	char scope[1200];
 	json_object *arr;
 
 	filter = filter ? filter : "";
 	sbx = sbx ? sbx : "";
+	snprintf(scope, sizeof(scope), "%s\n%s", filter, sbx);
 	if (*sbx && (strncmp(sbx, "sandboxes/", 10) != 0 || !sbx[10] || strchr(sbx + 10, '/')))
 		return sp_err_field(e, SP_BAD_REQUEST, "sandbox",
 				    "sandbox: expected sandboxes/{sandbox}");
-	if (filt_parse(filter, 0, &f, e) < 0 || order_check(in, "created_at desc", e) < 0 ||
-	    page_start(h, in, "listSnapshots", filter, sbx, &off, e) < 0)
+	if (v1_filter_parse(filter, snapshot_filter, &f, e) < 0 ||
+	    order_check(in, "created_at desc", e) < 0 ||
+	    v1_page_offset(h, in, "listSnapshots", scope, &off, e) < 0)
 		return -1;
 	if (sandbox_snapshot_list(h->sb, h->r->org, &all, &n, e) < 0)
 		return -1;
@@ -472,7 +314,8 @@ int v1_snapshots_list(struct handler_ctx *h, json_object *in, json_object **out,
 			json_object_put(o);
 	}
 	free(all);
-	page_out(h, in, "listSnapshots", filter, sbx, off, arr, "snapshots", out);
+	*out = v1_page_slice(h, in, "listSnapshots", scope, off, PAGE_DEFAULT, PAGE_MAX, arr,
+			     "snapshots");
 	return 0;
 }
 
@@ -481,7 +324,7 @@ int v1_snapshots_delete(struct handler_ctx *h, json_object *in, json_object **ou
 	const char *id = hin_str(in, "snapshot", NULL),
 		   *want = hin_str(in, ROUTE_IN_IF_MATCH, NULL);
 	struct sandbox_snapshot s;
-	char tag[ETAG_HEX + 3];
+	char tag[V1_ETAG_MAX];
 
 	*out = NULL;
 	if (sandbox_snapshot_get(h->sb, h->r->org, id, &s, e) < 0) {
@@ -491,8 +334,8 @@ int v1_snapshots_delete(struct handler_ctx *h, json_object *in, json_object **ou
 		return 0;
 	}
 	json_object_put(snapshot_full(h, &s, tag));
-	if (!want || strcmp(want, tag) != 0)
-		return etag_mismatch(e, "snapshot", tag);
+	if (v1_if_match(want, tag, "snapshot", e) < 0)
+		return -1;
 	if (sandbox_snapshot_delete(h->sb, h->r->org, id, e) < 0) {
 		if (e->code != SP_NOT_FOUND)
 			return -1;
@@ -537,13 +380,14 @@ int v1_images_list(struct handler_ctx *h, json_object *in, json_object **out, st
 	const char *filter = hin_str(in, "filter", NULL);
 	struct sandbox_image *all = NULL;
 	size_t n = 0;
-	struct filt f;
-	long long off;
+	struct v1_filter f;
+	size_t off;
 	json_object *arr;
 
 	filter = filter ? filter : "";
-	if (filt_parse(filter, 1, &f, e) < 0 || order_check(in, "created_at desc", e) < 0 ||
-	    page_start(h, in, "listImages", filter, "", &off, e) < 0)
+	if (v1_filter_parse(filter, image_filter, &f, e) < 0 ||
+	    order_check(in, "created_at desc", e) < 0 ||
+	    v1_page_offset(h, in, "listImages", filter, &off, e) < 0)
 		return -1;
 	if (sandbox_images_list(h->sb, h->r->org, &all, &n, e) < 0)
 		return -1;
@@ -556,7 +400,8 @@ int v1_images_list(struct handler_ctx *h, json_object *in, json_object **out, st
 			json_object_put(o);
 	}
 	free(all);
-	page_out(h, in, "listImages", filter, "", off, arr, "images", out);
+	*out = v1_page_slice(h, in, "listImages", filter, off, PAGE_DEFAULT, PAGE_MAX, arr,
+			     "images");
 	return 0;
 }
 
@@ -576,7 +421,7 @@ int v1_images_delete(struct handler_ctx *h, json_object *in, json_object **out, 
 {
 	const char *id = hin_str(in, "image", NULL), *want = hin_str(in, ROUTE_IN_IF_MATCH, NULL);
 	struct sandbox_image im;
-	char tag[ETAG_HEX + 3];
+	char tag[V1_ETAG_MAX];
 
 	*out = NULL;
 	if (sandbox_image_get(h->sb, h->r->org, id, &im, e) < 0) {
@@ -586,8 +431,8 @@ int v1_images_delete(struct handler_ctx *h, json_object *in, json_object **out, 
 		return 0;
 	}
 	json_object_put(image_full(h, &im, tag));
-	if (!want || strcmp(want, tag) != 0)
-		return etag_mismatch(e, "image", tag);
+	if (v1_if_match(want, tag, "image", e) < 0)
+		return -1;
 	if (im.source != SB_IMAGE_FROM_SANDBOX)
 		return sp_err_set(e, SP_FORBIDDEN,
 				  "images/%s is a template the operator configures; it cannot be "
