@@ -560,21 +560,9 @@ int store_sandbox_get(struct store *st, const char *org, const char *id, struct 
 		      struct sp_err *e)
 {
 	char k1[256];
-	const char *argv[] = { "HGETALL", k1 };
-	redisReply *r;
-	int rc;
 
 	key_sb(st, org, id, k1, sizeof(k1));
-	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
-	if (!r)
-		return -1;
-	rc = store_rec_from_reply(r, out);
-	freeReplyObject(r);
-	if (rc < 0)
-		return sp_err_set(e, SP_INTERNAL, "bad record");
-	if (out->n == 0)
-		return sp_err_set(e, SP_NOT_FOUND, "Sandbox not found");
-	return 0;
+	return store_hgetall(st, k1, out, SP_NOT_FOUND, "Sandbox not found", e);
 }
 
 int store_sandbox_del(struct store *st, const char *org, const char *id, struct sp_err *e)
@@ -594,27 +582,28 @@ int store_sandbox_del(struct store *st, const char *org, const char *id, struct 
 	return 0;
 }
 
-/* Newest first; drops index members whose record expired. Returns a flat
- * array of HGETALL results in KEYS order. KEYS[1] index; ARGV[1] max;
- * ARGV[2] record key prefix. */
-static const char lua_list[] =
-	"local ids = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1) "
-	"local out = {} "
-	"for _, id in ipairs(ids) do "
-	"  local h = redis.call('HGETALL', ARGV[2] .. id) "
-	"  if #h == 0 then redis.call('ZREM', KEYS[1], id) else out[#out + 1] = h end "
-	"end return out";
+/* The records of a sorted-set index, in its order (newest first: ZREVRANGE;
+ * oldest: ZRANGE); drops index members whose record expired. Returns a
+ * flat array of HGETALL results. KEYS[1] index; ARGV[1] max; ARGV[2]
+ * record key prefix. */
+#define LUA_INDEX_RECORDS(range)                                                          \
+	"local ids = redis.call('" range "', KEYS[1], 0, tonumber(ARGV[1]) - 1) "        \
+	"local out = {} "                                                                 \
+	"for _, id in ipairs(ids) do "                                                    \
+	"  local h = redis.call('HGETALL', ARGV[2] .. id) "                               \
+	"  if #h == 0 then redis.call('ZREM', KEYS[1], id) else out[#out + 1] = h end " \
+	"end return out"
+static const char lua_newest[] = LUA_INDEX_RECORDS("ZREVRANGE"),
+		  lua_oldest[] = LUA_INDEX_RECORDS("ZRANGE");
 
-int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs, int max,
-		       struct sp_err *e)
+int store_index_records(struct store *st, const char *index, const char *prefix, int newest,
+			struct store_rec *recs, int max, struct sp_err *e)
 {
-	char k2[256], pfx[256], mx[16];
-	const char *argv[] = { "EVAL", lua_list, "1", k2, mx, pfx };
+	char mx[16];
+	const char *argv[] = { "EVAL", newest ? lua_newest : lua_oldest, "1", index, mx, prefix };
 	redisReply *r;
 	int n = 0;
 
-	key_idx(st, org, k2, sizeof(k2));
-	snprintf(pfx, sizeof(pfx), "%s:{%s}:sb:", st->prefix, org);
 	snprintf(mx, sizeof(mx), "%d", max);
 	r = store_cmd_kind(st, STORE_READ, 6, argv, NULL, e); /* drops only expired members */
 	if (!r)
@@ -626,6 +615,16 @@ int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs
 	}
 	freeReplyObject(r);
 	return n;
+}
+
+int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs, int max,
+		       struct sp_err *e)
+{
+	char k2[256], pfx[256];
+
+	key_idx(st, org, k2, sizeof(k2));
+	snprintf(pfx, sizeof(pfx), "%s:{%s}:sb:", st->prefix, org);
+	return store_index_records(st, k2, pfx, 1, recs, max, e);
 }
 
 int store_sandbox_ids(struct store *st, const char *org, char ***ids, int *n, struct sp_err *e)
@@ -849,9 +848,8 @@ int store_key_put(struct store *st, const char *hash, const char *org, const cha
 	return 0;
 }
 
-/* HGETALL of one key into out; SP_NOT_FOUND (with msg) when empty. */
-static int hgetall(struct store *st, const char *key, struct store_rec *out, enum sp_code missing,
-		   const char *msg, struct sp_err *e)
+int store_hgetall(struct store *st, const char *key, struct store_rec *out, enum sp_code missing,
+		  const char *msg, struct sp_err *e)
 {
 	const char *argv[] = { "HGETALL", key };
 	redisReply *r;
@@ -875,7 +873,7 @@ int store_key_get(struct store *st, const char *hash, struct store_rec *out, str
 	char k1[256];
 
 	snprintf(k1, sizeof(k1), "%s:key:%s", st->prefix, hash);
-	return hgetall(st, k1, out, SP_UNAUTHORIZED, "Invalid API key", e);
+	return store_hgetall(st, k1, out, SP_UNAUTHORIZED, "Invalid API key", e);
 }
 
 int store_key_revoke(struct store *st, const char *key_id, struct sp_err *e)
@@ -1054,7 +1052,7 @@ int store_role_list(struct store *st, const char *org, struct store_rec *out, st
 	char k[256];
 
 	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
-	return hgetall(st, k, out, SP_OK, NULL, e);
+	return store_hgetall(st, k, out, SP_OK, NULL, e);
 }
 
 int store_quota_set(struct store *st, const char *org, int64_t sandboxes, int64_t cpu_milli,
@@ -1083,7 +1081,7 @@ int store_quota_get(struct store *st, const char *org, struct store_rec *out, st
 	char k[256];
 
 	snprintf(k, sizeof(k), "%s:{%s}:quota", st->prefix, org);
-	return hgetall(st, k, out, SP_OK, NULL, e);
+	return store_hgetall(st, k, out, SP_OK, NULL, e);
 }
 
 /* KEYS[1] quota, KEYS[2] reservations; ARGV now, id, cpuMilli, memoryMb, deadline */
@@ -1182,59 +1180,29 @@ int store_reservations(struct store *st, const char *org, char ***ids, int64_t *
 	return 0;
 }
 
-int store_owner_set(struct store *st, const char *id, const char *org, int64_t ttl_s,
-		    struct sp_err *e)
-{
-	char k[256], ttl[32];
-	const char *argv[] = { "SET", k, org, "EX", ttl };
-
-	snprintf(k, sizeof(k), "%s:owner:%s", st->prefix, id);
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_s > 0 ? ttl_s : 1));
-	return simple_kind(st, STORE_IDEM, 5, argv, NULL, e);
-}
-
-int store_owner_get(struct store *st, const char *id, char *org, size_t cap, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "GET", k };
-	redisReply *r;
-	int rc = 0;
-
-	snprintf(k, sizeof(k), "%s:owner:%s", st->prefix, id);
-	org[0] = '\0';
-	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_STRING && r->len < cap) {
-		memcpy(org, r->str, r->len);
-		org[r->len] = '\0';
-		rc = 1;
-	}
-	freeReplyObject(r);
-	return rc;
-}
-
-/* The preview index: <p>:pv:<uid> -> "<org> <sandbox>" of a published
- * port (sandbox/ports.c), with the record's TTL. */
-int store_preview_set(struct store *st, const char *uid, const char *value, int64_t ttl_s,
-		      struct sp_err *e)
+/* SET <prefix>:<space>:<id> value EX ttl_s (at least 1 s). */
+static int string_set(struct store *st, const char *space, const char *id, const char *value,
+		      int64_t ttl_s, struct sp_err *e)
 {
 	char k[256], ttl[32];
 	const char *argv[] = { "SET", k, value, "EX", ttl };
 
-	snprintf(k, sizeof(k), "%s:pv:%s", st->prefix, uid);
+	snprintf(k, sizeof(k), "%s:%s:%s", st->prefix, space, id);
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_s > 0 ? ttl_s : 1));
 	return simple_kind(st, STORE_IDEM, 5, argv, NULL, e);
 }
 
-int store_preview_get(struct store *st, const char *uid, char *out, size_t cap, struct sp_err *e)
+/* GET <prefix>:<space>:<id> into out: 1, 0 when absent (or longer than
+ * cap), -1 with e set. */
+static int string_get(struct store *st, const char *space, const char *id, char *out, size_t cap,
+		      struct sp_err *e)
 {
 	char k[256];
 	const char *argv[] = { "GET", k };
 	redisReply *r;
 	int rc = 0;
 
-	snprintf(k, sizeof(k), "%s:pv:%s", st->prefix, uid);
+	snprintf(k, sizeof(k), "%s:%s:%s", st->prefix, space, id);
 	out[0] = '\0';
 	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
 	if (!r)
@@ -1246,6 +1214,30 @@ int store_preview_get(struct store *st, const char *uid, char *out, size_t cap, 
 	}
 	freeReplyObject(r);
 	return rc;
+}
+
+int store_owner_set(struct store *st, const char *id, const char *org, int64_t ttl_s,
+		    struct sp_err *e)
+{
+	return string_set(st, "owner", id, org, ttl_s, e);
+}
+
+int store_owner_get(struct store *st, const char *id, char *org, size_t cap, struct sp_err *e)
+{
+	return string_get(st, "owner", id, org, cap, e);
+}
+
+/* The preview index: <p>:pv:<uid> -> "<org> <sandbox>" of a published
+ * port (sandbox/ports.c), with the record's TTL. */
+int store_preview_set(struct store *st, const char *uid, const char *value, int64_t ttl_s,
+		      struct sp_err *e)
+{
+	return string_set(st, "pv", uid, value, ttl_s, e);
+}
+
+int store_preview_get(struct store *st, const char *uid, char *out, size_t cap, struct sp_err *e)
+{
+	return string_get(st, "pv", uid, out, cap, e);
 }
 
 int store_preview_del(struct store *st, const char *uid, struct sp_err *e)
@@ -1353,7 +1345,7 @@ int store_server_list(struct store *st, struct store_rec *out, struct sp_err *e)
 	char k[256];
 
 	snprintf(k, sizeof(k), "%s:servers", st->prefix);
-	return hgetall(st, k, out, SP_OK, NULL, e);
+	return store_hgetall(st, k, out, SP_OK, NULL, e);
 }
 
 /* KEYS: the candidates' reservation hashes. ARGV: now, id, cpu, mem,
@@ -1421,7 +1413,7 @@ int store_obj_list(struct store *st, const char *org, const char *kind, struct s
 	char k[256];
 
 	key_objs(st, org, kind, k, sizeof(k));
-	return hgetall(st, k, out, SP_OK, NULL, e);
+	return store_hgetall(st, k, out, SP_OK, NULL, e);
 }
 
 int store_unlock(struct store *st, const char *name, struct sp_err *e)
@@ -1519,7 +1511,7 @@ int store_server_load(struct store *st, const char *server, int64_t *sandboxes, 
 
 	*sandboxes = *cpu_milli = *memory_mb = 0;
 	snprintf(k, sizeof(k), "%s:srv:%s:resv", st->prefix, server);
-	if (hgetall(st, k, &rec, SP_OK, NULL, e) < 0)
+	if (store_hgetall(st, k, &rec, SP_OK, NULL, e) < 0)
 		return -1;
 	for (int i = 0; i < rec.n; i++) {
 		long long d = 0, c = 0, m = 0;

@@ -26,6 +26,15 @@ enum store_kind {
  * caller frees the reply; NULL with e set (SP_UNAVAILABLE). */
 struct redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc,
 				  const char **argv, const size_t *lens, struct sp_err *e);
+/* HGETALL of one key into out; when it is empty and msg is not NULL, an
+ * error of code missing with msg. */
+int store_hgetall(struct store *st, const char *key, struct store_rec *out, enum sp_code missing,
+		  const char *msg, struct sp_err *e);
+/* The records (at most max) a sorted-set index names, newest first or
+ * oldest first, each at prefix + member; members whose record expired
+ * are dropped from the index. The count, -1 with e set. */
+int store_index_records(struct store *st, const char *index, const char *prefix, int newest,
+			struct store_rec *recs, int max, struct sp_err *e);
 /* The key prefix ("sandpit"). */
 const char *store_prefix(const struct store *st);
 

@@ -80,53 +80,20 @@ int store_volume_get(struct store *st, const char *org, const char *id, struct s
 		     struct sp_err *e)
 {
 	char k1[256];
-	const char *argv[] = { "HGETALL", k1 };
-	redisReply *r;
-	int rc;
 
 	key_vol(st, org, id, k1, sizeof(k1));
-	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
-	if (!r)
-		return -1;
-	rc = store_rec_from_reply(r, out);
-	freeReplyObject(r);
-	if (rc < 0)
-		return sp_err_set(e, SP_INTERNAL, "bad record");
-	if (out->n == 0)
-		return sp_err_set(e, SP_NOT_FOUND, "Volume not found");
-	return 0;
+	return store_hgetall(st, k1, out, SP_NOT_FOUND, "Volume not found", e);
 }
 
-/* Oldest first; index members without a record are dropped. KEYS[1]
- * index; ARGV[1] max; ARGV[2] record key prefix. */
-static const char lua_vol_list[] =
-	"local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1) "
-	"local out = {} "
-	"for _, id in ipairs(ids) do "
-	"  local h = redis.call('HGETALL', ARGV[2] .. id) "
-	"  if #h == 0 then redis.call('ZREM', KEYS[1], id) else out[#out + 1] = h end "
-	"end return out";
-
+/* Oldest first. */
 int store_volume_list(struct store *st, const char *org, struct store_rec *recs, int max,
 		      struct sp_err *e)
 {
-	char k2[256], pfx[256], mx[16];
-	const char *argv[] = { "EVAL", lua_vol_list, "1", k2, mx, pfx };
-	redisReply *r;
-	int n = 0;
+	char k2[256], pfx[256];
 
 	key_vols(st, org, k2, sizeof(k2));
 	snprintf(pfx, sizeof(pfx), "%s:{%s}:vol:", store_prefix(st), org);
-	snprintf(mx, sizeof(mx), "%d", max);
-	r = store_cmd_kind(st, STORE_READ, 6, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_ARRAY)
-		for (size_t i = 0; i < r->elements && n < max; i++)
-			if (store_rec_from_reply(r->element[i], &recs[n]) == 0 && recs[n].n > 0)
-				n++;
-	freeReplyObject(r);
-	return n;
+	return store_index_records(st, k2, pfx, 0, recs, max, e);
 }
 
 /* KEYS: the records; ARGV[1] the sandbox, ARGV[1 + i] the holder KEYS[i]
