@@ -54,8 +54,8 @@ cleanup() {
 	bash deploy/stack.sh stop "$dir" || true
 	# the raw side labels its containers; none should be left, but be sure;
 	# and the stack's own (its warm pool outlives the stack's stop)
-	docker ps -aq --filter label=sandpit-bench=true | xargs -r docker rm -f >/dev/null 2>&1 || true
-	docker ps -aq --filter "label=sandpit-stack=$(basename "$dir")" | xargs -r docker rm -f >/dev/null 2>&1 || true
+	docker ps -aq --filter label=sandpit-bench=true | xargs -r docker rm -f -v >/dev/null 2>&1 || true
+	docker ps -aq --filter "label=sandpit-stack=$(basename "$dir")" | xargs -r docker rm -f -v >/dev/null 2>&1 || true
 	rm -rf "$dir"
 }
 trap cleanup EXIT

@@ -83,7 +83,7 @@ finish() {
 		if [ -n "$ids" ]; then
 			echo "run.sh: removing $(echo "$ids" | wc -l) leftover sandbox container(s) of this run ($RUN_LABEL)"
 			# shellcheck disable=SC2086
-			docker rm -f $ids >/dev/null
+			docker rm -f -v $ids >/dev/null
 		fi
 	fi
 	if [ -n "$DOCKERD_PID" ]; then

@@ -144,7 +144,7 @@ export async function startDockerd() {
       d.resume();
       if (proc && alive(proc.pid)) {
         const ids = (await d.docker('ps', '-aq').catch(() => '')).split('\n').filter(Boolean);
-        if (ids.length) await d.docker('rm', '-f', ...ids).catch(() => {});
+        if (ids.length) await d.docker('rm', '-f', '-v', ...ids).catch(() => {});
         const nets = (await d.docker('network', 'ls', '-q', '--filter', 'driver=bridge').catch(() => '')).split('\n').filter(Boolean);
         if (nets.length) await d.docker('network', 'rm', ...nets).catch(() => {});
         await d.stop();

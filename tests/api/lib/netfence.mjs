@@ -83,7 +83,7 @@ export function stopUpstream(up) {
  */
 export function removeOwn(prefix) {
   const left = (quiet('docker', ['ps', '-aq', '--filter', `label=${prefix}.sandbox`]) || '').trim().split('\n').filter(Boolean);
-  if (left.length) quiet('docker', ['rm', '-f', ...left]);
+  if (left.length) quiet('docker', ['rm', '-f', '-v', ...left]);
   for (const m of ['isolated', 'internet']) {
     for (let i = 0; i < 20; i++) {
       const ids = (quiet('docker', ['network', 'ls', '-q', '--filter', `name=^${prefix}-${m}$`]) || '').trim();

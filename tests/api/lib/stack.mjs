@@ -76,7 +76,7 @@ process.on('exit', () => {
   } catch { return; }
   if (!alive.length) return;
   process.stderr.write(`stack.mjs: removing ${alive.length} sandbox container(s) a test left running: ${alive.map((c) => c.slice(0, 12)).join(' ')}\n`);
-  try { execFileSync('docker', ['rm', '-f', ...alive], { stdio: 'ignore', timeout: 60000 }); } catch { /* best effort */ }
+  try { execFileSync('docker', ['rm', '-f', '-v', ...alive], { stdio: 'ignore', timeout: 60000 }); } catch { /* best effort */ }
 });
 
 /** Resolves to fn()'s first truthy result; throws after timeoutMs. */
