@@ -33,6 +33,7 @@
 #include "../store/store.h"
 
 #define SNAP_KIND "snaps"
+#define SNAPENV_KIND "snapenv"
 #define SNAP_CAPTURE_MS (10 * 60 * 1000) /* a capture not done by then failed */
 #define SNAP_LOCK_PREFIX "snapcap:"
 
@@ -202,6 +203,185 @@ int sandbox_snapshot_capturing(struct sandbox_ctx *ctx, const char *sandbox_id)
 
 /* --- create -------------------------------------------------------------- */
 
+/* --- the source's environment --------------------------------------------- */
+
+/* The source's envVars and environment stay secret: its image is committed
+ * without their values (commit_env), and they are kept beside the
+ * snapshot's record, sealed as the source's record holds them (bound to
+ * its id), for a restore to give them back. */
+static int snapenv_save(struct sandbox_ctx *ctx, const struct sandbox *sb, const char *snap_id,
+			struct sp_err *e)
+{
+	struct buf vars, env;
+	json_object *o = NULL;
+	int rc = -1;
+
+	buf_init(&vars, 1 << 20);
+	buf_init(&env, 1 << 20);
+	if (store_sandbox_field(ctx->st, sb->org, sb->id, "envVars", &vars, e) < 0 ||
+	    (sb->has_environment &&
+	     store_sandbox_field(ctx->st, sb->org, sb->id, "environment", &env, e) < 0))
+		goto out;
+	rc = 0;
+	if (!vars.len && !env.len)
+		goto out;
+	o = json_object_new_object();
+	json_object_object_add(
+		o, "envVars", json_object_new_string_len(vars.len ? vars.data : "", (int)vars.len));
+	json_object_object_add(o, "environment",
+			       json_object_new_string_len(env.len ? env.data : "", (int)env.len));
+	rc = store_obj_put(ctx->st, sb->org, SNAPENV_KIND, snap_id,
+			   json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), e);
+out:
+	json_object_put(o);
+	buf_free(&vars);
+	buf_free(&env);
+	return rc;
+}
+
+static void snapenv_delete(struct sandbox_ctx *ctx, const char *org, const char *snap_id)
+{
+	char *old = NULL;
+	struct sp_err e;
+
+	if (store_obj_get(ctx->st, org, SNAPENV_KIND, snap_id, &old, &e) == 0 &&
+	    store_obj_cas(ctx->st, org, SNAPENV_KIND, snap_id, old, NULL, &e) < 0)
+		log_warn("snapshot %s: its environment record stays: %s", snap_id, e.msg);
+	free(old);
+}
+
+/* The source's envVars (KEY=value lines) into vars and environment (a
+ * JSON object's text) into env, opened; both empty when it had none. */
+static int snapenv_open(struct sandbox_ctx *ctx, const struct sandbox_snapshot *s, struct buf *vars,
+			struct buf *env, struct sp_err *e)
+{
+	char *t = NULL, ad[SANDBOX_ID_LEN + 16];
+	json_object *o = NULL, *v;
+	int rc = -1;
+
+	if (store_obj_get(ctx->st, s->org, SNAPENV_KIND, s->id, &t, e) < 0) {
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e);
+		return 0;
+	}
+	o = json_tokener_parse(t);
+	free(t);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		sp_err_set(e, SP_INTERNAL, "The snapshot's environment record is damaged");
+		goto out;
+	}
+	snprintf(ad, sizeof(ad), "%s/environment", s->sandbox_id);
+	if ((json_object_object_get_ex(o, "envVars", &v) && json_object_get_string_len(v) &&
+	     crypto_open(ctx->cfg->data_key, s->sandbox_id, json_object_get_string(v),
+			 (size_t)json_object_get_string_len(v), vars) < 0) ||
+	    (json_object_object_get_ex(o, "environment", &v) && json_object_get_string_len(v) &&
+	     crypto_open(ctx->cfg->data_key, ad, json_object_get_string(v),
+			 (size_t)json_object_get_string_len(v), env) < 0)) {
+		sp_err_set(e, SP_INTERNAL, "The snapshot's environment cannot be opened");
+		goto out;
+	}
+	rc = 0;
+out:
+	json_object_put(o);
+	return rc;
+}
+
+/* The key of a KEY=value entry: its length. */
+static size_t env_key_len(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+static const char *env_find(json_object *arr, const char *key, size_t klen)
+{
+	for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+		const char *kv = json_object_get_string(json_object_array_get_idx(arr, i));
+		if (kv && env_key_len(kv) == klen && strncmp(kv, key, klen) == 0)
+			return kv;
+	}
+	return NULL;
+}
+
+static json_object *config_env(json_object *inspect)
+{
+	json_object *c, *env;
+
+	return json_object_object_get_ex(inspect, "Config", &c) &&
+			       json_object_object_get_ex(c, "Env", &env) &&
+			       json_object_is_type(env, json_type_array)
+		       ? env
+		       : NULL;
+}
+
+/* The Env a commit of sb gives its image: the container's, with each
+ * variable of its envVars and environment (secret) back at the source
+ * image's value, or empty where that has none. Docker merges the
+ * container's Env into a commit's by key, so every key is named. New
+ * array into cfg's Env. */
+static int commit_env(struct sandbox_ctx *ctx, const struct sandbox_snapshot *s,
+		      const struct sandbox *sb, json_object *cfg, struct sp_err *e)
+{
+	struct buf vars, env;
+	json_object *secret = json_object_new_array(), *ct = NULL, *src = NULL, *out, *eo = NULL;
+	int rc = -1;
+
+	buf_init(&vars, 1 << 20);
+	buf_init(&env, 1 << 20);
+	if (snapenv_open(ctx, s, &vars, &env, e) < 0 ||
+	    (vars.len && sandbox_env_lines(vars.data, vars.len, secret, e) < 0))
+		goto out;
+	if (env.len && (eo = json_tokener_parse(env.data)) &&
+	    json_object_is_type(eo, json_type_object)) {
+		json_object_object_foreach(eo, k, val)
+		{
+			(void)val;
+			json_object_array_add(secret, json_object_new_string(k));
+		}
+	}
+	rc = 0;
+	if (!json_object_array_length(secret))
+		goto out;
+	rc = -1;
+	if (docker_container_inspect(ctx->dk, sb->container_id, &ct, e) < 0)
+		goto out;
+	if (docker_image_inspect(ctx->dk, s->src_image, &src, e) < 0)
+		sp_err_clear(e); /* no source image left: empty values */
+	out = json_object_new_array();
+	for (size_t i = 0; config_env(ct) && i < json_object_array_length(config_env(ct)); i++) {
+		const char *kv =
+			json_object_get_string(json_object_array_get_idx(config_env(ct), i));
+		size_t kl = kv ? env_key_len(kv) : 0;
+		const char *base;
+		if (!kv || !kl)
+			continue;
+		if (!env_find(secret, kv, kl)) {
+			json_object_array_add(out, json_object_new_string(kv));
+		} else if ((base = env_find(config_env(src), kv, kl))) {
+			json_object_array_add(out, json_object_new_string(base));
+		} else {
+			struct buf k;
+			buf_init(&k, kl + 2);
+			if (buf_append(&k, kv, kl) == 0 && buf_puts(&k, "=") == 0)
+				json_object_array_add(
+					out, json_object_new_string_len(k.data, (int)k.len));
+			buf_free(&k);
+		}
+	}
+	json_object_object_add(cfg, "Env", out);
+	rc = 0;
+out:
+	json_object_put(eo);
+	json_object_put(ct);
+	json_object_put(src);
+	json_object_put(secret);
+	buf_wipe(&vars);
+	buf_wipe(&env);
+	return rc;
+}
+
 int sandbox_snapshot_create(struct sandbox_ctx *ctx, const char *org, const char *sandbox_id,
 			    const struct sandbox_snapshot_req *rq, struct sandbox_snapshot *out,
 			    struct sp_err *e)
@@ -288,6 +468,13 @@ int sandbox_snapshot_create(struct sandbox_ctx *ctx, const char *org, const char
 		free(t);
 		store_unlock(ctx->st, lname, &ignore);
 		return e->code ? -1 : sp_err_set(e, SP_INTERNAL, "out of memory");
+	}
+	if (snapenv_save(ctx, &sb, out->id, e) < 0) {
+		struct sp_err ignore;
+		store_obj_cas(ctx->st, org, SNAP_KIND, out->id, t, NULL, &ignore);
+		store_unlock(ctx->st, lname, &ignore);
+		free(t);
+		return -1;
 	}
 	free(t);
 	/* the capture runs once the answer is out (sandbox_snapshot_idle);
@@ -420,6 +607,8 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 	cap = (size_t)(sb.disk_mb > 0 ? sb.disk_mb : 1024) * 1024 * 1024 + 64u * 1024 * 1024;
 	buf_init(&tar, cap);
 	cfg = commit_config(ctx, s);
+	if (commit_env(ctx, s, &sb, cfg, e) < 0)
+		goto out;
 	/* commands are refused from the capture's lock on; one already on its
 	 * way to Docker is let through before the freeze (see the settle) */
 	if (sandbox_settle_execs(ctx, &sb, e) < 0)
@@ -600,6 +789,7 @@ int sandbox_snapshot_delete(struct sandbox_ctx *ctx, const char *org, const char
 	/* the record goes (a change meanwhile: it is gone or failed anyway) */
 	if (store_obj_cas(ctx->st, org, SNAP_KIND, id, old, NULL, e) < 0)
 		goto out;
+	snapenv_delete(ctx, org, id);
 	log_info("snapshot %s deleted (org %s)", id, org);
 	rc = 0;
 out:
@@ -615,7 +805,10 @@ int sandbox_snapshot_restore(struct sandbox_ctx *ctx, const char *org, const cha
 {
 	struct sandbox_snapshot s;
 	struct sandbox_create_req rq;
-	json_object *img = NULL;
+	struct sandbox_env_var vars[SB_ENV_MAX_VARS];
+	struct buf env_vars, env;
+	json_object *img = NULL, *eo = NULL;
+	int rc = -1;
 
 	if (sandbox_snapshot_get(ctx, org, id, &s, e) < 0)
 		return -1;
@@ -636,6 +829,30 @@ int sandbox_snapshot_restore(struct sandbox_ctx *ctx, const char *org, const cha
 	}
 	json_object_put(img);
 	memset(&rq, 0, sizeof(rq));
+	/* the source's envVars and environment: the image holds no values of
+	 * theirs (commit_env) */
+	buf_init(&env_vars, 1 << 20);
+	buf_init(&env, 1 << 20);
+	if (snapenv_open(ctx, &s, &env_vars, &env, e) < 0)
+		goto out;
+	if (env_vars.len) {
+		rq.env_vars = env_vars.data;
+		rq.env_vars_len = env_vars.len;
+	}
+	if (env.len && (eo = json_tokener_parse(env.data)) &&
+	    json_object_is_type(eo, json_type_object)) {
+		json_object_object_foreach(eo, k, val)
+		{
+			if (rq.nenv == SB_ENV_MAX_VARS ||
+			    !json_object_is_type(val, json_type_string))
+				continue;
+			vars[rq.nenv].key = k;
+			vars[rq.nenv].value = json_object_get_string(val);
+			vars[rq.nenv].value_len = (size_t)json_object_get_string_len(val);
+			rq.nenv++;
+		}
+		rq.env = vars;
+	}
 	rq.id = sandbox_rid;
 	rq.image = s.image;
 	rq.name = name && *name ? name : NULL;
@@ -652,9 +869,14 @@ int sandbox_snapshot_restore(struct sandbox_ctx *ctx, const char *org, const cha
 	rq.timeout_stop = s.timeout_stop;
 	rq.labels = s.labels[0] ? s.labels : NULL;
 	rq.timeout_field = "features.timeouts.timeout";
-	if (sandbox_rid && resume)
-		return sandbox_create_resume(ctx, org, &rq, strcmp(resume, "gone") == 0, out, e);
-	return sandbox_create(ctx, org, &rq, out, e);
+	rc = sandbox_rid && resume
+		     ? sandbox_create_resume(ctx, org, &rq, strcmp(resume, "gone") == 0, out, e)
+		     : sandbox_create(ctx, org, &rq, out, e);
+out:
+	json_object_put(eo);
+	buf_wipe(&env_vars);
+	buf_wipe(&env);
+	return rc;
 }
 
 /* --- images ------------------------------------------------------------------ */

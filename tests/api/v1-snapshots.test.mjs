@@ -204,6 +204,35 @@ test('snapshot -> two restores side by side: both see what was written before, n
   assert.equal((await restore(ready.uid)).status, 404);
 });
 
+test('the snapshot\'s image holds no value of the source\'s envVars or environment; a restore gives them back', { timeout: 240000 }, async () => {
+  // envVars on the Dokploy face (secret there), environment on /v1; both
+  // faces see one sandbox
+  const c = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', envVars: 'API_TOKEN=tok-7f3e\nPATH=/opt/x:/usr/bin:/bin' } });
+  assert.equal(c.status, 200, c.text);
+  made.push(c.json.sandboxId);
+  const id = c.json.sandboxId;
+  const v = await createV1({ displayName: 'envsrc2', environment: { DB_PASSWORD: 'pw-91c2' } });
+  for (const [sid, name, value] of [[id, 'API_TOKEN', 'tok-7f3e'], [v.uid, 'DB_PASSWORD', 'pw-91c2']]) {
+    assert.equal((await out(sid, `printf %s "$${name}"`)), value);
+    const { ready } = await snapshot(sid, { displayName: `env-${name}` });
+    const img = dockerImage(`sandpit-snapshot:${ready.uid}`);
+    assert.ok(img, 'the snapshot image exists');
+    const env = img.Config.Env.join('\n');
+    assert.ok(!env.includes(value), `the image's Env holds no secret: ${env}`);
+    assert.ok(img.Config.Env.includes(`${name}=`), `the key stays with no value: ${env}`);
+    if (name === 'API_TOKEN') {
+      // a variable the template image has keeps that image's value
+      const path = img.Config.Env.find((x) => x.startsWith('PATH='));
+      assert.ok(path && !path.includes('/opt/x'), path);
+    }
+    const r = await restore(ready.uid, {});
+    assert.equal(r.status, 201, r.text);
+    assert.equal((await out(r.json.uid, `printf %s "$${name}"`)), value, 'the fork has the variable back');
+    if (name === 'API_TOKEN') assert.match(await out(r.json.uid, 'printf %s "$PATH"'), /^\/opt\/x:/);
+    await removeSandbox(r.json.uid);
+  }
+});
+
 test('createSnapshot refusals: stopped source, captureMode all, bad input, unknown sandbox, an ended source', { timeout: 180000 }, async () => {
   const sb = await createV1();
   const bad = [
