@@ -586,11 +586,11 @@ int store_sandbox_del(struct store *st, const char *org, const char *id, struct 
  * oldest: ZRANGE); drops index members whose record expired. Returns a
  * flat array of HGETALL results. KEYS[1] index; ARGV[1] max; ARGV[2]
  * record key prefix. */
-#define LUA_INDEX_RECORDS(range)                                                          \
-	"local ids = redis.call('" range "', KEYS[1], 0, tonumber(ARGV[1]) - 1) "        \
-	"local out = {} "                                                                 \
-	"for _, id in ipairs(ids) do "                                                    \
-	"  local h = redis.call('HGETALL', ARGV[2] .. id) "                               \
+#define LUA_INDEX_RECORDS(range)                                                        \
+	"local ids = redis.call('" range "', KEYS[1], 0, tonumber(ARGV[1]) - 1) "       \
+	"local out = {} "                                                               \
+	"for _, id in ipairs(ids) do "                                                  \
+	"  local h = redis.call('HGETALL', ARGV[2] .. id) "                             \
 	"  if #h == 0 then redis.call('ZREM', KEYS[1], id) else out[#out + 1] = h end " \
 	"end return out"
 static const char lua_newest[] = LUA_INDEX_RECORDS("ZREVRANGE"),
