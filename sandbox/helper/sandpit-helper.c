@@ -889,6 +889,41 @@ refused:
 	return HX_OK;
 }
 
+/* The exit of uid into ex, as get_file. A process whose supervisor was
+ * killed (the sandbox's code can: same user) has no exit written and
+ * never will: its control socket is left with no one listening. Once its
+ * process is gone too, that is written as its exit, 255 "lost", so that
+ * every reader sees it ended; while the process still runs it is running. */
+static ssize_t exit_of(const char *uid, char *ex, size_t cap)
+{
+	static const char lost[] = "255 lost: its supervisor was killed inside the sandbox\n";
+	struct sockaddr_un a;
+	char pid[32];
+	ssize_t n = get_file(uid, "exit", ex, cap);
+	long long cpid;
+	int fd, refused;
+
+	if (n >= 0)
+		return n;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	if (path_of(a.sun_path, sizeof(a.sun_path), uid, "ctl") < 0 ||
+	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	refused = connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 && errno == ECONNREFUSED;
+	close(fd);
+	if (!refused)
+		return -1; /* listening, or not yet (or no longer: the exit is next) */
+	/* a supervisor that just wrote the exit and went */
+	if ((n = get_file(uid, "exit", ex, cap)) >= 0)
+		return n;
+	cpid = get_file(uid, "pid", pid, sizeof(pid)) >= 0 ? strtoll(pid, NULL, 10) : 0;
+	if (cpid > 0 && (kill((pid_t)cpid, 0) == 0 || errno != ESRCH))
+		return -1;
+	put_file(uid, "exit", lost, sizeof(lost) - 1);
+	return get_file(uid, "exit", ex, cap);
+}
+
 /* One process's report: {"uid","pid","label","session","created","first",
  * "last","exit":{"code","reason"}}; -1 when uid names none. */
 static int report(const char *uid)
@@ -906,7 +941,7 @@ static int report(const char *uid)
 	if (get_file(uid, "created", created, sizeof(created)) < 0)
 		created[0] = '\0';
 	/* the exit first: once it is there, all the output is in the log */
-	if (get_file(uid, "exit", ex, sizeof(ex)) < 0)
+	if (exit_of(uid, ex, sizeof(ex)) < 0)
 		ex[0] = '\0';
 	if (path_of(p, sizeof(p), uid, "out") == 0 && (fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0) {
 		log_scan(fd, &s);
@@ -1040,7 +1075,7 @@ static int cmd_signal(int argc, char **argv)
 		errno = 0;
 		return fail(HX_NOT_FOUND, "no such process");
 	}
-	if (get_file(argv[0], "exit", ex, sizeof(ex)) >= 0 ||
+	if (exit_of(argv[0], ex, sizeof(ex)) >= 0 ||
 	    get_file(argv[0], "pid", pidtxt, sizeof(pidtxt)) < 0) {
 		errno = 0;
 		return fail(HX_EXITED, "the process has exited");
@@ -1175,7 +1210,9 @@ static int cmd_attach(int argc, char **argv)
 	ctl = ctl_connect(uid);
 	for (;;) {
 		struct pollfd pf[2];
-		int exited = get_file(uid, "exit", ex, sizeof(ex)) >= 0, rc;
+		int exited = (ctl < 0 ? exit_of(uid, ex, sizeof(ex))
+				      : get_file(uid, "exit", ex, sizeof(ex))) >= 0,
+		    rc;
 		ssize_t r;
 
 		/* the exit first: once it is there, all the output is in the log */

@@ -340,6 +340,26 @@ test('signal: each signal ends a process with 128+n; an exited process is failed
   assert.equal(r.status, 404, r.text);
 });
 
+test('a process whose supervisor the sandbox\'s code killed: running while it runs, then exited 255 "lost", never running forever', async () => {
+  const p = await startProc(D, { cmd: ['sleep', '300'] });
+  assert.ok(p.pid > 1, JSON.stringify(p));
+  // the supervisor is the process's parent; the sandbox's code (the same
+  // user) can kill it
+  const k = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: D, cmd: `kill -9 $(awk '/^PPid:/{print $2}' /proc/${p.pid}/status) && echo ok` } });
+  assert.equal(k.status, 200, k.text);
+  assert.equal(k.json.stdout, 'ok\n', k.text);
+  let r = await getProc(D, p.uid);
+  assert.equal(r.json.state, 'running', 'the process itself still runs');
+  const k2 = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: D, cmd: `kill -9 ${p.pid}` } });
+  assert.equal(k2.status, 200, k2.text);
+  const x = await waitExited(D, p.uid, 20000);
+  assert.equal(x.exitCode, 255);
+  const out = await readAll(D, p.uid);
+  assert.match(out.exited.reason, /^lost: /);
+  r = await ep(D, 'POST', '/v1/processes/{process}/signal', { process: p.uid }, { body: { signal: 'term' } });
+  assert.equal(r.status, 409, r.text);
+});
+
 test('the helper volume is made once per server and mounted read-only; the helper runs as the sandbox user', async () => {
   const c = await docker('GET', `/containers/json?all=1&filters=${encodeURIComponent(JSON.stringify({ label: ['sandpit.helper'] }))}`);
   const names = c.json.map((x) => x.Names[0].slice(1));
