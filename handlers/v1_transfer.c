@@ -13,6 +13,7 @@
 #include "handlers.h"
 
 #include <ctype.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -454,11 +455,12 @@ int v1_mp_next(void *arg, struct sb_up_event *ev, struct sp_err *e)
 
 /* The upload's body as nginx passes it on (fastcgi_request_buffering off),
  * under W1's bound for a streamed body: it may take request_timeout s plus
- * 1 s per transfer_min_kbps KiB read so far. Each read returns what the
- * current FastCGI record holds (waiting only for its first byte), so a
- * trickled body is checked at every piece nginx forwards; a gap is
- * bounded by nginx's client_body_timeout. Past the bound the read ends
- * the body (slow = 1) and the upload answers 408. */
+ * 1 s per transfer_min_kbps KiB read so far. A read waits only for its
+ * first byte, then takes what has come (the stream's buffer, and more
+ * records while the socket has them ready), so a trickled body is checked
+ * at every piece nginx forwards; a gap is bounded by nginx's
+ * client_body_timeout. Past the bound the read ends the body (slow = 1)
+ * and the upload answers 408. */
 struct up_rd {
 	struct req *r;
 	int64_t t0, read, grace_ms, min_bps;
@@ -469,20 +471,30 @@ static int fcgi_read(void *arg, char *buf, int cap)
 {
 	struct up_rd *u = arg;
 	FCGX_Stream *in = u->r->fx->in;
-	int n, more;
+	struct pollfd p = { .fd = u->r->fx->ipcFd, .events = POLLIN };
+	int n = 0, got, more;
 
 	if (u->slow)
 		return -1;
-	if (cap <= 0)
-		return 0;
-	n = FCGX_GetStr(buf, 1, in);
-	if (n <= 0)
-		return n;
-	more = (int)(in->stop - in->rdNext);
-	if (more > cap - 1)
-		more = cap - 1;
-	if (more > 0)
-		n += FCGX_GetStr(buf + 1, more, in);
+	while (n < cap) {
+		more = (int)(in->stop - in->rdNext);
+		if (more > cap - n)
+			more = cap - n;
+		if (more > 0) {
+			n += FCGX_GetStr(buf + n, more, in);
+			continue;
+		}
+		/* the buffer is empty: wait only while nothing has come yet */
+		if (n > 0 && poll(&p, 1, 0) != 1)
+			break;
+		got = FCGX_GetStr(buf + n, 1, in);
+		if (got <= 0) {
+			if (n == 0)
+				return got;
+			break;
+		}
+		n += got;
+	}
 	u->read += n;
 	if (u->min_bps > 0 && mono_ms() - u->t0 > u->grace_ms + u->read * 1000 / u->min_bps) {
 		u->slow = 1;
