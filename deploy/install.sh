@@ -104,7 +104,8 @@ staging=0
 subst() {
 	sed -e "s|@SBINDIR@|$SBINDIR|g" -e "s|@BINDIR@|$BINDIR|g" -e "s|@CONFDIR@|$CONFDIR|g" \
 		-e "s|@CONFFILE@|$CONFDIR/sandpitd.conf|g" -e "s|@STATEDIR@|$STATEDIR|g" \
-		-e "s|@RUNDIR@|$RUNDIR|g" -e "s|@DOCDIR@|$DOCDIR|g" -e "s|@NGINX_USER@|$NGINX_USER|g" "$1"
+		-e "s|@RUNDIR@|$RUNDIR|g" -e "s|@DOCDIR@|$DOCDIR|g" -e "s|@NGINX_USER@|$NGINX_USER|g" \
+		-e "s|@REQ_TIMEOUT@|$REQ_TIMEOUT|g" "$1"
 }
 
 # --- binaries, units, the user, docs -------------------------------------------
