@@ -72,6 +72,8 @@ void config_defaults(struct config *cfg)
 	str_copy(cfg->probe_ports, sizeof(cfg->probe_ports), "22,80,443,2375,2376,6379");
 	cfg->retention_s = 7 * 24 * 3600;
 	cfg->transfer_max_mb = 1024;
+	cfg->request_timeout = 60;
+	cfg->transfer_min_kbps = 64;
 	cfg->create_timeout_s = 30;
 	cfg->keeper_uid = 65533;
 	cfg->reaper_interval_s = 5;
@@ -163,6 +165,8 @@ static const struct key {
 	{ S(probe_ports) },
 	{ I(retention_s, 0, 365 * 86400) },
 	{ I(transfer_max_mb, 11, 1048576) },
+	{ I(request_timeout, 1, 3600) },
+	{ I(transfer_min_kbps, 0, 1048576) },
 	{ I(create_timeout_s, 5, 86400) },
 	{ I(keeper_uid, 1, 2147483646) },
 	{ I(reaper_interval_s, 0, 3600) },

@@ -97,8 +97,12 @@ struct config {
 				     busybox nc); "" = the alpine template's image */
 	char probe_ports[128];	    /* the host ports the probe tries on the bridge gateway, besides
 				     the server's Docker port; default "22,80,443,2375,2376,6379" */
-	int transfer_max_mb;  /* upload/download: content bytes a request may carry, default 1024 */
-	int retention_s;      /* killed rows are kept this long, default 604800 */
+	int transfer_max_mb; /* upload/download: content bytes a request may carry, default 1024 */
+	int request_timeout; /* nginx's whole-request bound (SANDPIT_REQUEST_TIMEOUT), s, default
+				 60: an upload's grace before transfer_min_kbps */
+	int transfer_min_kbps; /* an upload may take request_timeout s plus 1 s per this many KiB
+				  of its body; 0 = no bound; default 64 */
+	int retention_s;       /* killed rows are kept this long, default 604800 */
 	int create_timeout_s; /* a creation still "creating" this long after its last step (an image
 				     pull adds pull_timeout_s) reads "error", its container removed; default 30 */
 	int keeper_uid; /* uid:gid of the processes that enforce a sandbox's lifetime, default 65533 */

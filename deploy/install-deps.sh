@@ -28,6 +28,7 @@ RUN_PKGS=(
 	libfcgi0ldbl libjson-c5 libcurl4 libhiredis0.14 libsodium23 libarchive13
 	libwslay1 libssl3
 	redis-server nginx-light openssh-client runsc
+	libnginx-mod-http-lua # nginx/reqtime.conf: the bound on a request's whole time
 	jq # the README's examples read answers with it
 	e2fsprogs # mke2fs and debugfs: the per-sandbox disks (README "Disk limits")
 )

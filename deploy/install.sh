@@ -33,6 +33,9 @@
 #   NGINX_USER   www-data (the user nginx's workers run as)
 #   SANDPIT_RATE, SANDPIT_BURST   per-key request rate (50r/s, burst 100)
 #   SANDPIT_METRICS_ALLOW  addresses that may read /metrics (127.0.0.1)
+#   SANDPIT_REQUEST_TIMEOUT  seconds for a request's line, headers and body
+#                together (60; 1 to 3600): nginx/reqtime.conf, which needs
+#                nginx's Lua module loaded in the operator's nginx (README)
 #   NGINX_AUTH_CACHE  nginx's /_auth answer cache, a tmpfs folder
 #                (/run/sandpit-nginx-auth: its entries name API keys)
 #   NGINX_INCLUDE_DIR where nginx finds the snippets ($CONFDIR/nginx; a
@@ -61,6 +64,7 @@ NGINX_AUTH_CACHE=${NGINX_AUTH_CACHE:-$RUNSTATEDIR/sandpit-nginx-auth}
 RATE=${SANDPIT_RATE:-50r/s}
 BURST=${SANDPIT_BURST:-100}
 CONNS=${SANDPIT_CONN_PER_KEY:-256}
+REQ_TIMEOUT=${SANDPIT_REQUEST_TIMEOUT:-60}
 
 say() { echo "install: $*" >&2; }
 die() {
@@ -79,6 +83,9 @@ done
 case $NGINX_USER in '' | *[!a-z0-9_-]*) die "NGINX_USER: a user name" ;; esac
 case $RATE in *[!0-9rsm/]* | "") die "SANDPIT_RATE must look like 50r/s" ;; esac
 case $BURST in *[!0-9]* | "") die "SANDPIT_BURST must be a number" ;; esac
+case $REQ_TIMEOUT in *[!0-9]* | "" | 0*) die "SANDPIT_REQUEST_TIMEOUT must be a number of seconds, 1 to 3600" ;; esac
+[ "$REQ_TIMEOUT" -le 3600 ] || die "SANDPIT_REQUEST_TIMEOUT must be a number of seconds, 1 to 3600"
+HEADER_TIMEOUT=$((REQ_TIMEOUT < 30 ? REQ_TIMEOUT : 30))
 metrics_allow=""
 for a in ${SANDPIT_METRICS_ALLOW:-127.0.0.1}; do
 	case $a in *[!0-9A-Fa-f.:/]*) die "SANDPIT_METRICS_ALLOW: addresses or CIDRs only: $a" ;; esac
@@ -97,7 +104,8 @@ staging=0
 subst() {
 	sed -e "s|@SBINDIR@|$SBINDIR|g" -e "s|@BINDIR@|$BINDIR|g" -e "s|@CONFDIR@|$CONFDIR|g" \
 		-e "s|@CONFFILE@|$CONFDIR/sandpitd.conf|g" -e "s|@STATEDIR@|$STATEDIR|g" \
-		-e "s|@RUNDIR@|$RUNDIR|g" -e "s|@DOCDIR@|$DOCDIR|g" -e "s|@NGINX_USER@|$NGINX_USER|g" "$1"
+		-e "s|@RUNDIR@|$RUNDIR|g" -e "s|@DOCDIR@|$DOCDIR|g" -e "s|@NGINX_USER@|$NGINX_USER|g" \
+		-e "s|@REQ_TIMEOUT@|$REQ_TIMEOUT|g" "$1"
 }
 
 # --- binaries, units, the user, docs -------------------------------------------
@@ -174,6 +182,7 @@ section() {
 render() {
 	sed -e "s|@DIR@|$RUNDIR|g" -e "s|@CONF@|$NGINX_INCLUDE_DIR|g" \
 		-e "s|@RATE@|$RATE|g" -e "s|@BURST@|$BURST|g" -e "s|@CONNS@|$CONNS|g" -e "s|@LOCAL_ORG@|default|g" \
+		-e "s|@REQ_TIMEOUT@|$REQ_TIMEOUT|g" -e "s|@HEADER_TIMEOUT@|$HEADER_TIMEOUT|g" \
 		-e "s|@METRICS_ALLOW@|$metrics_allow|g" -e "s|@AUTH_CACHE@|$NGINX_AUTH_CACHE|g" \
 		-e "s|@APP_SERVERS@|server unix:$RUNDIR/sandpitd.sock;|" \
 		-e '/@CONF@\/extra\//d'
@@ -218,7 +227,7 @@ if [ $staging -eq 0 ]; then
 		install: done. Next (README, "Operations"):
 		  1. edit $CONFDIR/sandpitd.conf (redis_url, templates), check: $SBINDIR/sandpitd -t -c $CONFDIR/sandpitd.conf
 		  2. systemctl daemon-reload && systemctl enable --now sandpitd sandpit-stream
-		  3. include the nginx files in your server block, nginx -t && systemctl reload nginx
+		  3. include the nginx files in your server block (nginx's Lua module loaded: libnginx-mod-http-lua), nginx -t && systemctl reload nginx
 		  4. a key: $BINDIR/sandpit -c $CONFDIR/sandpitd.conf keys create --org default --role owner
 	MSG
 fi

@@ -34,6 +34,12 @@
 #                        (sandpitd charges each MCP tool call at the same rate)
 #   SANDPIT_CONN_PER_KEY API requests one key may have in progress at once at
 #                        nginx (default 256; more get 429)
+#   SANDPIT_REQUEST_TIMEOUT  seconds a request's line, headers and body
+#                        may take at nginx, all together (default 60; 1 to
+#                        3600); more: 408 and closed (nginx/reqtime.conf).
+#                        Needs nginx's Lua module (libnginx-mod-http-lua),
+#                        loaded from SANDPIT_NGINX_MODULES (default
+#                        /usr/lib/nginx/modules): without it start refuses
 #   SANDPIT_LOCAL_ORG    organization of the local socket DIR/local/sandpit.sock
 #                        (default "default"; trusted through the 0700 folder)
 #   SANDPIT_METRICS_ALLOW addresses/CIDRs (space separated) that may read
@@ -231,6 +237,27 @@ cmd_start() {
 	# From here on a failure stops whatever was started.
 	trap on_start_exit EXIT
 
+	# nginx's settings that can fail, checked before anything starts:
+	# the whole-request bound (nginx/reqtime.conf) and the header block's
+	# share of it
+	local req_timeout=${SANDPIT_REQUEST_TIMEOUT:-60} header_timeout load_modules="" m
+	case $req_timeout in *[!0-9]* | "" | 0*) req_timeout=x ;; esac
+	if [ "$req_timeout" = x ] || [ "$req_timeout" -gt 3600 ]; then
+		say "SANDPIT_REQUEST_TIMEOUT must be a number of seconds, 1 to 3600"
+		exit 1
+	fi
+	header_timeout=$((req_timeout < 30 ? req_timeout : 30))
+	# nginx's Lua module (and NDK, which it needs) for that bound. No
+	# fallback: without it nginx would bound each read of a body only.
+	for m in ndk_http_module ngx_http_lua_module; do
+		m=${SANDPIT_NGINX_MODULES:-/usr/lib/nginx/modules}/$m.so
+		if [ ! -f "$m" ]; then
+			say "nginx's Lua module is missing ($m): apt-get install libnginx-mod-http-lua (deploy/install-deps.sh --run); it bounds a request's whole time (SANDPIT_REQUEST_TIMEOUT)"
+			exit 1
+		fi
+		load_modules="${load_modules}load_module $m; "
+	done
+
 	# --- secrets -------------------------------------------------------------
 	if [ ! -s "$dir/data.key" ]; then
 		(umask 077 && openssl rand -hex 32 >"$dir/data.key.tmp")
@@ -301,6 +328,7 @@ cmd_start() {
 		echo "max_requests = 1000"
 		echo "rate_per_min = $rate_per_min"
 		echo "rate_burst = $burst"
+		echo "request_timeout = $req_timeout"
 		[ -z "$redis_url" ] || echo "redis_url = $redis_url"
 		echo "docker_host = ${SANDPIT_DOCKER_HOST:-unix:///var/run/docker.sock}"
 		echo "data_key_file = $dir/data.key"
@@ -414,7 +442,8 @@ cmd_start() {
 	render() { # SRC DST
 		sed -e "s|@DIR@|$dir|g" -e "s|@CONF@|$nconf|g" -e "s|@PORT@|$port|g" \
 			-e "s|@RATE@|$rate|g" -e "s|@BURST@|$burst|g" -e "s|@LOCAL_ORG@|$local_org|g" \
-			-e "s|@CONNS@|$conns|g" \
+			-e "s|@CONNS@|$conns|g" -e "s|@REQ_TIMEOUT@|$req_timeout|g" \
+			-e "s|@HEADER_TIMEOUT@|$header_timeout|g" -e "s|@LOAD_MODULES@|$load_modules|g" \
 			-e "s|@METRICS_ALLOW@|$metrics_allow|g" -e "s|@AUTH_CACHE@|$auth_cache|g" \
 			-e "s|@USER@|$user_line|g" -e "s|^\([[:space:]]*\)@APP_SERVERS@|\1${app_servers#\\n\\t\\t}|" \
 			"$1" >"$2"

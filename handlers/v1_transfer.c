@@ -13,6 +13,7 @@
 #include "handlers.h"
 
 #include <ctype.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,9 +453,54 @@ int v1_mp_next(void *arg, struct sb_up_event *ev, struct sp_err *e)
 	}
 }
 
+/* The upload's body as nginx passes it on (fastcgi_request_buffering off),
+ * under W1's bound for a streamed body: it may take request_timeout s plus
+ * 1 s per transfer_min_kbps KiB read so far. A read waits only for its
+ * first byte, then takes what has come (the stream's buffer, and more
+ * records while the socket has them ready), so a trickled body is checked
+ * at every piece nginx forwards; a gap is bounded by nginx's
+ * client_body_timeout. Past the bound the read ends the body (slow = 1)
+ * and the upload answers 408. */
+struct up_rd {
+	struct req *r;
+	int64_t t0, read, grace_ms, min_bps;
+	int slow;
+};
+
 static int fcgi_read(void *arg, char *buf, int cap)
 {
-	return FCGX_GetStr(buf, cap, ((struct req *)arg)->fx->in);
+	struct up_rd *u = arg;
+	FCGX_Stream *in = u->r->fx->in;
+	struct pollfd p = { .fd = u->r->fx->ipcFd, .events = POLLIN };
+	int n = 0, got, more;
+
+	if (u->slow)
+		return -1;
+	while (n < cap) {
+		more = (int)(in->stop - in->rdNext);
+		if (more > cap - n)
+			more = cap - n;
+		if (more > 0) {
+			n += FCGX_GetStr(buf + n, more, in);
+			continue;
+		}
+		/* the buffer is empty: wait only while nothing has come yet */
+		if (n > 0 && poll(&p, 1, 0) != 1)
+			break;
+		got = FCGX_GetStr(buf + n, 1, in);
+		if (got <= 0) {
+			if (n == 0)
+				return got;
+			break;
+		}
+		n += got;
+	}
+	u->read += n;
+	if (u->min_bps > 0 && mono_ms() - u->t0 > u->grace_ms + u->read * 1000 / u->min_bps) {
+		u->slow = 1;
+		return -1;
+	}
+	return n;
 }
 
 static int64_t transfer_cap(const struct handler_ctx *h)
@@ -468,6 +514,12 @@ int v1_files_upload(struct handler_ctx *h, json_object *in, json_object **out, s
 	const char *ct = req_param(h->r, "CONTENT_TYPE"), *cl = req_param(h->r, "CONTENT_LENGTH");
 	char boundary[MP_BOUNDARY_MAX + 2];
 	int64_t written = 0, cap = transfer_cap(h);
+	struct up_rd u = { h->r,
+			   mono_ms(),
+			   0,
+			   (int64_t)h->cfg->request_timeout * 1000,
+			   (int64_t)h->cfg->transfer_min_kbps * 1024,
+			   0 };
 	struct v1_mp *m;
 	long long len;
 	int rc = -1;
@@ -485,12 +537,20 @@ int v1_files_upload(struct handler_ctx *h, json_object *in, json_object **out, s
 			"content: the body (%lld bytes) is over the streamed cap of %lld "
 			"bytes (transfer_max_mb) and its framing",
 			len, (long long)cap);
-	m = v1_mp_new(boundary, cap, cap + MP_OVERHEAD, fcgi_read, h->r);
+	m = v1_mp_new(boundary, cap, cap + MP_OVERHEAD, fcgi_read, &u);
 	if (!m)
 		return sp_err_set(e, SP_INTERNAL, "out of memory");
 	if (sandbox_files_upload(h->sb, h->r->org, hin_str(in, "sandbox", NULL), m->cap, v1_mp_next,
-				 m, &written, e) < 0)
+				 m, &written, e) < 0) {
+		if (u.slow)
+			sp_err_field(
+				e, SP_TIMEOUT, "body",
+				"body: the upload came slower than transfer_min_kbps (%d KiB/s) "
+				"after its first request_timeout (%d s); an item cut short is "
+				"not written",
+				h->cfg->transfer_min_kbps, h->cfg->request_timeout);
 		goto done;
+	}
 	/* the epilogue: read, not kept */
 	while (!m->eof && m->read <= m->body_max) {
 		m->off = m->len;

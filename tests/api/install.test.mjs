@@ -153,7 +153,12 @@ test("an operator's server block with the include passes nginx -t and serves san
   assert.equal(gen.code, 0, gen.stderr);
   const port = await freePort();
   const ngxConf = path.join(T, 'nginx.conf');
+  // nginx's Lua module (nginx/reqtime.conf): Debian's libnginx-mod-http-lua
+  // loads it through /etc/nginx/modules-enabled; this nginx.conf of its own
+  // names it, as an operator's own build would
   await writeFile(ngxConf, `user root root;
+load_module /usr/lib/nginx/modules/ndk_http_module.so;
+load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;
 worker_processes 1;
 pid ${T}/nginx.pid;
 error_log ${T}/ngx/error.log warn;

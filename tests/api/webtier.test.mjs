@@ -1,7 +1,11 @@
 // The web tier (nginx) answers every error in the JSON shape of the /api
 // face, {"message","code"}, with the right status, on both listeners: the
 // TLS port and the local unix socket. Malformed request lines are sent with
-// raw sockets, since no HTTP client sends them.
+// raw sockets, since no HTTP client sends them. W1: one key's connections
+// are bounded (SANDPIT_CONN_PER_KEY), and so is a request's whole time
+// (SANDPIT_REQUEST_TIMEOUT, nginx/reqtime.conf; sandpitd's
+// transfer_min_kbps for the streamed upload), on a stack of its own with a
+// 4 s bound.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -10,7 +14,11 @@ import net from 'node:net';
 import path from 'node:path';
 import tls from 'node:tls';
 import { readFile } from 'node:fs/promises';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { startStack, waitFor } from './lib/stack.mjs';
+import { bytesOf, formData, streamRequest } from './lib/transfer.mjs';
+import { ajv, seedValidator } from './lib/v1seed.mjs';
 import { docker } from './lib/docker.mjs';
 
 let s, sock;
@@ -197,7 +205,7 @@ test('MCP: each tool call of a batch counts against the key rate; a batch over w
   assert.equal(r.json.length, 8);
 });
 
-test('a key trickling bodies holds at most SANDPIT_CONN_PER_KEY connections; other keys are served', { timeout: 90000 }, async () => {
+test('W1: a key trickling bodies holds at most SANDPIT_CONN_PER_KEY connections; other keys are served', { timeout: 90000 }, async () => {
   await new Promise((r) => setTimeout(r, 2500)); // a full rate bucket
   const key = await s.newKey('default');
   const conns = [];
@@ -235,4 +243,193 @@ test('a key trickling bodies holds at most SANDPIT_CONN_PER_KEY connections; oth
   await new Promise((r) => setTimeout(r, 1500));
   const again = await s.api('GET', '/api/sandbox.templates', { key });
   assert.equal(again.status, 200, again.text);
+});
+
+// --- W1: a bound on a request's whole time (nginx/reqtime.conf) -----------
+// A stack of its own with a short bound (SANDPIT_REQUEST_TIMEOUT=4): each
+// trickled byte comes well inside client_body_timeout (30 s), so only the
+// whole-request bound can end these requests.
+const BOUND_S = 4;
+let q, qsb, qtok;
+before(async () => {
+  q = await startStack({ env: { SANDPIT_REQUEST_TIMEOUT: String(BOUND_S) } });
+  const r = await q.api('POST', '/v1/sandboxes', { body: { imageRef: 'sandpit-test/busybox' } });
+  assert.equal(r.status, 201, r.text);
+  qsb = r.json.uid;
+  const c = await q.api('POST', `/v1/sandboxes/${qsb}/endpoint-credentials`,
+    { body: { permissions: ['sandboxesExec', 'sandboxesFilesRead', 'sandboxesFilesWrite'] } });
+  assert.equal(c.status, 200, c.text);
+  qtok = c.json.token;
+});
+after(async () => {
+  if (qsb) await q.api('POST', '/api/sandbox.remove', { body: { sandboxId: qsb } }).catch(() => {});
+  await q?.stop();
+});
+
+/** The answer in raw bytes t: { status, headers, body, json }. */
+function parseAnswer(t) {
+  const i = t.indexOf('\r\n\r\n');
+  const head = (i < 0 ? t : t.slice(0, i)).split('\r\n');
+  const m = /^HTTP\/1\.[01] (\d{3})/.exec(head[0] || '');
+  const headers = {};
+  for (const l of head.slice(1)) { const k = l.indexOf(':'); headers[l.slice(0, k).toLowerCase()] = l.slice(k + 1).trim(); }
+  const body = i < 0 ? '' : t.slice(i + 4);
+  let json;
+  try { json = JSON.parse(body); } catch { json = undefined; }
+  return { status: m ? Number(m[1]) : 0, headers, body, json, text: t.slice(0, 400) };
+}
+
+/** Writes head on a fresh connection to q (TLS, or its local socket), then
+ * one byte every gapMs until the server closes it or capMs pass. Resolves
+ * to the answer (parseAnswer) with closed (whether the server closed it)
+ * and ms (from the first byte to the close). */
+function trickle(head, { local = false, gapMs = 1000, capMs = 20000 } = {}) {
+  return new Promise((resolve) => {
+    const chunks = [];
+    let t0 = 0, closedAt = 0, timer, done = false;
+    const c = local ? net.connect(path.join(q.dir, 'local', 'sandpit.sock'))
+      : tls.connect({ host: '127.0.0.1', port: q.port, ca: q.ca, servername: 'localhost' });
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearInterval(timer);
+      clearTimeout(cap);
+      c.destroy();
+      const t = Buffer.concat(chunks).toString('latin1');
+      resolve({ ...parseAnswer(t), closed: closedAt > 0, ms: (closedAt || Date.now()) - t0 });
+    };
+    const cap = setTimeout(finish, capMs);
+    c.once(local ? 'connect' : 'secureConnect', () => {
+      t0 = Date.now();
+      c.write(head);
+      timer = setInterval(() => { if (!c.destroyed) c.write('x'); }, gapMs);
+    });
+    c.on('data', (d) => chunks.push(d));
+    c.on('error', () => {});
+    c.on('close', () => { closedAt = Date.now(); finish(); });
+  });
+}
+const appLines = (re) => readFileSync(path.join(q.dir, 'sandpitd.log'), 'utf8').split('\n').filter((l) => re.test(l)).length;
+
+test('W1: a valid key trickling a body is cut at the whole-request bound with its face\'s JSON 408, and sandpitd never sees the request', { timeout: 120000 }, async () => {
+  // (an endpoint credential names its origin: the Host with the port)
+  const body = (p, auth) => `POST ${p} HTTP/1.1\r\nHost: 127.0.0.1:${q.port}\r\n${auth}` +
+    'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{';
+  const cases = [
+    ['/api (dokploy)', body('/api/sandbox.create', `x-api-key: ${q.key}\r\n`), {}, 'dokploy', / POST \/api\/sandbox\.create /],
+    ['/v1', body('/v1/sandboxes', `x-api-key: ${q.key}\r\n`), {}, 'v1', / POST \/v1\/sandboxes /],
+    ['the sandbox endpoint', body(`/endpoints/${qsb}/v1/processes/exec`, `Authorization: Bearer ${qtok}\r\n`), {}, 'v1', / POST \/endpoints\//],
+    ['the local socket, /api', body('/api/sandbox.create', ''), { local: true }, 'dokploy', / POST \/api\/sandbox\.create /],
+    ['the local socket, /v1', body('/v1/sandboxes', ''), { local: true }, 'v1', / POST \/v1\/sandboxes /],
+  ];
+  const t0 = Date.now();
+  const rs = await Promise.all(cases.map(([, head, o]) => trickle(head, o)));
+  for (const [i, [what, , , face, route]] of cases.entries()) {
+    const r = rs[i];
+    assert.ok(r.closed, `${what}: still open after ${r.ms} ms: ${r.text}`);
+    assert.equal(r.status, 408, `${what}: ${r.text}`);
+    assert.match(r.headers['content-type'] || '', /^application\/json/, `${what}: ${r.text}`);
+    assert.match(r.headers['x-request-id'] || '', /^[0-9a-f]{32}$/, `${what}: ${r.text}`);
+    if (face === 'v1') assert.deepEqual(r.json, { code: 'deadlineExceeded', message: 'The request came too slowly', details: [] }, what);
+    else assert.deepEqual(r.json, { message: 'The request came too slowly', code: 'TIMEOUT' }, what);
+    // not before the bound (each byte came 1 s after the last)
+    assert.ok(r.ms >= BOUND_S * 1000 - 200, `${what}: cut after ${r.ms} ms`);
+    // never passed to sandpitd (its /_auth subrequest was, before the body)
+    const rid = r.headers['x-request-id'];
+    assert.equal(appLines(new RegExp(`${rid}${route.source}`)), 0, `${what}: sandpitd logged ${rid}`);
+    // nginx logged the cut: a warning naming it, and the access log's 408
+    const err = readFileSync(path.join(q.dir, 'nginx', 'error.log'), 'utf8');
+    assert.match(err, new RegExp(`W1: request not in within ${BOUND_S} s .*rid=${rid}`), what);
+    const acc = readFileSync(path.join(q.dir, 'nginx', 'access.log'), 'utf8');
+    assert.match(acc, new RegExp(`" 408 \\d+ .*rid=${rid}`), what);
+  }
+  console.log(`5 trickled bodies cut after ${rs.map((r) => r.ms).join(', ')} ms (bound ${BOUND_S} s; all within ${Date.now() - t0} ms)`);
+});
+
+test('W1: a trickled request line and header block are closed at the bound, unanswered, and never reach sandpitd', { timeout: 120000 }, async () => {
+  const before = appLines(/ (GET|POST) \/(api|v1)\//);
+  const cases = [
+    ['a header block', `POST /api/sandbox.create HTTP/1.1\r\nHost: localhost\r\nx-api-key: ${q.key}\r\nX-Slow: `, {}],
+    ['a request line', 'GET /v1/sandboxes', {}],
+    ['a header block, local socket', 'POST /api/sandbox.create HTTP/1.1\r\nHost: localhost\r\nX-Slow: ', { local: true }],
+  ];
+  const rs = await Promise.all(cases.map(([, head, o]) => trickle(head, o)));
+  for (const [i, [what]] of cases.entries()) {
+    const r = rs[i];
+    assert.ok(r.closed, `${what}: still open after ${r.ms} ms`);
+    // nginx has nothing to answer a request it has no header block of
+    assert.equal(r.status, 0, `${what}: ${r.text}`);
+    assert.ok(r.ms >= BOUND_S * 1000 - 200, `${what}: closed after ${r.ms} ms`);
+  }
+  assert.equal(appLines(/ (GET|POST) \/(api|v1)\//), before, 'sandpitd logged a request for them');
+  // the access log shows each as a 408 with nothing sent
+  const acc = readFileSync(path.join(q.dir, 'nginx', 'access.log'), 'utf8').split('\n');
+  assert.ok(acc.filter((l) => / 408 0 /.test(l)).length >= cases.length, acc.slice(-5).join('\n'));
+  console.log(`trickled headers closed after ${rs.map((r) => r.ms).join(', ')} ms`);
+});
+
+test('W1: under the short bound a 10 MiB writeFile and a paced 256 MiB streamed upload still pass', { timeout: 240000 }, async () => {
+  const bin = Buffer.alloc(10 << 20, 7);
+  const w = await q.api('POST', '/api/sandbox.writeFile', {
+    body: { sandboxId: qsb, path: '/home/user/ten.bin', content: bin.toString('base64'), encoding: 'base64' }, timeoutMs: 120000 });
+  assert.equal(w.status, 200, w.text.slice(0, 300));
+  assert.equal(w.json.size, 10 << 20);
+  // the upload streams to sandpitd (no whole-request bound there): paced
+  // so that it takes longer than the bound
+  const N = 256 << 20;
+  async function* paced() {
+    for await (const piece of formData([{ path: '/home/user/up.bin', mode: 0o644, data: bytesOf(N, 3) }], 'rtBoundary')) {
+      yield piece;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  const t0 = Date.now();
+  const r = await streamRequest(q, 'POST', `/endpoints/${qsb}/v1/files/upload`, {
+    headers: { authorization: `Bearer ${qtok}`, 'content-type': 'multipart/form-data; boundary=rtBoundary' },
+    body: paced(), timeoutMs: 200000 });
+  const ms = Date.now() - t0;
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.filesWritten, 1, r.text);
+  assert.ok(ms > BOUND_S * 1000, `the upload took ${ms} ms: not longer than the bound, nothing shown`);
+  const sz = await q.api('POST', '/api/sandbox.exec', { body: { sandboxId: qsb, cmd: 'wc -c < up.bin; rm -f up.bin ten.bin' } });
+  assert.equal(sz.json.stdout.trim(), String(N), sz.text);
+  console.log(`10 MiB writeFile ${w.status}; 256 MiB upload in ${ms} ms under a ${BOUND_S} s bound`);
+});
+
+test('W1: a trickled streamed upload is cut by sandpitd past request_timeout plus 1 s per transfer_min_kbps KiB: 408 deadlineExceeded, the item not written', { timeout: 120000 }, async () => {
+  const B = 'rtSlowBoundary';
+  const head = `POST /endpoints/${qsb}/v1/files/upload HTTP/1.1\r\nHost: 127.0.0.1:${q.port}\r\n` +
+    `Authorization: Bearer ${qtok}\r\nContent-Type: multipart/form-data; boundary=${B}\r\nContent-Length: 100000\r\n\r\n` +
+    `--${B}\r\nContent-Disposition: form-data; name="metadata"\r\nContent-Type: application/json\r\n\r\n` +
+    `{"path":"/home/user/slow.bin"}\r\n--${B}\r\nContent-Disposition: form-data; name="content"; filename="f"\r\n` +
+    'Content-Type: application/octet-stream\r\n\r\n';
+  const r = await trickle(head);
+  assert.ok(r.closed, `still open after ${r.ms} ms: ${r.text}`);
+  assert.equal(r.status, 408, r.text);
+  const v = seedValidator('POST', '/v1/files/upload', 408);
+  assert.ok(v(r.json), `${ajv.errorsText(v.errors)}: ${r.text}`);
+  assert.equal(r.json.code, 'deadlineExceeded', r.text);
+  assert.match(r.json.message, /transfer_min_kbps \(64 KiB\/s\) after its first request_timeout \(4 s\)/, r.text);
+  assert.ok(r.ms >= BOUND_S * 1000 - 200, `cut after ${r.ms} ms`);
+  const ls = await q.api('POST', '/api/sandbox.exec', { body: { sandboxId: qsb, cmd: '[ -e slow.bin ] && echo there; ls -a | grep sandpit-upload; true' } });
+  assert.equal(ls.json.stdout, '', ls.text);
+  console.log(`a trickled upload cut after ${r.ms} ms`);
+});
+
+test('W1: SANDPIT_REQUEST_TIMEOUT must be 1..3600 s, and start refuses without nginx\'s Lua module', { timeout: 60000 }, async () => {
+  const stackSh = path.join(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'deploy', 'stack.sh');
+  const start = (env) => new Promise((resolve) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'sp-rt-'));
+    execFile('bash', [stackSh, 'start', dir], { env: { ...process.env, ...env }, timeout: 50000 }, (err, stdout, stderr) => {
+      execFile('bash', [stackSh, 'stop', dir], () => { rmSync(dir, { recursive: true, force: true }); resolve({ code: err ? err.code : 0, stderr }); });
+    });
+  });
+  for (const v of ['0', 'abc', '3601']) {
+    const r = await start({ SANDPIT_REQUEST_TIMEOUT: v });
+    assert.notEqual(r.code, 0, v);
+    assert.match(r.stderr, /SANDPIT_REQUEST_TIMEOUT must be a number of seconds, 1 to 3600/, v);
+  }
+  const r = await start({ SANDPIT_NGINX_MODULES: '/nonexistent' });
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /nginx's Lua module is missing .*libnginx-mod-http-lua/);
 });
