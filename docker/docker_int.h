@@ -65,6 +65,7 @@ struct docker_req {
 	int unversioned;	    /* send path without the "/v1.41" prefix */
 	struct buf query;	    /* escaped, without '?' */
 	const char *ctype;	    /* body content type; JSON when NULL */
+	const char *auth;	    /* X-Registry-Auth value (a secret: never logged), or NULL */
 	const void *body;
 	size_t body_len;
 	struct buf *out;     /* 2xx body goes here (default: &resp) */

@@ -242,3 +242,169 @@ done:
 	docker_req_cleanup(&r);
 	return rc;
 }
+
+int docker_image_tag(struct docker_client *c, const char *image, const char *repo, const char *tag,
+		     struct sp_err *e)
+{
+	char esc[IMAGE_REF_MAX * 3 + 1];
+	struct docker_req r;
+	int rc = -1;
+
+	docker_req_init(&r, "POST");
+	if (check_ref(image, e) < 0 || check_ref(repo, e) < 0)
+		goto done;
+	if (!docker_valid_id(tag)) {
+		sp_err_set(e, SP_BAD_REQUEST, "invalid image tag");
+		goto done;
+	}
+	if (docker_escape(image, esc, sizeof(esc)) < 0 ||
+	    docker_req_path(&r, e, "/images/%s/tag", esc) < 0 ||
+	    docker_req_query(&r, "repo", repo, e) < 0 || docker_req_query(&r, "tag", tag, e) < 0) {
+		if (e->code == SP_OK)
+			sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+		goto done;
+	}
+	rc = docker_call(c, &r, NULL, NULL, e);
+done:
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+struct push_state {
+	struct pull_state ps; /* error and framing, as a pull's */
+	char digest[80];      /* aux.Digest of the tag pushed */
+	int64_t size;
+};
+
+/* A pull's sink plus the push's result: the "aux" object's Digest. */
+static int push_sink(void *arg, const char *p, size_t n)
+{
+	struct push_state *st = arg;
+
+	while (n > 0 && !st->ps.malformed) {
+		int chunk = n > 65536 ? 65536 : (int)n;
+		json_object *o = json_tokener_parse_ex(st->ps.tok, p, chunk), *aux, *v;
+		enum json_tokener_error err = json_tokener_get_error(st->ps.tok);
+		size_t used = json_tokener_get_parse_end(st->ps.tok);
+
+		if (o) {
+			const char *m = docker_json_str(o, "error");
+			if (m && !st->ps.error[0])
+				snprintf(st->ps.error, sizeof(st->ps.error), "%s",
+					 m[0] ? m : "push failed");
+			if (json_object_object_get_ex(o, "aux", &aux) &&
+			    json_object_is_type(aux, json_type_object)) {
+				const char *d = docker_json_str(aux, "Digest");
+				if (d && strlen(d) < sizeof(st->digest))
+					snprintf(st->digest, sizeof(st->digest), "%s", d);
+				if (json_object_object_get_ex(aux, "Size", &v))
+					st->size = json_object_get_int64(v);
+			}
+			json_object_put(o);
+			json_tokener_reset(st->ps.tok);
+		} else if (err != json_tokener_continue) {
+			st->ps.malformed = 1;
+			break;
+		}
+		if (used == 0 || used > (size_t)chunk)
+			used = (size_t)chunk;
+		p += used;
+		n -= used;
+	}
+	return 0;
+}
+
+int docker_image_push(struct docker_client *c, const char *repo, const char *tag, const char *auth,
+		      int timeout_s, char digest_out[80], struct sp_err *e)
+{
+	char esc[IMAGE_REF_MAX * 3 + 1];
+	struct push_state st = { 0 };
+	struct docker_req r;
+	int rc = -1;
+
+	digest_out[0] = '\0';
+	docker_req_init(&r, "POST");
+	if (check_ref(repo, e) < 0)
+		goto done;
+	if (!docker_valid_id(tag)) {
+		sp_err_set(e, SP_BAD_REQUEST, "invalid image tag");
+		goto done;
+	}
+	st.ps.tok = json_tokener_new();
+	if (!st.ps.tok) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto done;
+	}
+	if (docker_escape(repo, esc, sizeof(esc)) < 0 ||
+	    docker_req_path(&r, e, "/images/%s/push", esc) < 0 ||
+	    docker_req_query(&r, "tag", tag, e) < 0) {
+		if (e->code == SP_OK)
+			sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+		goto done;
+	}
+	/* Docker refuses a push without the header: "{}" is no credential */
+	r.auth = auth && auth[0] ? auth : "e30=";
+	r.sink = push_sink;
+	r.sink_arg = &st;
+	r.timeout_ms = (int64_t)(timeout_s > 0 ? timeout_s : c->timeout_s) * 1000;
+	if (docker_call(c, &r, NULL, NULL, e) < 0)
+		goto done;
+	/* Docker answers 200 and reports a failed push inside the stream */
+	if (st.ps.error[0]) {
+		sp_err_set(e, SP_UNAVAILABLE, "%s", st.ps.error);
+		goto done;
+	}
+	if (st.ps.malformed || !st.digest[0]) {
+		sp_err_set(e, SP_INTERNAL, "Docker's push progress %s",
+			   st.ps.malformed ? "is not JSON" : "names no digest");
+		goto done;
+	}
+	snprintf(digest_out, 80, "%s", st.digest);
+	rc = 0;
+done:
+	if (st.ps.tok)
+		json_tokener_free(st.ps.tok);
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+int docker_distribution_inspect(struct docker_client *c, const char *ref, const char *auth,
+				char digest_out[80], char *media_type, size_t mcap,
+				struct sp_err *e)
+{
+	char esc[IMAGE_REF_MAX * 3 + 1];
+	struct docker_req r;
+	json_object *ans = NULL, *d;
+	const char *dg, *mt;
+	int rc = -1;
+
+	digest_out[0] = '\0';
+	if (mcap)
+		media_type[0] = '\0';
+	docker_req_init(&r, "GET");
+	if (check_ref(ref, e) < 0)
+		goto done;
+	if (docker_escape(ref, esc, sizeof(esc)) < 0 ||
+	    docker_req_path(&r, e, "/distribution/%s/json", esc) < 0) {
+		sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+		goto done;
+	}
+	r.auth = auth && auth[0] ? auth : NULL;
+	if (docker_call(c, &r, NULL, &ans, e) < 0)
+		goto done;
+	dg = ans && json_object_object_get_ex(ans, "Descriptor", &d) ? docker_json_str(d, "digest")
+								     : NULL;
+	if (!dg || strlen(dg) >= 80) {
+		sp_err_set(e, SP_INTERNAL, "Docker's distribution answer names no digest");
+		goto done;
+	}
+	snprintf(digest_out, 80, "%s", dg);
+	mt = docker_json_str(d, "mediaType");
+	if (mt && mcap)
+		snprintf(media_type, mcap, "%s", mt);
+	rc = 0;
+done:
+	json_object_put(ans);
+	docker_req_cleanup(&r);
+	return rc;
+}
