@@ -98,6 +98,7 @@ static int reg_parse(const struct sandbox_ctx *ctx, const char *org, const char 
 	get_s(o, "description", im->description, sizeof(im->description));
 	get_s(o, "startCmd", im->start_cmd, sizeof(im->start_cmd));
 	get_s(o, "readyCmd", im->ready_cmd, sizeof(im->ready_cmd));
+	get_s(o, "digest", im->digest, sizeof(im->digest));
 	im->created_ms =
 		json_object_object_get_ex(o, "createdAt", &v) ? json_object_get_int64(v) : 0;
 	json_object_put(o);
@@ -110,9 +111,12 @@ static int reg_parse(const struct sandbox_ctx *ctx, const char *org, const char 
 }
 
 /* Asks the registry whether im's content is there: completed with its
- * digest and im->ref = repo@digest, else waiting. A registry that cannot
- * be asked leaves it waiting, with the reason in failure. */
-static void reg_status(struct sandbox_ctx *ctx, struct sandbox_image *im)
+ * digest and im->ref = repo@digest, else waiting. The digest seen is kept
+ * in the record (text: as read), so that a registry that cannot be asked
+ * leaves a pushed image completed with what it had; one never pushed
+ * stays waiting, with the reason in failure. */
+static void reg_status(struct sandbox_ctx *ctx, const char *org, const char *text,
+		       struct sandbox_image *im)
 {
 	char digest[80], mt[128];
 	struct sp_err e;
@@ -121,13 +125,30 @@ static void reg_status(struct sandbox_ctx *ctx, struct sandbox_image *im)
 	if (sandbox_select_server(ctx, "", &e) < 0 || sandbox_docker_ready(ctx, &e) < 0 ||
 	    docker_distribution_inspect(ctx->dk, im->push_ref, ctx->cfg->registry_auth, digest, mt,
 					sizeof(mt), &e) < 0) {
-		if (e.code != SP_NOT_FOUND)
+		if (e.code != SP_NOT_FOUND && !im->digest[0])
 			str_copy(im->failure, sizeof(im->failure), e.msg);
+		if (e.code == SP_NOT_FOUND)
+			im->digest[0] = '\0'; /* gone from the registry (or never there) */
+		else if (im->digest[0])
+			goto completed;
 		return;
 	}
-	im->status = SB_IMAGE_COMPLETED;
+	if (strcmp(digest, im->digest) != 0 && text) {
+		json_object *o = json_tokener_parse(text);
+		struct sp_err ignore;
+		if (o && json_object_is_type(o, json_type_object)) {
+			json_object_object_add(o, "digest", json_object_new_string(digest));
+			/* a lost race means another reader wrote it first */
+			(void)store_obj_cas(
+				ctx->st, org, REG_KIND, im->id + strlen(SB_REG_IMAGE_PREFIX), text,
+				json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), &ignore);
+		}
+		json_object_put(o);
+	}
 	str_copy(im->digest, sizeof(im->digest), digest);
-	snprintf(im->ref + strlen(im->ref), sizeof(im->ref) - strlen(im->ref), "@%s", digest);
+completed:
+	im->status = SB_IMAGE_COMPLETED;
+	snprintf(im->ref + strlen(im->ref), sizeof(im->ref) - strlen(im->ref), "@%s", im->digest);
 }
 
 int sandbox_reg_image_get(struct sandbox_ctx *ctx, const char *org, const char *id,
@@ -144,11 +165,10 @@ int sandbox_reg_image_get(struct sandbox_ctx *ctx, const char *org, const char *
 		return -1;
 	}
 	rc = reg_parse(ctx, org, t, out);
+	if (rc == 0)
+		reg_status(ctx, org, t, out);
 	free(t);
-	if (rc < 0)
-		return sp_err_set(e, SP_INTERNAL, "Image record is damaged");
-	reg_status(ctx, out);
-	return 0;
+	return rc < 0 ? sp_err_set(e, SP_INTERNAL, "Image record is damaged") : 0;
 }
 
 int sandbox_reg_image_list(struct sandbox_ctx *ctx, const char *org, struct sandbox_image **out,
@@ -167,7 +187,7 @@ int sandbox_reg_image_list(struct sandbox_ctx *ctx, const char *org, struct sand
 	}
 	for (int i = 0; i < r.n; i++)
 		if (reg_parse(ctx, org, r.value[i], &(*out)[k]) == 0)
-			reg_status(ctx, &(*out)[k++]);
+			reg_status(ctx, org, r.value[i], &(*out)[k++]);
 	store_rec_free(&r);
 	*n = k;
 	return 0;
@@ -231,8 +251,6 @@ int sandbox_image_register(struct sandbox_ctx *ctx, const char *org,
 	if (rc == 0 && reg_parse(ctx, org, t, out) < 0)
 		rc = sp_err_set(e, SP_INTERNAL, "Image record is damaged");
 	free(t);
-	if (rc == 0)
-		reg_status(ctx, out); /* an Idempotency-Key's retry may find it pushed */
 	return rc;
 }
 

@@ -1,0 +1,231 @@
+// /v1 createImage and getImagePullSpec where the operator configured a
+// registry (image_registry; issue 17): a private docker-registry on a free
+// loopback port. getImagePullSpec of a snapshot's image pushes it (tag +
+// push through the Engine API) and answers the registry's manifest digest
+// and the reference `docker pull` takes; the registry's own API shows the
+// repository and manifest, and a pull by that reference works with no
+// local tag left. createImage (fromImage) answers 202 waitingForPush with a
+// pushTarget; once the client pushed there the image reads completed with
+// the registry's digest, its pull spec answers, deleteImage removes it.
+// Another org sees none of it (404) and gets repositories of its own. Bad
+// input is a 400 naming the field; a registry that is down is a 503
+// unavailable (never a 500 or a hang) and the image works again once it is
+// back. Without a registry both decline 501 (v1-snapshots.test.mjs).
+// Every /v1 answer is validated against the seed's schema.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { ajv, seedValidator } from './lib/v1seed.mjs';
+import { startStack, waitFor } from './lib/stack.mjs';
+import { startRegistry } from './lib/registry.mjs';
+
+let s, reg, checked = 0;
+const made = [], snaps = [], localRefs = [];
+
+async function v1(method, tmpl, params = {}, o = {}) {
+  let p = tmpl;
+  for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
+  const r = await s.api(method, p, { timeoutMs: 120000, ...o });
+  const v = seedValidator(method, tmpl, r.status);
+  if (v) {
+    assert.ok(r.json !== undefined, `${method} ${p} ${r.status}: not JSON: ${r.text}`);
+    assert.ok(v(r.json), `${method} ${p} ${r.status} breaks the seed's schema: ${ajv.errorsText(v.errors)}\n${r.text}`);
+    checked++;
+  } else if (r.status !== 304) {
+    assert.equal(r.text, '', `${method} ${p} ${r.status} must have no body`);
+  }
+  if (r.status >= 400) assert.equal(typeof r.json?.code, 'string', r.text);
+  return r;
+}
+const IMAGES = '/v1/images';
+const IMAGE = '/v1/images/{image}';
+const PULL = '/v1/images/{image}/pull-spec';
+const dk = (...args) => execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 120000 });
+const dkOk = (...args) => { try { dk(...args); return true; } catch { return false; } };
+const MANIFEST = 'application/vnd.docker.distribution.manifest.v2+json';
+
+before(async () => {
+  reg = await startRegistry();
+  s = await startStack({ extraConf: [`image_registry = ${reg.host}/sandpit`] });
+});
+after(async () => {
+  for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
+  for (const id of snaps) {
+    const r = await s?.api('GET', `/v1/snapshots/${id}`).catch(() => null);
+    if (r?.status === 200) await s.api('DELETE', `/v1/snapshots/${id}`, { headers: { 'if-match': r.headers.etag } }).catch(() => {});
+    try { execFileSync('docker', ['rmi', '-f', `sandpit-snapshot:${id}`], { stdio: 'ignore' }); } catch { /* gone */ }
+  }
+  for (const ref of localRefs) try { execFileSync('docker', ['rmi', ref], { stdio: 'ignore' }); } catch { /* gone */ }
+  await s?.stop();
+  await reg?.stop();
+  assert.ok(checked > 0);
+});
+
+// "127.0.0.1:P/sandpit/<org key>/<id>" -> "sandpit/<org key>/<id>"
+const repoPath = (ref) => ref.slice(reg.host.length + 1).replace(/[@:][^/]*$/, '');
+
+test('getImagePullSpec pushes a snapshot\'s image: the registry has it, docker pull of the answer works', { timeout: 300000 }, async () => {
+  const c = await v1('POST', '/v1/sandboxes', {}, { body: { image: 'images/alpine' } });
+  assert.equal(c.status, 201, c.text);
+  made.push(c.json.uid);
+  const ex = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.uid, cmd: 'echo pushed-content > marker && pwd' }, timeoutMs: 60000 });
+  assert.equal(ex.status, 200, ex.text);
+  const W = ex.json.stdout.trim();
+  const sn = await v1('POST', '/v1/sandboxes/{sandbox}/snapshots', { sandbox: c.json.uid }, { body: { displayName: 'to-push' } });
+  assert.equal(sn.status, 202, sn.text);
+  snaps.push(sn.json.uid);
+  await waitFor(async () => (await v1('GET', '/v1/snapshots/{snapshot}', { snapshot: sn.json.uid })).json.status === 'ready', 120000, 200);
+  const image = `snapshot-${sn.json.uid}`;
+
+  const p = await v1('GET', PULL, { image });
+  assert.equal(p.status, 200, p.text);
+  assert.equal(p.headers['cache-control'], 'no-store');
+  assert.match(p.json.manifestDigest, /^sha256:[0-9a-f]{64}$/);
+  assert.equal(p.json.manifestMediaType, MANIFEST);
+  const ref = p.json.imageRef;
+  assert.match(ref, new RegExp(`^${reg.host.replace(/\./g, '\\.')}/sandpit/[0-9a-f]{24}/${image}@${p.json.manifestDigest}$`), ref);
+  assert.ok(!JSON.stringify(p.json).includes('password'));
+
+  // the registry's own API: the repository, its tag, the manifest's digest
+  const repo = repoPath(ref);
+  const tags = await reg.get(`/v2/${repo}/tags/list`);
+  assert.equal(tags.status, 200, tags.text);
+  assert.deepEqual(tags.json.tags, ['latest']);
+  const man = await reg.get(`/v2/${repo}/manifests/latest`, { accept: MANIFEST });
+  assert.equal(man.status, 200, man.text);
+  assert.equal(man.headers['docker-content-digest'], p.json.manifestDigest);
+  for (const l of man.json.layers) assert.equal((await reg.get(`/v2/${repo}/blobs/${l.digest}`)).status, 200);
+
+  // sandpit left no tag of the registry's on the host (a snapshot's image
+  // keeps one tag, so that its delete still meets the lease check)
+  assert.ok(!dkOk('image', 'inspect', `${reg.host}/${repo}:latest`), 'no local registry tag');
+  // docker pull by the answer's reference, then the content from it
+  localRefs.push(ref);
+  dk('pull', ref);
+  assert.equal(dk('run', '--rm', '--network', 'none', '--entrypoint', 'cat', ref, `${W}/marker`).trim(), 'pushed-content');
+  dk('rmi', ref);
+
+  // a second call pushes nothing new: the same digest
+  const again = await v1('GET', PULL, { image });
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.json.manifestDigest, p.json.manifestDigest);
+
+  // another org: 404, before any word on support
+  const other = await s.newKey(`other-${Date.now()}`);
+  const o = await v1('GET', PULL, { image }, { key: other });
+  assert.equal(o.status, 404, o.text);
+  assert.equal(o.json.code, 'notFound');
+
+  // a template is the operator's, not transferred
+  const t = await v1('GET', PULL, { image: 'alpine' });
+  assert.equal(t.status, 409, t.text);
+  assert.equal(t.json.code, 'failedPrecondition');
+  assert.match(t.json.message, /^image_is_template:/);
+  assert.equal((await v1('GET', PULL, { image: 'nosuchimage' })).status, 404);
+
+  // the snapshot's delete still meets its lease check, then removes the image
+  const g = await v1('GET', '/v1/snapshots/{snapshot}', { snapshot: sn.json.uid });
+  const d = await v1('DELETE', '/v1/snapshots/{snapshot}', { snapshot: sn.json.uid }, { headers: { 'if-match': g.headers.etag } });
+  assert.equal(d.status, 204, d.text);
+  assert.ok(!dkOk('image', 'inspect', `sandpit-snapshot:${sn.json.uid}`));
+});
+
+test('createImage registers a push target: 202 waitingForPush, completed once pushed, pull spec, delete; another org is apart', { timeout: 300000 }, async () => {
+  const c = await v1('POST', IMAGES, {}, { body: { displayName: 'pushed', description: 'by the client', startCmd: ['sh', '-c', 'sleep 1'], readyCmd: ['true'], fromImage: { captureMode: 'disk' } } });
+  assert.equal(c.status, 202, c.text);
+  assert.equal(c.headers['cache-control'], 'no-store');
+  assert.equal(c.headers.etag, c.json.etag);
+  assert.equal(c.json.status, 'waitingForPush');
+  assert.equal(c.json.source, 'image');
+  assert.equal(c.json.displayName, 'pushed');
+  assert.deepEqual(c.json.startCmd, ['sh', '-c', 'sleep 1']);
+  assert.match(c.json.uid, /^img-[a-z0-9]{20}$/);
+  const target = c.json.pushTarget.imageRef;
+  assert.match(target, new RegExp(`^${reg.host.replace(/\./g, '\\.')}/sandpit/[0-9a-f]{24}/${c.json.uid}:latest$`), target);
+  assert.equal(c.json.pushTarget.accessToken, undefined, 'sandpit hands out no registry credential');
+  const image = c.json.uid;
+
+  const g = await v1('GET', IMAGE, { image });
+  assert.equal(g.status, 200, g.text);
+  assert.equal(g.json.status, 'waitingForPush');
+  assert.equal(g.json.pushTarget, undefined, 'pushTarget only in the create answer');
+  const np = await v1('GET', PULL, { image });
+  assert.equal(np.status, 409, np.text);
+  assert.match(np.json.message, /^image_not_pushed:/);
+
+  // another org: its own repositories, none of ours
+  const other = await s.newKey(`other-${Date.now()}`);
+  assert.equal((await v1('GET', IMAGE, { image }, { key: other })).status, 404);
+  assert.equal((await v1('GET', PULL, { image }, { key: other })).status, 404);
+  assert.ok(!(await v1('GET', IMAGES, {}, { key: other })).json.images.some((i) => i.uid === image));
+  assert.equal((await v1('DELETE', IMAGE, { image }, { key: other, headers: { 'if-match': g.json.etag } })).status, 204, 'absent for it');
+  const oc = await v1('POST', IMAGES, {}, { key: other, body: { displayName: 'pushed', fromImage: {} } });
+  assert.equal(oc.status, 202, oc.text);
+  assert.notEqual(repoPath(oc.json.pushTarget.imageRef).split('/')[1], repoPath(target).split('/')[1], 'org keys differ');
+
+  // the client pushes; then it reads completed with the registry's digest
+  localRefs.push(target);
+  dk('tag', 'sandpit-test/busybox', target);
+  dk('push', target);
+  dk('rmi', target);
+  const done = await v1('GET', IMAGE, { image });
+  assert.equal(done.status, 200, done.text);
+  assert.equal(done.json.status, 'completed');
+  assert.match(done.json.imageDigest, /^sha256:/);
+  assert.equal(done.json.imageRef, `${target.replace(/:latest$/, '')}@${done.json.imageDigest}`);
+  assert.notEqual(done.json.etag, g.json.etag);
+  const l = await v1('GET', IMAGES, {}, { query: { filter: `uid=${image}` } });
+  assert.equal(l.json.images.length, 1, l.text);
+  assert.equal(l.json.images[0].status, 'completed');
+  const p = await v1('GET', PULL, { image });
+  assert.equal(p.status, 200, p.text);
+  assert.equal(p.json.manifestDigest, done.json.imageDigest);
+  assert.equal(p.json.imageRef, done.json.imageRef);
+  localRefs.push(p.json.imageRef);
+  dk('pull', p.json.imageRef);
+  dk('rmi', p.json.imageRef);
+
+  // registry down: 503 unavailable, within a bounded time; back: works again
+  await reg.halt();
+  try {
+    const t0 = Date.now();
+    const down = await v1('GET', PULL, { image });
+    assert.equal(down.status, 503, down.text);
+    assert.equal(down.json.code, 'unavailable');
+    assert.ok(Date.now() - t0 < 60000);
+    const rd = await v1('GET', IMAGE, { image });
+    assert.equal(rd.status, 200, rd.text);
+    assert.equal(rd.json.status, 'completed', 'what was pushed stays known');
+    const sd = await v1('POST', IMAGES, {}, { body: { displayName: 'while-down', fromImage: {} } });
+    assert.equal(sd.status, 202, sd.text);
+  } finally {
+    await reg.start();
+  }
+  assert.equal((await v1('GET', PULL, { image })).status, 200);
+
+  const cur = await v1('GET', IMAGE, { image });
+  assert.equal((await v1('DELETE', IMAGE, { image })).status, 428);
+  assert.equal((await v1('DELETE', IMAGE, { image }, { headers: { 'if-match': '"old"' } })).status, 412);
+  const del = await v1('DELETE', IMAGE, { image }, { headers: { 'if-match': cur.json.etag } });
+  assert.equal(del.status, 204, del.text);
+  assert.equal((await v1('GET', IMAGE, { image })).status, 404);
+});
+
+test('createImage: bad input is a 400 naming the field', { timeout: 60000 }, async () => {
+  for (const [body, field] of [
+    [{ displayName: 'x' }, 'fromImage'],
+    [{ fromImage: {} }, 'displayName'],
+    [{ displayName: 'a/b', fromImage: {} }, 'displayName'],
+    [{ displayName: 'x', fromImage: { captureMode: 'all' } }, 'captureMode'],
+    [{ displayName: 'x', fromImage: { bogus: 1 } }, 'bogus'],
+    [{ displayName: 'x', fromImage: 'busybox' }, 'fromImage'],
+    [{ displayName: 'x', startCmd: 'sh', fromImage: {} }, 'startCmd'],
+    [{ displayName: 'x', readyCmd: [1], fromImage: {} }, 'readyCmd'],
+    [{ displayName: 'x', fromImage: {}, fromSnapshot: 'y' }, 'fromSnapshot'],
+  ]) {
+    const r = await v1('POST', IMAGES, {}, { body });
+    assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
+    assert.equal(r.json.code, 'invalidArgument');
+    assert.ok(JSON.stringify(r.json).includes(field), `${JSON.stringify(body)} names ${field}: ${r.text}`);
+  }
+});
