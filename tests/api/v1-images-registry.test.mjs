@@ -17,7 +17,10 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { ajv, seedValidator } from './lib/v1seed.mjs';
 import { startStack, waitFor } from './lib/stack.mjs';
-import { startRegistry } from './lib/registry.mjs';
+import { htpasswdLine, startRegistry } from './lib/registry.mjs';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 
 let s, reg, checked = 0;
 const made = [], snaps = [], localRefs = [];
@@ -227,5 +230,73 @@ test('createImage: bad input is a 400 naming the field', { timeout: 60000 }, asy
     assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
     assert.equal(r.json.code, 'invalidArgument');
     assert.ok(JSON.stringify(r.json).includes(field), `${JSON.stringify(body)} names ${field}: ${r.text}`);
+  }
+});
+
+test('a registry that wants credentials: image_registry_auth_file goes to Docker as X-Registry-Auth, never into an answer or a log', { timeout: 300000 }, async (t) => {
+  const PW = `canary-${Date.now()}-pw`;
+  const areg = await startRegistry({ htpasswd: htpasswdLine('pusher', PW) });
+  const adir = await mkdtemp(path.join(os.tmpdir(), 'sandpit-regauth-'));
+  let st = null;
+  const mine = [];
+  t.after(async () => {
+    for (const id of mine) await st?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
+    await st?.stop().catch(() => {});
+    await areg.stop();
+    await rm(adir, { recursive: true, force: true });
+  });
+  const authFile = path.join(adir, 'registry.auth');
+  await writeFile(authFile, `pusher:${PW}\n`);
+  await chmod(authFile, 0o600);
+  st = await startStack({ extraConf: [`image_registry = ${areg.host}/team`, `image_registry_auth_file = ${authFile}`] });
+  const call = async (method, tmpl, params = {}, o = {}) => {
+    let p = tmpl;
+    for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
+    const r = await st.api(method, p, { timeoutMs: 120000, ...o });
+    const v = seedValidator(method, tmpl, r.status);
+    if (v) checked++;
+    if (v) assert.ok(v(r.json), `${method} ${p} ${r.status} breaks the seed's schema: ${ajv.errorsText(v.errors)}\n${r.text}`);
+    assert.ok(!r.text.includes(PW), `${method} ${p} answers the registry password`);
+    return r;
+  };
+  const c = await call('POST', '/v1/sandboxes', {}, { body: { image: 'images/alpine' } });
+  assert.equal(c.status, 201, c.text);
+  mine.push(c.json.uid);
+  const sn = await call('POST', '/v1/sandboxes/{sandbox}/snapshots', { sandbox: c.json.uid }, { body: { displayName: 'auth' } });
+  assert.equal(sn.status, 202, sn.text);
+  snaps.push(sn.json.uid);
+  await waitFor(async () => (await call('GET', '/v1/snapshots/{snapshot}', { snapshot: sn.json.uid })).json.status === 'ready', 120000, 200);
+  const p = await call('GET', PULL, { image: `snapshot-${sn.json.uid}` });
+  assert.equal(p.status, 200, p.text);
+  const repo = p.json.imageRef.slice(areg.host.length + 1).replace(/@.*$/, '');
+  assert.match(repo, /^team\/[0-9a-f]{24}\/snapshot-/);
+  // the registry wants the credential; with it, it has the push
+  assert.equal((await areg.get(`/v2/${repo}/tags/list`)).status, 401);
+  const basic = { authorization: `Basic ${Buffer.from(`pusher:${PW}`).toString('base64')}` };
+  const tags = await areg.get(`/v2/${repo}/tags/list`, basic);
+  assert.equal(tags.status, 200, tags.text);
+  assert.deepEqual(tags.json.tags, ['latest']);
+  const man = await areg.get(`/v2/${repo}/manifests/latest`, { ...basic, accept: MANIFEST });
+  assert.equal(man.headers['docker-content-digest'], p.json.manifestDigest);
+
+  // the registry stops taking that password: 503 unavailable, with the
+  // registry's word and without the password
+  await areg.halt();
+  await areg.setHtpasswd(htpasswdLine('pusher', 'another-password'));
+  await areg.start();
+  const bad = await call('GET', PULL, { image: `snapshot-${sn.json.uid}` });
+  assert.equal(bad.status, 503, bad.text);
+  assert.equal(bad.json.code, 'unavailable');
+  assert.match(bad.json.message, /registry/);
+  // Docker's own word, read out of the 200 progress stream
+  assert.match(bad.json.message, /unauthorized|authentication required/i, bad.text);
+
+  // the header value sandpit sends (base64url of Docker's JSON) and the
+  // password are in no log
+  const header = Buffer.from(JSON.stringify({ username: 'pusher', password: PW, serveraddress: areg.host })).toString('base64url');
+  for (const f of ['sandpitd.log', 'sandpit-stream.log', 'nginx/error.log', 'nginx/access.log']) {
+    const text = await readFile(path.join(st.dir, f), 'utf8').catch(() => '');
+    assert.ok(!text.includes(PW), `${f} holds the registry password`);
+    assert.ok(!text.includes(header.slice(0, 40)), `${f} holds the X-Registry-Auth value`);
   }
 });

@@ -4,7 +4,7 @@
 // reconfiguring the shared daemon), its storage in a temp folder. stop()
 // ends it and removes the folder; it may be stopped and started again on
 // the same port and storage (the "registry down" case).
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -36,11 +36,27 @@ async function up(url, ms) {
   }
 }
 
-export async function startRegistry() {
+/** A bcrypt htpasswd line for user:password (the registry's basic auth). */
+export function htpasswdLine(user, password) {
+  const hash = execFileSync('python3', ['-W', 'ignore', '-c',
+    'import crypt,sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))', password],
+  { encoding: 'utf8' }).trim();
+  if (!hash.startsWith('$2')) throw new Error(`no bcrypt from python3's crypt: ${hash}`);
+  return `${user}:${hash}`;
+}
+
+/**
+ * Starts a registry. opts.htpasswd: the lines of an htpasswd file (see
+ * htpasswdLine): the registry then wants basic auth; setHtpasswd
+ * rewrites it (takes effect at the next start).
+ */
+export async function startRegistry(opts = {}) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sandpit-registry-'));
   const port = await freePort();
   const host = `127.0.0.1:${port}`;
   const cfg = path.join(dir, 'config.yml');
+  const htpasswd = path.join(dir, 'htpasswd');
+  if (opts.htpasswd) await writeFile(htpasswd, `${opts.htpasswd}\n`);
   await writeFile(cfg, [
     'version: 0.1',
     'log:',
@@ -50,6 +66,7 @@ export async function startRegistry() {
     `    rootdirectory: ${path.join(dir, 'data')}`,
     'http:',
     `  addr: ${host}`,
+    ...(opts.htpasswd ? ['auth:', '  htpasswd:', '    realm: sandpit-test', `    path: ${htpasswd}`] : []),
     '',
   ].join('\n'));
   const url = `http://${host}`;
@@ -62,6 +79,9 @@ export async function startRegistry() {
       proc = spawn(BIN, ['serve', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
       proc.stderr.resume();
       await up(url, 15000);
+    },
+    async setHtpasswd(text) {
+      await writeFile(htpasswd, `${text}\n`);
     },
     async halt() {
       if (!proc) return;
