@@ -220,6 +220,21 @@ int sandbox_image_register(struct sandbox_ctx *ctx, const char *org,
 
 	if (need_registry(ctx, "createImage", e) < 0)
 		return -1;
+	if (rq->id && sandbox_id_ok(rq->id)) {
+		/* an Idempotency-Key's retry whose first request is gone: its
+		 * record, when it got that far */
+		t = NULL;
+		if (store_obj_get(ctx->st, org, REG_KIND, rq->id, &t, e) == 0) {
+			rc = reg_parse(ctx, org, t, out);
+			if (rc == 0)
+				reg_status(ctx, org, t, out);
+			free(t);
+			return rc < 0 ? sp_err_set(e, SP_INTERNAL, "Image record is damaged") : 0;
+		}
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e);
+	}
 	if (store_obj_list(ctx->st, org, REG_KIND, &all, e) < 0)
 		return -1;
 	n = all.n;

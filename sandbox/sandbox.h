@@ -696,7 +696,7 @@ int sandbox_image_get(struct sandbox_ctx *ctx, const char *org, const char *id,
  * pushed, SP_UNAVAILABLE when the registry refuses or cannot be reached. */
 #define SB_REG_IMAGE_PREFIX "img-"
 struct sandbox_image_reg {
-	const char *id; /* an Idempotency-Key's chosen id, or NULL */
+	const char *id; /* an Idempotency-Key's chosen id (its record, when there, is the answer) */
 	const char *display_name, *description;
 	const char *start_cmd, *ready_cmd; /* JSON arrays of strings, or NULL */
 };

@@ -214,6 +214,24 @@ test('createImage registers a push target: 202 waitingForPush, completed once pu
   assert.equal((await v1('GET', IMAGE, { image })).status, 404);
 });
 
+test('createImage Idempotency-Key: the same body answers the first 202 again, one image; another body is a 409', { timeout: 60000 }, async () => {
+  const key = `img-idem-${Date.now()}`;
+  const body = { displayName: 'idem', fromImage: {} };
+  const a = await v1('POST', IMAGES, {}, { body, headers: { 'idempotency-key': key } });
+  assert.equal(a.status, 202, a.text);
+  const b = await v1('POST', IMAGES, {}, { body, headers: { 'idempotency-key': key } });
+  assert.equal(b.status, 202, b.text);
+  assert.equal(b.json.uid, a.json.uid);
+  assert.equal(b.json.pushTarget.imageRef, a.json.pushTarget.imageRef);
+  const c = await v1('POST', IMAGES, {}, { body: { ...body, displayName: 'other' }, headers: { 'idempotency-key': key } });
+  assert.equal(c.status, 409, c.text);
+  assert.equal(c.json.code, 'failedPrecondition');
+  const l = await v1('GET', IMAGES, {}, { query: { filter: 'display_name=idem' } });
+  assert.equal(l.json.images.length, 1, l.text);
+  const g = await v1('GET', IMAGE, { image: a.json.uid });
+  assert.equal((await v1('DELETE', IMAGE, { image: a.json.uid }, { headers: { 'if-match': g.json.etag } })).status, 204);
+});
+
 test('createImage: bad input is a 400 naming the field', { timeout: 60000 }, async () => {
   for (const [body, field] of [
     [{ displayName: 'x' }, 'fromImage'],
