@@ -125,7 +125,7 @@ int docker_image_remove(struct docker_client *c, const char *image, struct sp_er
  * never logged) or NULL. tag: POST /images/{image}/tag as repo:tag. push:
  * POST /images/{repo}/push?tag=, reads the progress stream to the end
  * within timeout_s; an "error" inside it (Docker answers 200 and reports
- * the registry's refusal in the stream) is SP_UNAVAILABLE with its text;
+ * the registry's refusal in the stream) is SP_INTERNAL with its text;
  * digest_out gets the manifest digest the registry took. distribution:
  * GET /distribution/{ref}/json, the registry's manifest digest and media
  * type of ref (asked through the daemon); an unknown one is SP_NOT_FOUND

@@ -351,7 +351,7 @@ int docker_image_push(struct docker_client *c, const char *repo, const char *tag
 		goto done;
 	/* Docker answers 200 and reports a failed push inside the stream */
 	if (st.ps.error[0]) {
-		sp_err_set(e, SP_UNAVAILABLE, "%s", st.ps.error);
+		sp_err_set(e, SP_INTERNAL, "%s", st.ps.error);
 		goto done;
 	}
 	if (st.ps.malformed || !st.digest[0]) {

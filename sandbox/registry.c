@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/crypto.h"
 #include "../common/log.h"
@@ -29,6 +30,8 @@
 #define REG_KIND "pushimgs"
 #define REG_MAX_PER_ORG 256 /* registered images an organization may keep (429 beyond) */
 #define ORG_KEY_HEX 24
+#define REG_LOCK_PREFIX "regpush:"
+#define REG_LOCK_WAIT_MS 30000 /* a pull spec waits this long for another's push */
 
 int sandbox_registry_configured(const struct sandbox_ctx *ctx)
 {
@@ -57,12 +60,13 @@ static void repo_name(const struct sandbox_ctx *ctx, const char *org, const char
 }
 
 /* A registry failure the daemon reported (anything but "not there"), as
- * a retryable 503 naming the registry. */
+ * a retryable 503 naming the registry; Docker itself unreachable
+ * (SP_UNAVAILABLE already) stays as it is. */
 static int registry_down(const struct sandbox_ctx *ctx, struct sp_err *e)
 {
 	char msg[sizeof(e->msg)];
 
-	if (e->code == SP_UNAVAILABLE && strncmp(e->msg, "The image registry", 18) == 0)
+	if (e->code == SP_UNAVAILABLE)
 		return -1;
 	str_copy(msg, sizeof(msg), e->msg);
 	return sp_err_set(e, SP_UNAVAILABLE, "The image registry %s is unavailable: %s",
@@ -277,7 +281,7 @@ static int push_snapshot(struct sandbox_ctx *ctx, const char *org, const struct 
 {
 	struct sandbox_snapshot s;
 	struct sp_err ignore;
-	char repo[300];
+	char repo[300], lock[96];
 	int rc;
 
 	if (sandbox_snapshot_get(ctx, org, im->snapshot, &s, e) < 0)
@@ -290,23 +294,39 @@ static int push_snapshot(struct sandbox_ctx *ctx, const char *org, const struct 
 	if (sandbox_select_server(ctx, s.server_id, e) < 0 || sandbox_docker_ready(ctx, e) < 0)
 		return -1;
 	repo_name(ctx, org, im->id, repo, sizeof(repo) - 8);
-	if (docker_image_tag(ctx->dk, s.image, repo, "latest", e) < 0)
-		return e->code == SP_NOT_FOUND
-			       ? sp_err_set(
-					 e, SP_PRECONDITION,
-					 "image_not_ready: the snapshot's image is gone from its "
-					 "server")
-			       : -1;
-	rc = docker_image_push(ctx->dk, repo, "latest", ctx->cfg->registry_auth,
-			       ctx->cfg->pull_timeout_s, out->digest, e);
+	/* one push of an image at a time (another's untag would pull the tag
+	 * from under this one's push): wait for the one under way */
+	snprintf(lock, sizeof(lock), "%s%s", REG_LOCK_PREFIX, im->id);
+	for (int64_t until = now_ms() + REG_LOCK_WAIT_MS;;) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		int got = store_lock(ctx->st, lock, (int64_t)ctx->cfg->pull_timeout_s * 1000, e);
+		if (got < 0)
+			return -1;
+		if (got == 1)
+			break;
+		if (now_ms() > until)
+			return sp_err_set(e, SP_UNAVAILABLE,
+					  "another push of images/%s is under way; ask again",
+					  im->id);
+		nanosleep(&ts, NULL);
+	}
+	rc = docker_image_tag(ctx->dk, s.image, repo, "latest", e);
+	if (rc == 0)
+		rc = docker_image_push(ctx->dk, repo, "latest", ctx->cfg->registry_auth,
+				       ctx->cfg->pull_timeout_s, out->digest, e);
+	else if (e->code == SP_NOT_FOUND)
+		sp_err_set(e, SP_PRECONDITION,
+			   "image_not_ready: the snapshot's image is gone from its server");
 	/* the registry's tag goes again at once: a second local tag would let
 	 * deleteSnapshot's rmi merely untag, past its lease check */
 	strncat(repo, ":latest", 8);
 	if (docker_image_remove(ctx->dk, repo, &ignore) < 0 && ignore.code != SP_NOT_FOUND)
 		log_warn("registry: untag %s: %s", repo, ignore.msg);
-	if (rc < 0)
-		return registry_down(ctx, e);
 	repo[strlen(repo) - 7] = '\0';
+	if (store_unlock(ctx->st, lock, &ignore) < 0)
+		log_warn("registry: unlock %s: %s", lock, ignore.msg);
+	if (rc < 0)
+		return e->code == SP_PRECONDITION ? -1 : registry_down(ctx, e);
 	snprintf(out->ref, sizeof(out->ref), "%s@%s", repo, out->digest);
 	return 0;
 }
