@@ -128,9 +128,10 @@ int docker_image_remove(struct docker_client *c, const char *image, struct sp_er
  * the registry's refusal in the stream) is SP_INTERNAL with its text;
  * digest_out gets the manifest digest the registry took. distribution:
  * GET /distribution/{ref}/json, the registry's manifest digest and media
- * type of ref (asked through the daemon); an unknown one is SP_NOT_FOUND
- * when Docker says 404, else Docker's mapping (a registry that does not
- * answer: SP_INTERNAL with Docker's text). */
+ * type of ref (asked through the daemon, at most 10 s, outside the stuck-
+ * server guard: its silence is the registry's); an unknown one is
+ * SP_NOT_FOUND when Docker says 404, else Docker's mapping (a registry
+ * that refuses: SP_INTERNAL with Docker's text). */
 int docker_image_tag(struct docker_client *c, const char *image, const char *repo, const char *tag,
 		     struct sp_err *e);
 int docker_image_push(struct docker_client *c, const char *repo, const char *tag, const char *auth,

@@ -66,6 +66,8 @@ struct docker_req {
 	struct buf query;	    /* escaped, without '?' */
 	const char *ctype;	    /* body content type; JSON when NULL */
 	const char *auth;	    /* X-Registry-Auth value (a secret: never logged), or NULL */
+	int unguarded;		    /* the answer waits on a third party (a registry): bounded by
+			  its own timeout, never counted as the daemon's silence (guard.c) */
 	const void *body;
 	size_t body_len;
 	struct buf *out;     /* 2xx body goes here (default: &resp) */

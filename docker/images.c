@@ -11,6 +11,7 @@
 #include "docker_int.h"
 
 #define IMAGE_REF_MAX 255
+#define DISTRIBUTION_TIMEOUT_S 10 /* bound on a /distribution look-up */
 
 /* Checks an image reference: 1..255 bytes of [A-Za-z0-9._/:@-], starting
  * with an alphanumeric, without "..", "//" or a trailing '/'. Sets
@@ -342,7 +343,8 @@ int docker_image_push(struct docker_client *c, const char *repo, const char *tag
 			sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
 		goto done;
 	}
-	/* Docker refuses a push without the header: "{}" is no credential */
+	/* Docker refuses a push without the header: "{}" is no credential.
+	 * Docker answers at once and streams: the guard sees its answer */
 	r.auth = auth && auth[0] ? auth : "e30=";
 	r.sink = push_sink;
 	r.sink_arg = &st;
@@ -390,6 +392,12 @@ int docker_distribution_inspect(struct docker_client *c, const char *ref, const 
 		goto done;
 	}
 	r.auth = auth && auth[0] ? auth : NULL;
+	/* a manifest look-up takes milliseconds: a silent registry must not
+	 * hold the worker for long, nor look like a stuck daemon */
+	r.unguarded = 1;
+	r.timeout_ms = (int64_t)(c->timeout_s < DISTRIBUTION_TIMEOUT_S ? c->timeout_s
+								       : DISTRIBUTION_TIMEOUT_S) *
+		       1000;
 	if (docker_call(c, &r, NULL, &ans, e) < 0)
 		goto done;
 	dg = ans && json_object_object_get_ex(ans, "Descriptor", &d) ? docker_json_str(d, "digest")

@@ -66,7 +66,9 @@ static int registry_down(const struct sandbox_ctx *ctx, struct sp_err *e)
 {
 	char msg[sizeof(e->msg)];
 
-	if (e->code == SP_UNAVAILABLE)
+	/* Docker itself unreachable stays as it is; Docker silent while it asks
+	 * the registry is the registry's */
+	if (e->code == SP_UNAVAILABLE && !strstr(e->msg, "did not answer"))
 		return -1;
 	str_copy(msg, sizeof(msg), e->msg);
 	return sp_err_set(e, SP_UNAVAILABLE, "The image registry %s is unavailable: %s",
@@ -120,15 +122,20 @@ static int reg_parse(const struct sandbox_ctx *ctx, const char *org, const char 
  * leaves a pushed image completed with what it had; one never pushed
  * stays waiting, with the reason in failure. */
 static void reg_status(struct sandbox_ctx *ctx, const char *org, const char *text,
-		       struct sandbox_image *im)
+		       struct sandbox_image *im, struct sp_err *down)
 {
 	char digest[80], mt[128];
 	struct sp_err e;
 
 	sp_err_clear(&e);
-	if (sandbox_select_server(ctx, "", &e) < 0 || sandbox_docker_ready(ctx, &e) < 0 ||
+	if (down && down->code != SP_OK)
+		e = *down; /* a list asks an unreachable registry once, not once per image */
+	if (e.code != SP_OK || sandbox_select_server(ctx, "", &e) < 0 ||
+	    sandbox_docker_ready(ctx, &e) < 0 ||
 	    docker_distribution_inspect(ctx->dk, im->push_ref, ctx->cfg->registry_auth, digest, mt,
 					sizeof(mt), &e) < 0) {
+		if (down && e.code != SP_NOT_FOUND)
+			*down = e;
 		if (e.code != SP_NOT_FOUND && !im->digest[0])
 			str_copy(im->failure, sizeof(im->failure), e.msg);
 		if (e.code == SP_NOT_FOUND)
@@ -170,7 +177,7 @@ int sandbox_reg_image_get(struct sandbox_ctx *ctx, const char *org, const char *
 	}
 	rc = reg_parse(ctx, org, t, out);
 	if (rc == 0)
-		reg_status(ctx, org, t, out);
+		reg_status(ctx, org, t, out, NULL);
 	free(t);
 	return rc < 0 ? sp_err_set(e, SP_INTERNAL, "Image record is damaged") : 0;
 }
@@ -179,10 +186,12 @@ int sandbox_reg_image_list(struct sandbox_ctx *ctx, const char *org, struct sand
 			   size_t *n, struct sp_err *e)
 {
 	struct store_rec r = { 0 };
+	struct sp_err down;
 	size_t k = 0;
 
 	*out = NULL;
 	*n = 0;
+	sp_err_clear(&down);
 	if (store_obj_list(ctx->st, org, REG_KIND, &r, e) < 0)
 		return -1;
 	if (r.n > 0 && !(*out = calloc((size_t)r.n, sizeof(**out)))) {
@@ -191,7 +200,7 @@ int sandbox_reg_image_list(struct sandbox_ctx *ctx, const char *org, struct sand
 	}
 	for (int i = 0; i < r.n; i++)
 		if (reg_parse(ctx, org, r.value[i], &(*out)[k]) == 0)
-			reg_status(ctx, org, r.value[i], &(*out)[k++]);
+			reg_status(ctx, org, r.value[i], &(*out)[k++], &down);
 	store_rec_free(&r);
 	*n = k;
 	return 0;
@@ -231,7 +240,7 @@ int sandbox_image_register(struct sandbox_ctx *ctx, const char *org,
 		if (store_obj_get(ctx->st, org, REG_KIND, rq->id, &t, e) == 0) {
 			rc = reg_parse(ctx, org, t, out);
 			if (rc == 0)
-				reg_status(ctx, org, t, out);
+				reg_status(ctx, org, t, out, NULL);
 			free(t);
 			return rc < 0 ? sp_err_set(e, SP_INTERNAL, "Image record is damaged") : 0;
 		}
