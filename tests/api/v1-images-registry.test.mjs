@@ -130,6 +130,20 @@ test('getImagePullSpec pushes a snapshot\'s image: the registry has it, docker p
   assert.match(t.json.message, /^image_is_template:/);
   assert.equal((await v1('GET', PULL, { image: 'nosuchimage' })).status, 404);
 
+  // the registry down: the push's failure, which Docker reports inside a
+  // 200 progress stream, is a 503 naming the registry; back, it works
+  await reg.halt();
+  try {
+    const down = await v1('GET', PULL, { image });
+    assert.equal(down.status, 503, down.text);
+    assert.equal(down.json.code, 'unavailable');
+    assert.match(down.json.message, new RegExp(`registry ${reg.host.replace(/\./g, '\\.')}/sandpit is unavailable: .*connection refused`), down.text);
+    assert.ok(!dkOk('image', 'inspect', `${reg.host}/${repo}:latest`), 'no local registry tag after a failed push');
+  } finally {
+    await reg.start();
+  }
+  assert.equal((await v1('GET', PULL, { image })).status, 200);
+
   // the snapshot's delete still meets its lease check, then removes the image
   const g = await v1('GET', '/v1/snapshots/{snapshot}', { snapshot: sn.json.uid });
   const d = await v1('DELETE', '/v1/snapshots/{snapshot}', { snapshot: sn.json.uid }, { headers: { 'if-match': g.headers.etag } });
