@@ -18,6 +18,7 @@ import { execFileSync } from 'node:child_process';
 import { ajv, seedValidator } from './lib/v1seed.mjs';
 import { startStack, waitFor } from './lib/stack.mjs';
 import { htpasswdLine, startRegistry } from './lib/registry.mjs';
+import { dockerProxy } from './lib/dockerproxy.mjs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import net from 'node:net';
@@ -273,18 +274,21 @@ test('a registry that wants credentials: image_registry_auth_file goes to Docker
   const PW = `canary-${Date.now()}-pw`;
   const areg = await startRegistry({ htpasswd: htpasswdLine('pusher', PW) });
   const adir = await mkdtemp(path.join(os.tmpdir(), 'sandpit-regauth-'));
-  let st = null;
+  let st = null, proxy = null;
   const mine = [];
   t.after(async () => {
     for (const id of mine) await st?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
     await st?.stop().catch(() => {});
+    await proxy?.close();
     await areg.stop();
     await rm(adir, { recursive: true, force: true });
   });
+  // what sandpit sends to Docker, seen on the wire (RELIABILITY H6)
+  proxy = await dockerProxy(adir);
   const authFile = path.join(adir, 'registry.auth');
   await writeFile(authFile, `pusher:${PW}\n`);
   await chmod(authFile, 0o600);
-  st = await startStack({ extraConf: [`image_registry = ${areg.host}/team`, `image_registry_auth_file = ${authFile}`] });
+  st = await startStack({ env: { SANDPIT_DOCKER_HOST: `unix://${proxy.sock}` }, extraConf: [`image_registry = ${areg.host}/team`, `image_registry_auth_file = ${authFile}`] });
   const call = async (method, tmpl, params = {}, o = {}) => {
     let p = tmpl;
     for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
@@ -314,6 +318,35 @@ test('a registry that wants credentials: image_registry_auth_file goes to Docker
   assert.deepEqual(tags.json.tags, ['latest']);
   const man = await areg.get(`/v2/${repo}/manifests/latest`, { ...basic, accept: MANIFEST });
   assert.equal(man.headers['docker-content-digest'], p.json.manifestDigest);
+
+  // createImage's look-ups go with the credential too
+  const reg1 = await call('POST', IMAGES, {}, { body: { displayName: 'wire', fromImage: {} } });
+  assert.equal(reg1.status, 202, reg1.text);
+  assert.equal((await call('GET', IMAGE, { image: reg1.json.uid })).json.status, 'waitingForPush');
+
+  // on the wire: the registry requests name only this org's repositories
+  // under the configured prefix, and each push and look-up carries the
+  // credential as Docker's X-Registry-Auth (base64url JSON)
+  const esc = (x) => encodeURIComponent(x);
+  const orgRepo = new RegExp(`^${esc(`${areg.host}/team/`).replace(/\./g, '\\.')}[0-9a-f]{24}${esc('/')}(snapshot|img)-[a-z0-9]{20}`);
+  const regCalls = proxy.log.filter((x) => /^\/v[\d.]+\/(images\/[^/?]+\/(push|tag)|distribution\/)/.test(x.url));
+  const pushes = regCalls.filter((x) => /\/push(\?|$)/.test(x.url));
+  const looks = regCalls.filter((x) => x.url.includes('/distribution/'));
+  assert.ok(pushes.length >= 1 && looks.length >= 2, JSON.stringify(regCalls.map((x) => x.url)));
+  for (const x of [...pushes, ...looks]) {
+    const target = x.url.replace(/^\/v[\d.]+\/(images|distribution)\//, '');
+    assert.match(target, orgRepo, x.url);
+    assert.ok(x.registryAuth, `${x.method} ${x.url} without X-Registry-Auth`);
+    assert.deepEqual(JSON.parse(Buffer.from(x.registryAuth, 'base64url').toString()), { username: 'pusher', password: PW, serveraddress: areg.host });
+  }
+  const tags = regCalls.filter((y) => /\/tag\?/.test(y.url));
+  assert.ok(tags.length >= 1);
+  for (const x of tags) {
+    assert.match(x.url, /^\/v[\d.]+\/images\/sandpit-snapshot%3A[a-z0-9]{20}\/tag\?/, x.url);
+    const q = new URLSearchParams(x.url.split('?')[1]);
+    assert.match(q.get('repo'), new RegExp(`^${areg.host.replace(/\./g, '\\.')}/team/[0-9a-f]{24}/snapshot-[a-z0-9]{20}$`));
+    assert.equal(x.registryAuth, undefined, 'a tag needs no credential');
+  }
 
   // the registry stops taking that password: 503 unavailable, with the
   // registry's word and without the password
