@@ -339,9 +339,9 @@ test('a registry that wants credentials: image_registry_auth_file goes to Docker
     assert.ok(x.registryAuth, `${x.method} ${x.url} without X-Registry-Auth`);
     assert.deepEqual(JSON.parse(Buffer.from(x.registryAuth, 'base64url').toString()), { username: 'pusher', password: PW, serveraddress: areg.host });
   }
-  const tags = regCalls.filter((y) => /\/tag\?/.test(y.url));
-  assert.ok(tags.length >= 1);
-  for (const x of tags) {
+  const tagCalls = regCalls.filter((y) => /\/tag\?/.test(y.url));
+  assert.ok(tagCalls.length >= 1);
+  for (const x of tagCalls) {
     assert.match(x.url, /^\/v[\d.]+\/images\/sandpit-snapshot%3A[a-z0-9]{20}\/tag\?/, x.url);
     const q = new URLSearchParams(x.url.split('?')[1]);
     assert.match(q.get('repo'), new RegExp(`^${areg.host.replace(/\./g, '\\.')}/team/[0-9a-f]{24}/snapshot-[a-z0-9]{20}$`));
