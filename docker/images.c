@@ -94,28 +94,29 @@ int docker_image_split(const char *ref, char *repo, size_t rcap, char *tag, size
 	return 0;
 }
 
-struct pull_state {
-	json_tokener *tok;
-	char error[400]; /* the first "error" the stream reported */
-	int malformed;
-};
-
-/* Feeds progress bytes to the tokener; keeps the first error message. */
-static int pull_sink(void *arg, const char *p, size_t n)
+int docker_progress_feed(struct docker_progress *ps, const char *p, size_t n)
 {
-	struct pull_state *ps = arg;
-
 	while (n > 0 && !ps->malformed) {
 		int chunk = n > 65536 ? 65536 : (int)n;
-		json_object *o = json_tokener_parse_ex(ps->tok, p, chunk);
+		json_object *o = json_tokener_parse_ex(ps->tok, p, chunk), *aux, *v;
 		enum json_tokener_error err = json_tokener_get_error(ps->tok);
 		size_t used = json_tokener_get_parse_end(ps->tok);
 
 		if (o) {
-			const char *m = docker_json_str(o, "error");
+			const char *m = json_object_is_type(o, json_type_object)
+						? docker_json_str(o, "error")
+						: NULL;
 			if (m && !ps->error[0])
-				snprintf(ps->error, sizeof(ps->error), "%s",
-					 m[0] ? m : "pull failed");
+				snprintf(ps->error, sizeof(ps->error), "%s", m[0] ? m : "failed");
+			if (json_object_is_type(o, json_type_object) &&
+			    json_object_object_get_ex(o, "aux", &aux) &&
+			    json_object_is_type(aux, json_type_object)) {
+				const char *d = docker_json_str(aux, "Digest");
+				if (d && strlen(d) < sizeof(ps->digest))
+					snprintf(ps->digest, sizeof(ps->digest), "%s", d);
+				if (json_object_object_get_ex(aux, "Size", &v))
+					ps->size = json_object_get_int64(v);
+			}
 			json_object_put(o);
 			json_tokener_reset(ps->tok);
 		} else if (err != json_tokener_continue) {
@@ -130,6 +131,12 @@ static int pull_sink(void *arg, const char *p, size_t n)
 	return 0;
 }
 
+/* Feeds progress bytes (a docker_sink_fn). */
+static int progress_sink(void *arg, const char *p, size_t n)
+{
+	return docker_progress_feed(arg, p, n);
+}
+
 /* Mapping: a bad reference SP_BAD_REQUEST; the daemon's 404 (repository
  * unknown) SP_NOT_FOUND; any other failure, including an "error" object in
  * the progress stream (registry unreachable, manifest unknown, disk full),
@@ -137,7 +144,7 @@ static int pull_sink(void *arg, const char *p, size_t n)
 int docker_image_pull(struct docker_client *c, const char *image, int timeout_s, struct sp_err *e)
 {
 	char repo[IMAGE_REF_MAX + 1], tag[IMAGE_REF_MAX + 1];
-	struct pull_state ps = { 0 };
+	struct docker_progress ps = { 0 };
 	struct docker_req r;
 	int rc = -1;
 
@@ -157,7 +164,7 @@ int docker_image_pull(struct docker_client *c, const char *image, int timeout_s,
 	    docker_req_query(&r, "fromImage", repo, e) < 0 ||
 	    docker_req_query(&r, "tag", tag, e) < 0)
 		goto done;
-	r.sink = pull_sink;
+	r.sink = progress_sink;
 	r.sink_arg = &ps;
 	r.timeout_ms = (int64_t)(timeout_s > 0 ? timeout_s : c->timeout_s) * 1000;
 	if (docker_call(c, &r, NULL, NULL, e) < 0)
@@ -271,55 +278,11 @@ done:
 	return rc;
 }
 
-struct push_state {
-	struct pull_state ps; /* error and framing, as a pull's */
-	char digest[80];      /* aux.Digest of the tag pushed */
-	int64_t size;
-};
-
-/* A pull's sink plus the push's result: the "aux" object's Digest. */
-static int push_sink(void *arg, const char *p, size_t n)
-{
-	struct push_state *st = arg;
-
-	while (n > 0 && !st->ps.malformed) {
-		int chunk = n > 65536 ? 65536 : (int)n;
-		json_object *o = json_tokener_parse_ex(st->ps.tok, p, chunk), *aux, *v;
-		enum json_tokener_error err = json_tokener_get_error(st->ps.tok);
-		size_t used = json_tokener_get_parse_end(st->ps.tok);
-
-		if (o) {
-			const char *m = docker_json_str(o, "error");
-			if (m && !st->ps.error[0])
-				snprintf(st->ps.error, sizeof(st->ps.error), "%s",
-					 m[0] ? m : "push failed");
-			if (json_object_object_get_ex(o, "aux", &aux) &&
-			    json_object_is_type(aux, json_type_object)) {
-				const char *d = docker_json_str(aux, "Digest");
-				if (d && strlen(d) < sizeof(st->digest))
-					snprintf(st->digest, sizeof(st->digest), "%s", d);
-				if (json_object_object_get_ex(aux, "Size", &v))
-					st->size = json_object_get_int64(v);
-			}
-			json_object_put(o);
-			json_tokener_reset(st->ps.tok);
-		} else if (err != json_tokener_continue) {
-			st->ps.malformed = 1;
-			break;
-		}
-		if (used == 0 || used > (size_t)chunk)
-			used = (size_t)chunk;
-		p += used;
-		n -= used;
-	}
-	return 0;
-}
-
 int docker_image_push(struct docker_client *c, const char *repo, const char *tag, const char *auth,
 		      int timeout_s, char digest_out[80], struct sp_err *e)
 {
 	char esc[IMAGE_REF_MAX * 3 + 1];
-	struct push_state st = { 0 };
+	struct docker_progress st = { 0 };
 	struct docker_req r;
 	int rc = -1;
 
@@ -331,8 +294,8 @@ int docker_image_push(struct docker_client *c, const char *repo, const char *tag
 		sp_err_set(e, SP_BAD_REQUEST, "invalid image tag");
 		goto done;
 	}
-	st.ps.tok = json_tokener_new();
-	if (!st.ps.tok) {
+	st.tok = json_tokener_new();
+	if (!st.tok) {
 		sp_err_set(e, SP_INTERNAL, "out of memory");
 		goto done;
 	}
@@ -346,26 +309,26 @@ int docker_image_push(struct docker_client *c, const char *repo, const char *tag
 	/* Docker refuses a push without the header: "{}" is no credential.
 	 * Docker answers at once and streams: the guard sees its answer */
 	r.auth = auth && auth[0] ? auth : "e30=";
-	r.sink = push_sink;
+	r.sink = progress_sink;
 	r.sink_arg = &st;
 	r.timeout_ms = (int64_t)(timeout_s > 0 ? timeout_s : c->timeout_s) * 1000;
 	if (docker_call(c, &r, NULL, NULL, e) < 0)
 		goto done;
 	/* Docker answers 200 and reports a failed push inside the stream */
-	if (st.ps.error[0]) {
-		sp_err_set(e, SP_INTERNAL, "%s", st.ps.error);
+	if (st.error[0]) {
+		sp_err_set(e, SP_INTERNAL, "%s", st.error);
 		goto done;
 	}
-	if (st.ps.malformed || !st.digest[0]) {
+	if (st.malformed || !st.digest[0]) {
 		sp_err_set(e, SP_INTERNAL, "Docker's push progress %s",
-			   st.ps.malformed ? "is not JSON" : "names no digest");
+			   st.malformed ? "is not JSON" : "names no digest");
 		goto done;
 	}
 	snprintf(digest_out, 80, "%s", st.digest);
 	rc = 0;
 done:
-	if (st.ps.tok)
-		json_tokener_free(st.ps.tok);
+	if (st.tok)
+		json_tokener_free(st.tok);
 	docker_req_cleanup(&r);
 	return rc;
 }
