@@ -52,16 +52,15 @@ static int need_registry(const struct sandbox_ctx *ctx, const char *op, struct s
 static void repo_name(const struct sandbox_ctx *ctx, const char *org, const char *image_id,
 		      char *out, size_t cap)
 {
-	char hex[65], in[128];
-	int n = snprintf(in, sizeof(in), "sandpit registry org\n%s", org);
+	char hex[65], in[160]; /* an org id is at most 64 bytes */
 
-	crypto_key_hash(ctx->cfg->data_key, in, n > 0 ? (size_t)n : 0, hex);
+	snprintf(in, sizeof(in), "sandpit registry org\n%s", org);
+	crypto_key_hash(ctx->cfg->data_key, in, strlen(in), hex);
 	snprintf(out, cap, "%s/%.*s/%s", ctx->cfg->image_registry, ORG_KEY_HEX, hex, image_id);
 }
 
 /* A registry failure the daemon reported (anything but "not there"), as
- * a retryable 503 naming the registry; Docker itself unreachable
- * (SP_UNAVAILABLE already) stays as it is. */
+ * a retryable 503 naming the registry. */
 static int registry_down(const struct sandbox_ctx *ctx, struct sp_err *e)
 {
 	char msg[sizeof(e->msg)];
