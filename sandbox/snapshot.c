@@ -563,7 +563,8 @@ int sandbox_snapshot_list(struct sandbox_ctx *ctx, const char *org, struct sandb
 		k++;
 	}
 	store_rec_free(&r);
-	qsort(*out, k, sizeof(**out), by_created_desc);
+	if (k > 1) /* *out is NULL when there are none: no qsort of NULL */
+		qsort(*out, k, sizeof(**out), by_created_desc);
 	*n = k;
 	return 0;
 }
