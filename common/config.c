@@ -572,7 +572,7 @@ static int registry_check(const char *r, char *err, size_t errlen)
 	size_t host = strcspn(r, ":/"), port = 0, n = strlen(r);
 	const char *p;
 
-	if (n > 200)
+	if (n > 180) /* its repositories (+ /<org key>/snapshot-<id>:latest) stay in 255 */
 		goto bad;
 	if (host == 0 || strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789.-") != host ||
 	    r[0] == '.' || r[0] == '-' || r[host - 1] == '.' ||
@@ -597,7 +597,7 @@ static int registry_check(const char *r, char *err, size_t errlen)
 bad:
 	snprintf(err, errlen,
 		 "image_registry: a registry host[:port] with an optional /prefix, lower-case "
-		 "(registry.example.com/sandpit, 127.0.0.1:5000/sandpit), at most 200 bytes");
+		 "(registry.example.com/sandpit, 127.0.0.1:5000/sandpit), at most 180 bytes");
 	return -1;
 }
 

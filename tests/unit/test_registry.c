@@ -93,6 +93,20 @@ static void test_registry_config(void **state)
 			fail_msg("took image_registry = %s", bad[i]);
 		assert_non_null(strstr(err, "image_registry"));
 	}
+	/* long: 180 bytes go, 181 do not (a repository under it stays in 255) */
+	{
+		char longer[200];
+		memset(longer, 'a', sizeof(longer));
+		memcpy(longer, "r.example/", 10);
+		longer[180] = '\0';
+		snprintf(line, sizeof(line), "image_registry = %s\n", longer);
+		assert_int_equal(load(line, &cfg, err, sizeof(err)), 0);
+		longer[180] = 'a';
+		longer[181] = '\0';
+		snprintf(line, sizeof(line), "image_registry = %s\n", longer);
+		assert_int_equal(load(line, &cfg, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "at most 180 bytes"));
+	}
 	/* the default: no registry */
 	assert_int_equal(load("", &cfg, err, sizeof(err)), 0);
 	assert_string_equal(cfg.image_registry, "");
