@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <json-c/json.h>
 #include <sodium.h>
 
 #include "util.h"
@@ -153,6 +154,8 @@ static const struct key {
 	{ S(preview_domain) },
 	{ "preview_require_key", K_BOOL, offsetof(struct config, preview_require_key), sizeof(int),
 	  0, 1 },
+	{ S(image_registry) },
+	{ S(image_registry_auth_file) },
 	{ S(data_key_file) },
 	{ S(naming) },
 	{ S(network_prefix) },
@@ -552,6 +555,125 @@ static int redis_sentinel_url(struct config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+/* One repository path component as Docker takes it: [a-z0-9]+ joined by
+ * '.', '_', '__' or '-' runs. */
+static int repo_component_ok(const char *p, size_t n)
+{
+	if (n == 0 || !isalnum((unsigned char)p[0]) || !isalnum((unsigned char)p[n - 1]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789._-", p[i]) ||
+		    (p[i] == '.' && p[i + 1] == '.'))
+			return 0;
+	return 1;
+}
+
+/* image_registry: a registry host (a DNS name with a dot, localhost or an
+ * IPv4 address) with an optional :port, then optional /prefix components,
+ * so that Docker never reads it as a Docker Hub namespace. */
+static int registry_check(const char *r, char *err, size_t errlen)
+{
+	size_t host = strcspn(r, ":/"), port = 0, n = strlen(r);
+	const char *p;
+
+	if (n > 180) /* its repositories (+ /<org key>/snapshot-<id>:latest) stay in 255 */
+		goto bad;
+	if (host == 0 || strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789.-") != host ||
+	    r[0] == '.' || r[0] == '-' || r[host - 1] == '.' ||
+	    (!memchr(r, '.', host) && !(host == 9 && strncmp(r, "localhost", 9) == 0)))
+		goto bad;
+	p = r + host;
+	if (*p == ':') {
+		port = strspn(p + 1, "0123456789");
+		if (port == 0 || port > 5)
+			goto bad;
+		p += 1 + port;
+	}
+	while (*p == '/') {
+		size_t c = strcspn(p + 1, "/");
+		if (!repo_component_ok(p + 1, c))
+			goto bad;
+		p += 1 + c;
+	}
+	if (*p)
+		goto bad;
+	return 0;
+bad:
+	snprintf(err, errlen,
+		 "image_registry: a registry host[:port] with an optional /prefix, lower-case "
+		 "(registry.example.com/sandpit, 127.0.0.1:5000/sandpit), at most 180 bytes");
+	return -1;
+}
+
+/* Reads image_registry_auth_file (USER:PASSWORD, one line, chmod 600) into
+ * the X-Registry-Auth value Docker takes: base64url of
+ * {"username","password","serveraddress"}. Wipes what it read. */
+static int load_registry_auth(struct config *cfg, char *err, size_t errlen)
+{
+	char raw[600], host[256];
+	json_object *o = NULL;
+	const char *colon, *js;
+	struct stat st;
+	size_t got;
+	FILE *f;
+	int rc = -1;
+
+	cfg->registry_auth[0] = '\0';
+	if (!cfg->image_registry_auth_file[0])
+		return 0;
+	if (!cfg->image_registry[0]) {
+		snprintf(err, errlen, "image_registry_auth_file is set without image_registry");
+		return -1;
+	}
+	f = fopen(cfg->image_registry_auth_file, "r");
+	if (!f) {
+		snprintf(err, errlen, "image_registry_auth_file %s: %s",
+			 cfg->image_registry_auth_file, strerror(errno));
+		return -1;
+	}
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077)) {
+		snprintf(err, errlen,
+			 "image_registry_auth_file %s must not be readable by group or others "
+			 "(chmod 600)",
+			 cfg->image_registry_auth_file);
+		goto out;
+	}
+	got = fread(raw, 1, sizeof(raw) - 1, f);
+	raw[got] = '\0';
+	colon = strchr(trim(raw), ':');
+	if (got == sizeof(raw) - 1 || !colon || colon == trim(raw) || !colon[1] ||
+	    strchr(trim(raw), '\n')) {
+		snprintf(err, errlen,
+			 "image_registry_auth_file %s must hold one line USER:PASSWORD (at most "
+			 "500 bytes)",
+			 cfg->image_registry_auth_file);
+		goto out;
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)strcspn(cfg->image_registry, "/"),
+		 cfg->image_registry);
+	o = json_object_new_object();
+	json_object_object_add(o, "username",
+			       json_object_new_string_len(trim(raw), (int)(colon - trim(raw))));
+	json_object_object_add(o, "password", json_object_new_string(colon + 1));
+	json_object_object_add(o, "serveraddress", json_object_new_string(host));
+	js = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	if (sodium_base64_ENCODED_LEN(strlen(js), sodium_base64_VARIANT_URLSAFE) >
+	    sizeof(cfg->registry_auth)) {
+		snprintf(err, errlen, "image_registry_auth_file %s: the credential is too long",
+			 cfg->image_registry_auth_file);
+		goto out;
+	}
+	sodium_bin2base64(cfg->registry_auth, sizeof(cfg->registry_auth), (const unsigned char *)js,
+			  strlen(js), sodium_base64_VARIANT_URLSAFE);
+	sodium_memzero((void *)js, strlen(js));
+	rc = 0;
+out:
+	json_object_put(o);
+	sodium_memzero(raw, sizeof(raw));
+	fclose(f);
+	return rc;
+}
+
 static int load_data_key(struct config *cfg, char *err, size_t errlen)
 {
 	char hex[130];
@@ -747,6 +869,14 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 			goto out;
 		}
 	}
+	if (cfg->image_registry[0] && registry_check(cfg->image_registry, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, msg);
+		goto out;
+	}
+	if (load_registry_auth(cfg, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, msg);
+		goto out;
+	}
 	for (int i = 0; i < cfg->npools; i++)
 		if (!config_template(cfg, cfg->pools[i].template_name)) {
 			snprintf(err, errlen, "%s: warm_pool names an unknown template '%s'", path,
@@ -799,4 +929,5 @@ void config_container_name(const struct config *cfg, const char *id, char *out, 
 void config_wipe(struct config *cfg)
 {
 	sodium_memzero(cfg->data_key, sizeof(cfg->data_key));
+	sodium_memzero(cfg->registry_auth, sizeof(cfg->registry_auth));
 }

@@ -76,6 +76,11 @@ struct config {
 	char preview_domain
 		[200]; /* host-based preview URLs: <port>-<uid>.<this>[:port]; "" = path-based */
 	int preview_require_key;  /* a preview request needs an API key of the port's org */
+	char image_registry[256]; /* host[:port][/prefix] that createImage and getImagePullSpec
+				     push to and name; "" = no registry (both decline) */
+	char image_registry_auth_file
+		[4096];		  /* USER:PASSWORD for it (chmod 600); "" = no credentials */
+	char registry_auth[1024]; /* derived: the X-Registry-Auth value (a secret, never logged) */
 	char data_key_file[4096]; /* 32 random bytes, hex; encrypts env and hashes keys */
 	unsigned char data_key[32];
 	/* sandboxes */

@@ -42,6 +42,7 @@ BUILD_PKGS=(
 )
 TEST_PKGS=(
 	libcmocka-dev libfcgi-bin socat openssh-server
+	docker-registry # tests/api/v1-images-registry.test.mjs: a private registry on loopback
 	wrk # make bench: sandbox.one throughput
 	# make fuzz: clang with libFuzzer and the sanitizers' runtimes
 	# (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev, only a

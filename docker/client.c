@@ -48,6 +48,9 @@ static const struct {
 	{ "POST", "/images/create" },
 	{ "GET", "/images/{name:ref}/json" },
 	{ "DELETE", "/images/{name:ref}" },
+	{ "POST", "/images/{name:ref}/tag" },
+	{ "POST", "/images/{name:ref}/push" },
+	{ "GET", "/distribution/{name:ref}/json" },
 	{ "POST", "/commit" },
 	{ "GET", "/networks" },
 	{ "POST", "/networks/create" },
@@ -481,6 +484,16 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 		if (tmp)
 			hdrs = tmp;
 	}
+	if (tmp && r->auth) {
+		struct buf ah;
+		buf_init(&ah, 8192);
+		tmp = buf_printf(&ah, "X-Registry-Auth: %s", r->auth) == 0
+			      ? curl_slist_append(hdrs, ah.data)
+			      : NULL;
+		buf_wipe(&ah);
+		if (tmp)
+			hdrs = tmp;
+	}
 	if (!tmp) {
 		sp_err_set(e, SP_INTERNAL, "out of memory");
 		goto done;
@@ -521,7 +534,7 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
 	}
 
-	if (docker_guard_enter(c, r, timeout_ms, e) < 0) {
+	if (!r->unguarded && docker_guard_enter(c, r, timeout_ms, e) < 0) {
 		log_warn("docker: %s %s: %s", r->method, r->path, e ? e->msg : "");
 		goto done;
 	}
@@ -557,6 +570,8 @@ done:
 	/* the handle must not keep pointers into this frame */
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	for (tmp = r->auth ? hdrs : NULL; tmp; tmp = tmp->next)
+		explicit_bzero(tmp->data, strlen(tmp->data));
 	curl_slist_free_all(hdrs);
 	buf_free(&url);
 	return ret;

@@ -121,6 +121,24 @@ int docker_image_pull(struct docker_client *c, const char *image, int timeout_s,
 int docker_image_commit(struct docker_client *c, const char *container, const char *repo,
 			const char *tag, json_object *config, char id_out[80], struct sp_err *e);
 int docker_image_remove(struct docker_client *c, const char *image, struct sp_err *e);
+/* Registries. auth is an X-Registry-Auth value (base64url JSON; a secret,
+ * never logged) or NULL. tag: POST /images/{image}/tag as repo:tag. push:
+ * POST /images/{repo}/push?tag=, reads the progress stream to the end
+ * within timeout_s; an "error" inside it (Docker answers 200 and reports
+ * the registry's refusal in the stream) is SP_INTERNAL with its text;
+ * digest_out gets the manifest digest the registry took. distribution:
+ * GET /distribution/{ref}/json, the registry's manifest digest and media
+ * type of ref (asked through the daemon, at most 10 s, outside the stuck-
+ * server guard: its silence is the registry's); an unknown one is
+ * SP_NOT_FOUND when Docker says 404, else Docker's mapping (a registry
+ * that refuses: SP_INTERNAL with Docker's text). */
+int docker_image_tag(struct docker_client *c, const char *image, const char *repo, const char *tag,
+		     struct sp_err *e);
+int docker_image_push(struct docker_client *c, const char *repo, const char *tag, const char *auth,
+		      int timeout_s, char digest_out[80], struct sp_err *e);
+int docker_distribution_inspect(struct docker_client *c, const char *ref, const char *auth,
+				char digest_out[80], char *media_type, size_t mcap,
+				struct sp_err *e);
 /* Containers. create: body is the ContainerConfig (+HostConfig,
  * NetworkingConfig) object, not consumed; name may be NULL; id_out gets the
  * full id (65 bytes). stop: POST stop?t=grace (a stopped or missing

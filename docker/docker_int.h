@@ -65,6 +65,9 @@ struct docker_req {
 	int unversioned;	    /* send path without the "/v1.41" prefix */
 	struct buf query;	    /* escaped, without '?' */
 	const char *ctype;	    /* body content type; JSON when NULL */
+	const char *auth;	    /* X-Registry-Auth value (a secret: never logged), or NULL */
+	int unguarded;		    /* the answer waits on a third party (a registry): bounded by
+			  its own timeout, never counted as the daemon's silence (guard.c) */
 	const void *body;
 	size_t body_len;
 	struct buf *out;     /* 2xx body goes here (default: &resp) */
@@ -181,6 +184,20 @@ int docker_check_path(const char *path, struct sp_err *e);
 /* Whether a runc Version/GitCommit pair is safe from CVE-2024-21626: 1.1.12
  * or newer, or a known patched distro build. */
 int docker_runc_ok(const char *version, const char *commit);
+
+/* A pull's or push's progress stream (one JSON object after another),
+ * fed in pieces of any size as it arrives, never buffered whole: keeps the
+ * first "error" text and the last aux {Digest, Size} (a push's result);
+ * malformed once the bytes are not JSON (the rest is ignored). tok:
+ * json_tokener_new(), the caller's to free. Returns 0. */
+struct docker_progress {
+	json_tokener *tok;
+	char error[400];
+	char digest[80];
+	int64_t size;
+	int malformed;
+};
+int docker_progress_feed(struct docker_progress *ps, const char *p, size_t n);
 
 /* Splits an image reference into repository and tag (or digest) as the
  * Docker CLI does; -1 if a part is empty or does not fit. */

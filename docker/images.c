@@ -11,6 +11,7 @@
 #include "docker_int.h"
 
 #define IMAGE_REF_MAX 255
+#define DISTRIBUTION_TIMEOUT_S 10 /* bound on a /distribution look-up */
 
 /* Checks an image reference: 1..255 bytes of [A-Za-z0-9._/:@-], starting
  * with an alphanumeric, without "..", "//" or a trailing '/'. Sets
@@ -93,28 +94,29 @@ int docker_image_split(const char *ref, char *repo, size_t rcap, char *tag, size
 	return 0;
 }
 
-struct pull_state {
-	json_tokener *tok;
-	char error[400]; /* the first "error" the stream reported */
-	int malformed;
-};
-
-/* Feeds progress bytes to the tokener; keeps the first error message. */
-static int pull_sink(void *arg, const char *p, size_t n)
+int docker_progress_feed(struct docker_progress *ps, const char *p, size_t n)
 {
-	struct pull_state *ps = arg;
-
 	while (n > 0 && !ps->malformed) {
 		int chunk = n > 65536 ? 65536 : (int)n;
-		json_object *o = json_tokener_parse_ex(ps->tok, p, chunk);
+		json_object *o = json_tokener_parse_ex(ps->tok, p, chunk), *aux, *v;
 		enum json_tokener_error err = json_tokener_get_error(ps->tok);
 		size_t used = json_tokener_get_parse_end(ps->tok);
 
 		if (o) {
-			const char *m = docker_json_str(o, "error");
+			const char *m = json_object_is_type(o, json_type_object)
+						? docker_json_str(o, "error")
+						: NULL;
 			if (m && !ps->error[0])
-				snprintf(ps->error, sizeof(ps->error), "%s",
-					 m[0] ? m : "pull failed");
+				snprintf(ps->error, sizeof(ps->error), "%s", m[0] ? m : "failed");
+			if (json_object_is_type(o, json_type_object) &&
+			    json_object_object_get_ex(o, "aux", &aux) &&
+			    json_object_is_type(aux, json_type_object)) {
+				const char *d = docker_json_str(aux, "Digest");
+				if (d && strlen(d) < sizeof(ps->digest))
+					snprintf(ps->digest, sizeof(ps->digest), "%s", d);
+				if (json_object_object_get_ex(aux, "Size", &v))
+					ps->size = json_object_get_int64(v);
+			}
 			json_object_put(o);
 			json_tokener_reset(ps->tok);
 		} else if (err != json_tokener_continue) {
@@ -129,6 +131,12 @@ static int pull_sink(void *arg, const char *p, size_t n)
 	return 0;
 }
 
+/* Feeds progress bytes (a docker_sink_fn). */
+static int progress_sink(void *arg, const char *p, size_t n)
+{
+	return docker_progress_feed(arg, p, n);
+}
+
 /* Mapping: a bad reference SP_BAD_REQUEST; the daemon's 404 (repository
  * unknown) SP_NOT_FOUND; any other failure, including an "error" object in
  * the progress stream (registry unreachable, manifest unknown, disk full),
@@ -136,7 +144,7 @@ static int pull_sink(void *arg, const char *p, size_t n)
 int docker_image_pull(struct docker_client *c, const char *image, int timeout_s, struct sp_err *e)
 {
 	char repo[IMAGE_REF_MAX + 1], tag[IMAGE_REF_MAX + 1];
-	struct pull_state ps = { 0 };
+	struct docker_progress ps = { 0 };
 	struct docker_req r;
 	int rc = -1;
 
@@ -156,7 +164,7 @@ int docker_image_pull(struct docker_client *c, const char *image, int timeout_s,
 	    docker_req_query(&r, "fromImage", repo, e) < 0 ||
 	    docker_req_query(&r, "tag", tag, e) < 0)
 		goto done;
-	r.sink = pull_sink;
+	r.sink = progress_sink;
 	r.sink_arg = &ps;
 	r.timeout_ms = (int64_t)(timeout_s > 0 ? timeout_s : c->timeout_s) * 1000;
 	if (docker_call(c, &r, NULL, NULL, e) < 0)
@@ -239,6 +247,135 @@ int docker_image_remove(struct docker_client *c, const char *image, struct sp_er
 	}
 	rc = docker_call(c, &r, NULL, NULL, e);
 done:
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+int docker_image_tag(struct docker_client *c, const char *image, const char *repo, const char *tag,
+		     struct sp_err *e)
+{
+	char esc[IMAGE_REF_MAX * 3 + 1];
+	struct docker_req r;
+	int rc = -1;
+
+	docker_req_init(&r, "POST");
+	if (check_ref(image, e) < 0 || check_ref(repo, e) < 0)
+		goto done;
+	if (!docker_valid_id(tag)) {
+		sp_err_set(e, SP_BAD_REQUEST, "invalid image tag");
+		goto done;
+	}
+	if (docker_escape(image, esc, sizeof(esc)) < 0 ||
+	    docker_req_path(&r, e, "/images/%s/tag", esc) < 0 ||
+	    docker_req_query(&r, "repo", repo, e) < 0 || docker_req_query(&r, "tag", tag, e) < 0) {
+		if (e->code == SP_OK)
+			sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+		goto done;
+	}
+	rc = docker_call(c, &r, NULL, NULL, e);
+done:
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+int docker_image_push(struct docker_client *c, const char *repo, const char *tag, const char *auth,
+		      int timeout_s, char digest_out[80], struct sp_err *e)
+{
+	char esc[IMAGE_REF_MAX * 3 + 1];
+	struct docker_progress st = { 0 };
+	struct docker_req r;
+	int rc = -1;
+
+	digest_out[0] = '\0';
+	docker_req_init(&r, "POST");
+	if (check_ref(repo, e) < 0)
+		goto done;
+	if (!docker_valid_id(tag)) {
+		sp_err_set(e, SP_BAD_REQUEST, "invalid image tag");
+		goto done;
+	}
+	st.tok = json_tokener_new();
+	if (!st.tok) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto done;
+	}
+	if (docker_escape(repo, esc, sizeof(esc)) < 0 ||
+	    docker_req_path(&r, e, "/images/%s/push", esc) < 0 ||
+	    docker_req_query(&r, "tag", tag, e) < 0) {
+		if (e->code == SP_OK)
+			sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+		goto done;
+	}
+	/* Docker refuses a push without the header: "{}" is no credential.
+	 * Docker answers at once and streams: the guard sees its answer */
+	r.auth = auth && auth[0] ? auth : "e30=";
+	r.sink = progress_sink;
+	r.sink_arg = &st;
+	r.timeout_ms = (int64_t)(timeout_s > 0 ? timeout_s : c->timeout_s) * 1000;
+	if (docker_call(c, &r, NULL, NULL, e) < 0)
+		goto done;
+	/* Docker answers 200 and reports a failed push inside the stream */
+	if (st.error[0]) {
+		sp_err_set(e, SP_INTERNAL, "%s", st.error);
+		goto done;
+	}
+	if (st.malformed || !st.digest[0]) {
+		sp_err_set(e, SP_INTERNAL, "Docker's push progress %s",
+			   st.malformed ? "is not JSON" : "names no digest");
+		goto done;
+	}
+	snprintf(digest_out, 80, "%s", st.digest);
+	rc = 0;
+done:
+	if (st.tok)
+		json_tokener_free(st.tok);
+	docker_req_cleanup(&r);
+	return rc;
+}
+
+int docker_distribution_inspect(struct docker_client *c, const char *ref, const char *auth,
+				char digest_out[80], char *media_type, size_t mcap,
+				struct sp_err *e)
+{
+	char esc[IMAGE_REF_MAX * 3 + 1];
+	struct docker_req r;
+	json_object *ans = NULL, *d;
+	const char *dg, *mt;
+	int rc = -1;
+
+	digest_out[0] = '\0';
+	if (mcap)
+		media_type[0] = '\0';
+	docker_req_init(&r, "GET");
+	if (check_ref(ref, e) < 0)
+		goto done;
+	if (docker_escape(ref, esc, sizeof(esc)) < 0 ||
+	    docker_req_path(&r, e, "/distribution/%s/json", esc) < 0) {
+		sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+		goto done;
+	}
+	r.auth = auth && auth[0] ? auth : NULL;
+	/* a manifest look-up takes milliseconds: a silent registry must not
+	 * hold the worker for long, nor look like a stuck daemon */
+	r.unguarded = 1;
+	r.timeout_ms = (int64_t)(c->timeout_s < DISTRIBUTION_TIMEOUT_S ? c->timeout_s
+								       : DISTRIBUTION_TIMEOUT_S) *
+		       1000;
+	if (docker_call(c, &r, NULL, &ans, e) < 0)
+		goto done;
+	dg = ans && json_object_object_get_ex(ans, "Descriptor", &d) ? docker_json_str(d, "digest")
+								     : NULL;
+	if (!dg || strlen(dg) >= 80) {
+		sp_err_set(e, SP_INTERNAL, "Docker's distribution answer names no digest");
+		goto done;
+	}
+	snprintf(digest_out, 80, "%s", dg);
+	mt = docker_json_str(d, "mediaType");
+	if (mt && mcap)
+		snprintf(media_type, mcap, "%s", mt);
+	rc = 0;
+done:
+	json_object_put(ans);
 	docker_req_cleanup(&r);
 	return rc;
 }

@@ -280,7 +280,7 @@ static const char *const v1_capture_modes[] = { "unspecified", "all", "disk", NU
 #define V1_IMAGE_PATH                                                                            \
 	{                                                                                        \
 		.name = "image", .type = FT_ID, .flags = FF_REQUIRED, .min = 1, .max = 64,       \
-		.desc = "The image id: a template, or snapshot-<snapshot id>", .source = FS_PATH \
+		.desc = "The image id: a template, snapshot-<id> or img-<id>", .source = FS_PATH \
 	}
 #define V1_PAGE_FIELDS(filt)                                                         \
 	V1_PAGE("0 = 50; more than 256 is 256"),                                     \
@@ -335,6 +335,18 @@ static const struct field_spec v1_image_list_fields[] = {
 	END,
 };
 static const struct field_spec v1_image_fields[] = { V1_IMAGE_PATH, END };
+static const char *const v1_from_image_modes[] = { "unspecified", "disk", NULL };
+static const struct field_spec v1_from_image_fields[] = {
+	{ .name = "resources", .type = FT_JSON, .desc = "Accepted, not enforced" },
+	{ .name = "platform", .type = FT_JSON, .desc = "Accepted (the pushed content's)" },
+	{ .name = "captureMode",
+	  .type = FT_ENUM,
+	  .choices = v1_from_image_modes,
+	  .desc = "unspecified or disk" },
+	{ .name = "platformHint", .type = FT_JSON, .desc = "Ignored" },
+	{ .name = "kitStartup", .type = FT_JSON, .desc = "Accepted, not run" },
+	END,
+};
 static const struct field_spec v1_image_create_fields[] = {
 	{ .name = "displayName",
 	  .type = FT_STRING,
@@ -346,8 +358,9 @@ static const struct field_spec v1_image_create_fields[] = {
 	{ .name = "startCmd", .type = FT_JSON, .source = FS_BODY },
 	{ .name = "readyCmd", .type = FT_JSON, .source = FS_BODY },
 	{ .name = "fromImage",
-	  .type = FT_JSON,
-	  .desc = "Declined: no registry is configured",
+	  .type = FT_OBJECT,
+	  .sub = v1_from_image_fields,
+	  .desc = "Registers an image for pushed content (needs image_registry)",
 	  .source = FS_BODY },
 	END,
 };
@@ -802,9 +815,9 @@ const struct route handler_routes[] = {
 	  .perm = "imagesWrite",
 	  .kind = ROUTE_MUTATION,
 	  .op_id = "createImage",
-	  .summary = "Declined: no registry is configured (501)",
+	  .summary = "Register an image for pushed content (image_registry; else 501)",
 	  .output = "Image",
-	  .flags = RF_IDEMPOTENCY,
+	  .flags = RF_ETAG | RF_IDEMPOTENCY | RF_IDEMPOTENCY_RESOURCE,
 	  .status = 201 },
 	{ .method = "GET",
 	  .path = "/v1/images/{image}",
@@ -833,7 +846,7 @@ const struct route handler_routes[] = {
 	  .perm = "imagesPull",
 	  .kind = ROUTE_QUERY,
 	  .op_id = "getImagePullSpec",
-	  .summary = "Declined: no registry is configured (501)",
+	  .summary = "The image's registry reference, a snapshot's pushed first (else 501)",
 	  .output = "ImagePullSpec" },
 	/* ports: reached through nginx's preview URLs (handlers/v1_ports.c) */
 	{ .method = "GET",

@@ -124,6 +124,8 @@ static const char *image_status(const struct sandbox_image *im)
 		return "completed";
 	case SB_IMAGE_PREPARING:
 		return "preparing";
+	case SB_IMAGE_WAITING:
+		return "waitingForPush";
 	default:
 		return "failed";
 	}
@@ -138,7 +140,9 @@ static json_object *image_json(const struct sandbox_image *im, int full)
 	snprintf(name, sizeof(name), "images/%s", im->id);
 	json_object_object_add(o, "uid", json_object_new_string(im->id));
 	json_object_object_add(o, "name", json_object_new_string(name));
-	json_object_object_add(o, "displayName", json_object_new_string(im->id));
+	json_object_object_add(
+		o, "displayName",
+		json_object_new_string(im->display_name[0] ? im->display_name : im->id));
 	json_object_object_add(o, "status", json_object_new_string(image_status(im)));
 	json_object_object_add(
 		o, "source",
@@ -172,6 +176,10 @@ static json_object *image_json(const struct sandbox_image *im, int full)
 		return o;
 	if (im->description[0])
 		json_object_object_add(o, "description", json_object_new_string(im->description));
+	if (im->start_cmd[0])
+		json_object_object_add(o, "startCmd", json_tokener_parse(im->start_cmd));
+	if (im->ready_cmd[0])
+		json_object_object_add(o, "readyCmd", json_tokener_parse(im->ready_cmd));
 	if (im->status == SB_IMAGE_FAILED || im->status == SB_IMAGE_UNKNOWN) {
 		json_object *f = json_object_new_object();
 		json_object_object_add(f, "code",
@@ -433,6 +441,15 @@ int v1_images_delete(struct handler_ctx *h, json_object *in, json_object **out, 
 	json_object_put(image_full(h, &im, tag));
 	if (v1_if_match(want, tag, "image", e) < 0)
 		return -1;
+	if (im.push_ref[0]) {
+		/* the record goes; what was pushed stays the registry's */
+		if (sandbox_reg_image_delete(h->sb, h->r->org, im.id + strlen(SB_REG_IMAGE_PREFIX),
+					     e) < 0 &&
+		    e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e);
+		return 0;
+	}
 	if (im.source != SB_IMAGE_FROM_SANDBOX)
 		return sp_err_set(e, SP_FORBIDDEN,
 				  "images/%s is a template the operator configures; it cannot be "
@@ -446,34 +463,96 @@ int v1_images_delete(struct handler_ctx *h, json_object *in, json_object **out, 
 	return 0;
 }
 
+/* startCmd / readyCmd: an array of at most 64 strings, as JSON text of at
+ * most cap - 1 bytes into out ("" when absent). */
+static int cmd_field(json_object *in, const char *field, char *out, size_t cap, struct sp_err *e)
+{
+	json_object *v;
+	const char *t;
+	size_t n, len = 0;
+
+	out[0] = '\0';
+	if (!json_object_object_get_ex(in, field, &v) || !v)
+		return 0;
+	n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+	if (!json_object_is_type(v, json_type_array) || n > 64)
+		goto bad;
+	for (size_t i = 0; i < n; i++)
+		if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_string))
+			goto bad;
+	t = json_object_to_json_string_length(v, JSON_C_TO_STRING_PLAIN, &len);
+	if (n == 0)
+		return 0;
+	if (len >= cap)
+		goto bad;
+	str_copy(out, cap, t);
+	return 0;
+bad:
+	return sp_err_field(e, SP_BAD_REQUEST, field,
+			    "%s: an array of at most 64 strings, %zu bytes as JSON at most", field,
+			    cap - 1);
+}
+
+/* fromImage registers an image whose content the client pushes to its
+ * pushTarget (202 waitingForPush; the registry's own credentials govern
+ * the push: sandpit mints no registry tokens, so pushTarget has no
+ * accessToken). Without a registry: 501. */
 int v1_images_create(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
-	json_object *fi;
+	char start[2048], ready[2048];
+	struct sandbox_image_reg rq = { 0 };
+	struct sandbox_image im;
+	json_object *fi, *pt;
 
-	(void)h;
-	(void)out;
-	if (display_name_ok(hin_str(in, "displayName", NULL), e) < 0)
+	rq.display_name = hin_str(in, "displayName", NULL);
+	rq.description = hin_str(in, "description", NULL);
+	rq.id = hin_str(in, ROUTE_IN_IDEM_RESOURCE, NULL);
+	if (display_name_ok(rq.display_name, e) < 0)
 		return -1;
 	if (!json_object_object_get_ex(in, "fromImage", &fi) || !fi ||
 	    !json_object_is_type(fi, json_type_object))
 		return sp_err_field(e, SP_BAD_REQUEST, "fromImage",
 				    "fromImage: required (an object; the only way to create an "
 				    "image)");
-	return sp_err_set(e, SP_UNIMPLEMENTED,
-			  "createImage needs a registry to receive pushed OCI content, and none "
-			  "is configured on this server; snapshots (createSnapshot) make images "
-			  "from sandboxes");
+	if (cmd_field(in, "startCmd", start, sizeof(start), e) < 0 ||
+	    cmd_field(in, "readyCmd", ready, sizeof(ready), e) < 0)
+		return -1;
+	rq.start_cmd = start[0] ? start : NULL;
+	rq.ready_cmd = ready[0] ? ready : NULL;
+	if (!sandbox_registry_configured(h->sb))
+		return sp_err_set(e, SP_UNIMPLEMENTED,
+				  "createImage needs a registry to receive pushed OCI content, and "
+				  "none is configured on this server (image_registry); snapshots "
+				  "(createSnapshot) make images from sandboxes");
+	if (sandbox_image_register(h->sb, h->r->org, &rq, &im, e) < 0)
+		return -1;
+	*out = image_full(h, &im, NULL);
+	if (im.status == SB_IMAGE_WAITING) {
+		/* after the etag: pushTarget is in the create answer only, never a read */
+		pt = json_object_new_object();
+		json_object_object_add(pt, "imageRef", json_object_new_string(im.push_ref));
+		json_object_object_add(*out, "pushTarget", pt);
+		h->status = 202;
+	}
+	return 0;
 }
 
+/* The registry's reference of the image's content (pushed there first when
+ * it is a snapshot's): manifestDigest and manifestMediaType, plus imageRef
+ * (repo@digest, what `docker pull` takes; the document's ImagePullSpec is
+ * open). No blob URLs or expiry: the registry's own credentials govern
+ * pulls, sandpit hands out none. */
 int v1_images_pull_spec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
-	struct sandbox_image im;
+	struct sandbox_pull_spec ps;
 
-	(void)out;
-	/* an image the caller cannot see is a 404 before any word on support */
-	if (sandbox_image_get(h->sb, h->r->org, hin_str(in, "image", NULL), &im, e) < 0)
+	if (sandbox_image_pull_spec(h->sb, h->r->org, hin_str(in, "image", NULL), &ps, e) < 0)
 		return -1;
-	return sp_err_set(e, SP_UNIMPLEMENTED,
-			  "getImagePullSpec needs registry-transfer support, and no registry is "
-			  "configured on this server; images stay local to their Docker host");
+	*out = json_object_new_object();
+	json_object_object_add(*out, "manifestDigest", json_object_new_string(ps.digest));
+	if (ps.media_type[0])
+		json_object_object_add(*out, "manifestMediaType",
+				       json_object_new_string(ps.media_type));
+	json_object_object_add(*out, "imageRef", json_object_new_string(ps.ref));
+	return 0;
 }

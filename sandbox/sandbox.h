@@ -652,11 +652,20 @@ int sandbox_snapshot_capturing(struct sandbox_ctx *ctx, const char *sandbox_id);
  * sandbox), with what Docker says of them. list: *out allocated. get:
  * SP_NOT_FOUND for an unknown one or another org's. */
 #define SB_SNAP_IMAGE_PREFIX "snapshot-"
-enum { SB_IMAGE_COMPLETED, SB_IMAGE_PREPARING, SB_IMAGE_FAILED, SB_IMAGE_UNKNOWN };
+enum {
+	SB_IMAGE_COMPLETED,
+	SB_IMAGE_PREPARING,
+	SB_IMAGE_FAILED,
+	SB_IMAGE_UNKNOWN,
+	SB_IMAGE_WAITING /* registered by createImage, nothing pushed yet */
+};
 enum { SB_IMAGE_FROM_IMAGE = 1, SB_IMAGE_FROM_SANDBOX };
 struct sandbox_image {
 	char id[64];
-	char ref[256];
+	char ref[320];
+	char push_ref[320];	/* registered ones: where the content goes (repo:latest) */
+	char display_name[256]; /* registered ones ("" = the id) */
+	char start_cmd[2048], ready_cmd[2048]; /* registered ones: JSON arrays ("" = none) */
 	char digest[80];
 	char snapshot[SANDBOX_ID_LEN + 1]; /* "" for a template */
 	char description[256];
@@ -672,6 +681,44 @@ int sandbox_images_list(struct sandbox_ctx *ctx, const char *org, struct sandbox
 			size_t *n, struct sp_err *e);
 int sandbox_image_get(struct sandbox_ctx *ctx, const char *org, const char *id,
 		      struct sandbox_image *out, struct sp_err *e);
+
+/* Registry transfer (sandbox/registry.c), only where the operator set
+ * image_registry: an org's images live in <image_registry>/<org key>/<image
+ * id>, the org key a keyed hash of the org (never guessable, never
+ * shared). register (createImage fromImage): a record images/img-<id>
+ * (kind "pushimgs") whose content the client pushes to push_ref; it reads
+ * waitingForPush until the registry has it, then completed with the
+ * registry's digest. pull_spec: a snapshot's image tagged and pushed there
+ * from the snapshot's server (again on every call: a push of what the
+ * registry has costs one manifest), a registered one looked up; out gets
+ * repo@digest. Errors: SP_UNIMPLEMENTED without a registry, SP_NOT_FOUND,
+ * SP_PRECONDITION for a template or an image that is not ready or not
+ * pushed, SP_UNAVAILABLE when the registry refuses or cannot be reached. */
+#define SB_REG_IMAGE_PREFIX "img-"
+struct sandbox_image_reg {
+	const char *id; /* an Idempotency-Key's chosen id (its record, when there, is the answer) */
+	const char *display_name, *description;
+	const char *start_cmd, *ready_cmd; /* JSON arrays of strings, or NULL */
+};
+struct sandbox_pull_spec {
+	char ref[400];	 /* repo@sha256:... */
+	char digest[80]; /* the manifest's */
+	char media_type[128];
+};
+int sandbox_registry_configured(const struct sandbox_ctx *ctx);
+int sandbox_image_register(struct sandbox_ctx *ctx, const char *org,
+			   const struct sandbox_image_reg *rq, struct sandbox_image *out,
+			   struct sp_err *e);
+int sandbox_image_pull_spec(struct sandbox_ctx *ctx, const char *org, const char *id,
+			    struct sandbox_pull_spec *out, struct sp_err *e);
+/* registry.c for snapshot.c: a registered image (id without its prefix)
+ * as an image; the org's registered images (*out allocated); delete. */
+int sandbox_reg_image_get(struct sandbox_ctx *ctx, const char *org, const char *id,
+			  struct sandbox_image *out, struct sp_err *e);
+int sandbox_reg_image_list(struct sandbox_ctx *ctx, const char *org, struct sandbox_image **out,
+			   size_t *n, struct sp_err *e);
+int sandbox_reg_image_delete(struct sandbox_ctx *ctx, const char *org, const char *id,
+			     struct sp_err *e);
 
 /* Published ports (sandbox/ports.c, the /v1 ports and preview URLs). A
  * port is reached only through sandpit's nginx (a preview URL): no host

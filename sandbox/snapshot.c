@@ -752,7 +752,8 @@ int sandbox_snapshot_list(struct sandbox_ctx *ctx, const char *org, struct sandb
 		k++;
 	}
 	store_rec_free(&r);
-	qsort(*out, k, sizeof(**out), by_created_desc);
+	if (k > 1) /* *out is NULL when there are none: no qsort of NULL */
+		qsort(*out, k, sizeof(**out), by_created_desc);
 	*n = k;
 	return 0;
 }
@@ -947,22 +948,32 @@ int sandbox_images_list(struct sandbox_ctx *ctx, const char *org, struct sandbox
 			size_t *n, struct sp_err *e)
 {
 	struct sandbox_snapshot *snaps = NULL;
-	size_t ns = 0, k = 0, nt = (size_t)ctx->cfg->ntemplates;
+	struct sandbox_image *regs = NULL;
+	size_t ns = 0, nr = 0, k = 0, nt = (size_t)ctx->cfg->ntemplates;
 
 	*out = NULL;
 	*n = 0;
 	if (sandbox_snapshot_list(ctx, org, &snaps, &ns, e) < 0)
 		return -1;
-	*out = calloc(nt + ns + 1, sizeof(**out));
+	if (sandbox_registry_configured(ctx) &&
+	    sandbox_reg_image_list(ctx, org, &regs, &nr, e) < 0) {
+		free(snaps);
+		return -1;
+	}
+	*out = calloc(nt + ns + nr + 1, sizeof(**out));
 	if (!*out) {
 		free(snaps);
+		free(regs);
 		return sp_err_set(e, SP_INTERNAL, "out of memory");
 	}
 	for (size_t i = 0; i < nt; i++)
 		template_image(ctx, &ctx->cfg->templates[i], &(*out)[k++]);
 	for (size_t i = 0; i < ns; i++)
 		snapshot_image(&snaps[i], &(*out)[k++]);
+	for (size_t i = 0; i < nr; i++)
+		(*out)[k++] = regs[i];
 	free(snaps);
+	free(regs);
 	*n = k;
 	return 0;
 }
@@ -977,6 +988,9 @@ int sandbox_image_get(struct sandbox_ctx *ctx, const char *org, const char *id,
 		template_image(ctx, t, out);
 		return 0;
 	}
+	if (strncmp(id, SB_REG_IMAGE_PREFIX, strlen(SB_REG_IMAGE_PREFIX)) == 0 &&
+	    sandbox_registry_configured(ctx))
+		return sandbox_reg_image_get(ctx, org, id + strlen(SB_REG_IMAGE_PREFIX), out, e);
 	if (strncmp(id, SB_SNAP_IMAGE_PREFIX, strlen(SB_SNAP_IMAGE_PREFIX)) != 0 ||
 	    sandbox_snapshot_get(ctx, org, id + strlen(SB_SNAP_IMAGE_PREFIX), &s, e) < 0)
 		return sp_err_set(e, SP_NOT_FOUND, "Image not found");

@@ -15,6 +15,9 @@
  *     path holds no byte outside [A-Za-z0-9._~%/-] and no "." or ".."
  *     segment
  *   5 docker_runc_ok: a version and a commit
+ *   6 docker_progress_feed: a pull's or push's progress stream, fed in
+ *     pieces (their sizes from the second byte); what it keeps is
+ *     terminated within its field, and once malformed it stays so
  * Text inputs are C strings (the callers' values are): cut at a NUL.
  */
 #include <string.h>
@@ -138,6 +141,27 @@ static void do_path(unsigned sel, const char *path)
 	}
 }
 
+static void do_progress(const char *p, size_t n, unsigned arg)
+{
+	struct docker_progress ps = { 0 };
+	size_t piece = (arg & 63) + 1;
+
+	ps.tok = json_tokener_new();
+	FUZZ_CHECK(ps.tok);
+	while (n > 0) {
+		size_t k = n < piece ? n : piece;
+		int was = ps.malformed;
+		FUZZ_CHECK(docker_progress_feed(&ps, p, k) == 0);
+		FUZZ_CHECK(!was || ps.malformed);
+		p += k;
+		n -= k;
+		piece = piece * 3 % 97 + 1;
+	}
+	FUZZ_CHECK(memchr(ps.error, '\0', sizeof(ps.error)) != NULL);
+	FUZZ_CHECK(memchr(ps.digest, '\0', sizeof(ps.digest)) != NULL);
+	json_tokener_free(ps.tok);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size };
@@ -147,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(p);
 	memcpy(p, in.p, in.n);
 	p[in.n] = '\0';
-	switch (sel % 6) {
+	switch (sel % 7) {
 	case 0:
 		do_json(p, in.n);
 		break;
@@ -162,6 +186,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 4:
 		do_path(arg, p);
+		break;
+	case 6:
+		do_progress(p, in.n, arg);
 		break;
 	default:
 		second = p + strlen(p) + (strlen(p) < in.n ? 1 : 0);

@@ -3,7 +3,7 @@
 // docker_host at proxy.sock (startStack({ env: { SANDPIT_DOCKER_HOST:
 // `unix://${proxy.sock}` } })). Every request is passed on unchanged,
 // and its method and raw request target are recorded in proxy.log, with the
-// answer's status; the ids Docker hands out (container create, exec create)
+// answer's status (and an X-Registry-Auth header's value, as registryAuth); the ids Docker hands out (container create, exec create)
 // are collected in proxy.ids. Hijacked connections (exec start with
 // `Connection: Upgrade`) are spliced through as raw bytes.
 //
@@ -37,7 +37,7 @@ export async function dockerProxy(dir, upstream = process.env.SANDPIT_DOCKER_SOC
   const ups = new Set();
   const track = (u) => { ups.add(u); u.on('close', () => ups.delete(u)); return u; };
   const server = http.createServer(async (req, res) => {
-    const entry = { method: req.method, url: req.url, at: Date.now(), status: 0 };
+    const entry = { method: req.method, url: req.url, at: Date.now(), status: 0, registryAuth: req.headers['x-registry-auth'] };
     log.push(entry);
     const held = proxy.hold?.(req.method, req.url) ?? null;
     const drop = () => { req.socket.destroy(); };
