@@ -10,7 +10,8 @@
  * sessions with it.
  *
  * Cross-site use is refused here, for every cookie-authenticated request:
- * an Origin other than this server's is refused always; a mutation (any
+ * an Origin other than this server's, or a Sec-Fetch-Site other than
+ * same-origin or none, is refused always; a mutation (any
  * method but GET/HEAD) and a WebSocket upgrade must carry this server's
  * Origin, and a mutation also the session's CSRF token in X-Sandpit-CSRF
  * (a header no cross-site form or link can send). Never logs or echoes a
@@ -76,7 +77,11 @@ static int cross_site_check(const struct config *cfg, struct req *r, const char 
 
 	if (v1_endpoint_origin(cfg, r, mine, sizeof(mine)) < 0)
 		return sp_err_set(e, SP_FORBIDDEN, "This server's origin is unknown (Host)");
-	if ((*origin && strcmp(origin, mine) != 0) || strcmp(site, "cross-site") == 0)
+	/* Sec-Fetch-Site (sent by current browsers on every request, even a
+	 * no-cors GET that carries no Origin): only this origin's own
+	 * requests, or one the user made (none: typed, bookmarked) */
+	if ((*origin && strcmp(origin, mine) != 0) ||
+	    (*site && strcmp(site, "same-origin") != 0 && strcmp(site, "none") != 0))
 		return sp_err_set(e, SP_FORBIDDEN,
 				  "A session cookie is not accepted from another origin");
 	if (safe)

@@ -9,6 +9,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import https from 'node:https';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -16,7 +17,7 @@ import { repoRoot, startStack, waitFor } from './lib/stack.mjs';
 
 const CHROMIUM = process.env.SANDPIT_CHROMIUM || '/usr/bin/chromium';
 const shots = path.join(repoRoot, 'build');
-let s, browser, viewerKey;
+let s, browser, viewerKey, evilServer;
 const made = [];
 
 before(async () => {
@@ -30,6 +31,7 @@ before(async () => {
 });
 
 after(async () => {
+  evilServer?.close();
   await browser?.close().catch(() => {});
   for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
   await s?.stop();
@@ -144,8 +146,11 @@ test('a page of another origin cannot use the cookie: fetch and WebSocket are re
     assert.equal(own, 'open', 'the cookie opens /sandbox-exec from the dashboard');
     const before = (await s.api('GET', '/api/sandbox.list')).json.length;
     // another origin on the same host (same site: SameSite lets the cookie go)
-    const evil = `https://127.0.0.1:${s.port === 1 ? 2 : 1}`;
-    await p.route(`${evil}/**`, (r) => r.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>evil</title>' }));
+    // a real server, with the stack's own certificate
+    const tls = { cert: await readFile(path.join(s.dir, 'tls/cert.pem')), key: await readFile(path.join(s.dir, 'tls/key.pem')) };
+    evilServer = https.createServer(tls, (q, r) => { r.setHeader('content-type', 'text/html'); r.end('<!doctype html><title>evil</title>'); });
+    await new Promise((r) => evilServer.listen(0, '127.0.0.1', r));
+    const evil = `https://127.0.0.1:${evilServer.address().port}`;
     await p.goto(`${evil}/evil.html`);
     const from = await accessCount();
     const out = await p.evaluate(async (u) => {
@@ -188,7 +193,7 @@ test('a viewer key sees no create button, and the API refuses it anyway', { time
 });
 
 test('a revoked key ends its sessions', { timeout: 60000 }, async () => {
-  const k = await s.newKey('default', 'member');
+  const k = await s.newKey('default', 'admin');
   const r = await s.api('POST', '/session', { key: null, headers: { origin: s.url }, body: { apiKey: k } });
   assert.equal(r.status, 200, r.text);
   const cookie = { name: '__Host-sandpit', value: /__Host-sandpit=([a-z0-9]+)/.exec(r.headers['set-cookie'])[1] };
