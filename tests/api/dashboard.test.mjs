@@ -91,6 +91,8 @@ test('sign in, create, console echo hi, upload/download, kill in place, sign out
     await row.locator('[data-status="running"]').waitFor();
     assert.match(await row.textContent(), /alpine/);
     assert.match(await row.textContent(), /256 MiB/);
+    const { json: who } = await withCookie(cookie, 'GET', '/session');
+    assert.match(await row.textContent(), new RegExp(who.keyId), 'created by the signed-in key');
     await p.screenshot({ path: path.join(shots, 'dashboard-list.png') });
 
     // the sandbox page: a live console over /v1 interact

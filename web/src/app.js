@@ -156,7 +156,8 @@ async function renderList() {
         h('td', {}, h('a', { href: `#/s/${s.sandboxId}` }, s.name || s.sandboxId), h('div.muted', {}, s.sandboxId)),
         h('td', {}, h('span.status.' + s.status, { 'data-status': s.status }, s.status)),
         h('td', {}, s.template || s.image), h('td', {}, s.runtime), h('td', {}, s.serverId || 'local'),
-        h('td', {}, `${s.cpu} CPU / ${s.memoryMb} MiB`), exp, h('td', {}, new Date(s.createdAt).toLocaleString()));
+        h('td', {}, `${s.cpu} CPU / ${s.memoryMb} MiB`), exp,
+        h('td', {}, s.createdByKey || '—'), h('td', {}, new Date(s.createdAt).toLocaleString()));
       return c.tr;
     });
     tbody.replaceChildren(...trs);
@@ -174,8 +175,8 @@ async function renderList() {
     createCard || h('p.muted', { id: 'readonly' }, `Your role (${me.role}) can see sandboxes but not create them.`),
     h('div.card', {}, h('div.row', {}, h('label', {}, 'Status', status), h('label', {}, 'Template', tmpl), h('label', {}, 'Search', q)), note,
       h('div.table-wrap', {}, h('table', { id: 'sandboxes' },
-        h('colgroup', {}, ...[22, 10, 11, 8, 9, 13, 10, 17].map((w) => h('col', { style: `width:${w}%` }))),
-        h('thead', {}, h('tr', {}, ...['Sandbox', 'Status', 'Template', 'Runtime', 'Server', 'Limits', 'Expires in', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('colgroup', {}, ...[18, 9, 10, 7, 8, 12, 9, 11, 16].map((w) => h('col', { style: `width:${w}%` }))),
+        h('thead', {}, h('tr', {}, ...['Sandbox', 'Status', 'Template', 'Runtime', 'Server', 'Limits', 'Expires in', 'Created by key', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
         tbody))));
   api('GET', '/api/sandbox.templates').then(({ json }) => {
     for (const t of json) tmpl.append(h('option', { value: t.name, selected: filters.template === t.name }, t.name));
@@ -254,7 +255,7 @@ async function renderSandbox(id) {
       const items = [['Id', s.sandboxId], ['Name', s.name], ['Status', s.status], ['Template', s.template || '—'], ['Image', s.image],
         ['Runtime', s.runtime], ['Server', s.serverId || 'local'], ['CPU', s.cpu], ['Memory', `${s.memoryMb} MiB`], ['Disk', s.diskMb ? `${s.diskMb} MiB` : '—'],
         ['Network', s.networkMode], ['Idle timeout', `${s.timeoutMs / 1000} s`], ['Expires in', s.status === 'running' ? left(s.expiresAt) : '—'],
-        ['Deadline', s.deadlineAt], ['Created', s.createdAt], ['Error', s.errorMessage || '—']];
+        ['Deadline', s.deadlineAt], ['Created', s.createdAt], ['Created by key', s.createdByKey || '—'], ['Error', s.errorMessage || '—']];
       rec.replaceChildren(...items.flatMap(([k, v]) => [h('dt', {}, k), h('dd', k === 'Status' ? { id: 'status', 'data-status': v } : {}, String(v))]));
       paintActions();
     } catch (e) { showError(rec, e); }
