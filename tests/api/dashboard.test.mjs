@@ -23,7 +23,7 @@ const made = [];
 before(async () => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} missing: deploy/install-deps.sh --test installs chromium`);
   assert.ok(existsSync(path.join(repoRoot, 'build/web/index.html')), 'build/web missing: make all builds the dashboard');
-  s = await startStack();
+  s = await startStack({ extraConf: ['warm_pool = template=python size=1 ttl=600'] });
   await s.cli('roles', 'create', '--org', 'default', 'viewer', '--perms', 'sandbox:read,sandboxesRead');
   viewerKey = await s.newKey('default', 'viewer');
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'], timeout: 30000 });
@@ -191,6 +191,34 @@ test('a viewer key sees no create button, and the API refuses it anyway', { time
     assert.deepEqual(st, { status: 403, role: 'viewer' });
   } finally {
     await ctx.close();
+  }
+});
+
+test('the operator view: a warm pool and its fill, sandboxes by status, from /metrics; not for a viewer', { timeout: 90000 }, async () => {
+  const { ctx, p } = await page();
+  try {
+    await signIn(p, s.key);
+    await p.click('#nav-operator');
+    const row = p.locator('tr[data-pool="python/isolated"]');
+    await row.waitFor();
+    // the pool's target is 1; ready reaches it once the container is up
+    await p.waitForFunction(() => {
+      const tds = document.querySelectorAll('tr[data-pool="python/isolated"] td');
+      return tds.length === 6 && tds[2].textContent === '1' && tds[3].textContent === '1';
+    }, null, { timeout: 60000 });
+    assert.equal(await row.locator('meter').getAttribute('value'), '1');
+    await p.locator('tr[data-gauge="sandboxes running"]').waitFor();
+    assert.match(await p.textContent('tr[data-gauge="Redis up (instances)"]'), /1/);
+    await p.screenshot({ path: path.join(shots, 'dashboard-operator.png') });
+  } finally {
+    await ctx.close();
+  }
+  const v = await page();
+  try {
+    await signIn(v.p, viewerKey);
+    assert.equal(await v.p.locator('#nav-operator').isHidden(), true);
+  } finally {
+    await v.ctx.close();
   }
 });
 

@@ -438,6 +438,65 @@ async function processesTab(id, body) {
   timers.push(setInterval(load, 3000));
 }
 
+// --- the operator's view: warm pools and a few gauges from /metrics ---------
+// /metrics takes no key: nginx lets only SANDPIT_METRICS_ALLOW addresses
+// read it. Shown to roles with the operator permission (owner, admin).
+function parseMetrics(text) {
+  const out = [];
+  for (const line of text.split('\n')) {
+    const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$/);
+    if (!m) continue;
+    const labels = {};
+    for (const l of (m[2] || '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2];
+    out.push({ name: m[1], labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+async function renderOperator() {
+  const pools = h('tbody');
+  const gauges = h('tbody');
+  const note = h('p.muted', { id: 'metrics-note', 'aria-live': 'polite' });
+  main.replaceChildren(
+    h('div.card', {}, h('h2', {}, 'Warm pools'), h('div.table-wrap', {}, h('table', { id: 'pools' },
+      h('thead', {}, h('tr', {}, ...['Template', 'Network', 'Ready', 'Target', 'Fill', 'Claims'].map((t) => h('th', { scope: 'col' }, t)))), pools))),
+    h('div.card', {}, h('h2', {}, 'Sandboxes and store'), h('div.table-wrap', {}, h('table', { id: 'gauges' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Gauge'), h('th', {}, 'Value'))), gauges)), note));
+  const load = async () => {
+    try {
+      const r = await fetch('/metrics', { cache: 'no-store', credentials: 'omit' });
+      if (r.status === 403) { note.textContent = 'This address may not read /metrics (SANDPIT_METRICS_ALLOW).'; return; }
+      if (!r.ok) throw new Error(`HTTP ${r.status}`);
+      const ms = parseMetrics(await r.text());
+      const key = (m) => `${m.labels.template}/${m.labels.network}`;
+      const by = new Map();
+      for (const m of ms.filter((x) => x.name.startsWith('sandpit_pool_'))) {
+        const p = by.get(key(m)) || { template: m.labels.template, network: m.labels.network, ready: 0, target: 0, claims: 0 };
+        if (m.name === 'sandpit_pool_ready') p.ready += m.value;
+        if (m.name === 'sandpit_pool_target') p.target += m.value;
+        if (m.name === 'sandpit_pool_claims_total') p.claims += m.value;
+        by.set(key(m), p);
+      }
+      pools.replaceChildren(...[...by.values()].map((p) => h('tr', { 'data-pool': `${p.template}/${p.network}` },
+        h('td', {}, p.template), h('td', {}, p.network), h('td', {}, String(p.ready)), h('td', {}, String(p.target)),
+        h('td', {}, h('meter', { min: 0, max: Math.max(p.target, 1), value: p.ready, 'aria-label': `${p.ready} of ${p.target} ready` })), h('td', {}, String(p.claims)))));
+      if (!by.size) pools.replaceChildren(h('tr', {}, h('td', { colspan: 6 }, 'No warm pool is configured (warm_pool in sandpitd.conf).')));
+      const sum = new Map();
+      for (const m of ms) {
+        let k = null;
+        if (m.name === 'sandpit_sandboxes') k = `sandboxes ${m.labels.status}`;
+        else if (m.name === 'sandpit_store_up') k = 'Redis up (instances)';
+        else if (m.name === 'sandpit_requests_total') k = `requests ${String(m.labels.status || '').slice(0, 1)}xx`;
+        if (k) sum.set(k, (sum.get(k) || 0) + m.value);
+      }
+      gauges.replaceChildren(...[...sum.entries()].map(([k, v]) => h('tr', { 'data-gauge': k }, h('td', {}, k), h('td', {}, String(v)))));
+      note.textContent = `From /metrics at ${new Date().toLocaleTimeString()}`;
+    } catch (e) { note.textContent = `Could not read /metrics: ${e.message}`; }
+  };
+  await load();
+  timers.push(setInterval(load, 5000));
+}
+
 // --- routing ----------------------------------------------------------------
 async function route() {
   for (const t of timers) clearInterval(t);
@@ -449,9 +508,11 @@ async function route() {
   }
   $('#nav').hidden = false;
   $('#who').textContent = `${me.org} · ${me.role} · key ${me.keyId}`;
+  $('#nav-operator').hidden = !can('operator');
   const m = location.hash.match(/^#\/s\/([A-Za-z0-9_-]{1,64})$/);
   try {
     if (m) await renderSandbox(m[1]);
+    else if (location.hash === '#/operator' && can('operator')) await renderOperator();
     else await renderList();
   } catch (e) { if (me) showError(main, e); }
 }
