@@ -194,6 +194,9 @@ int handlers_auth_ident(struct sandbox_ctx *sb, const char *hash, struct auth_id
  * session's own hash (for dropping it), 0 no session cookie, -1 with e
  * (SP_UNAUTHORIZED ended, SP_FORBIDDEN cross-site, else the store's). */
 void handlers_session(struct sandbox_ctx *sb, struct req *r);
+/* handlers/session_admin.c: /session/keys, /session/roles, /session/quota
+ * (the dashboard's organization pages; operator permission) */
+void handlers_session_admin(struct sandbox_ctx *sb, struct req *r);
 int handlers_session_auth(struct sandbox_ctx *sb, struct req *r, const char *method,
 			  char key_hash[65], char sess_hash[65], struct sp_err *e);
 /* An API key's organization and permissions by its keyed hash (auth.c's

@@ -257,6 +257,10 @@ void handlers_session(struct sandbox_ctx *sb, struct req *r)
 	int rc;
 
 	sp_err_clear(&e);
+	if (strncmp(r->path, "/session/", 9) == 0) {
+		handlers_session_admin(sb, r);
+		return;
+	}
 	if (strcmp(r->method, "POST") == 0)
 		rc = sign_in(sb, r, &e);
 	else if (strcmp(r->method, "GET") == 0)

@@ -44,8 +44,21 @@ async function page() {
   return { ctx, p };
 }
 
+/** page.goto, again when Chromium drops it for a network change (the
+ * shared dockerd adds and removes interfaces while other tests run). */
+async function goto(p, url) {
+  for (let i = 0; ; i++) {
+    try {
+      return await p.goto(url);
+    } catch (e) {
+      if (i >= 4 || !/ERR_NETWORK_CHANGED/.test(e.message)) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
 async function signIn(p, key) {
-  await p.goto(`${s.url}/`);
+  await goto(p, `${s.url}/`);
   await p.fill('#apikey', key);
   await p.click('button[type=submit]');
   await p.waitForSelector('#sandboxes');
@@ -153,7 +166,7 @@ test('a page of another origin cannot use the cookie: fetch and WebSocket are re
     evilServer = https.createServer(tls, (q, r) => { r.setHeader('content-type', 'text/html'); r.end('<!doctype html><title>evil</title>'); });
     await new Promise((r) => evilServer.listen(0, '127.0.0.1', r));
     const evil = `https://127.0.0.1:${evilServer.address().port}`;
-    await p.goto(`${evil}/evil.html`);
+    await goto(p, `${evil}/evil.html`);
     const from = await accessCount();
     const out = await p.evaluate(async (u) => {
       const res = {};
@@ -220,6 +233,50 @@ test('the operator view: a warm pool and its fill, sandboxes by status, from /me
   } finally {
     await v.ctx.close();
   }
+});
+
+test('owners manage the org: keys (create shows the key once, revoke), roles, quota; a viewer may not', { timeout: 90000 }, async () => {
+  const { ctx, p } = await page();
+  try {
+    await signIn(p, s.key);
+    await p.click('#nav-org');
+    await p.locator('#keys tr[data-key]').first().waitFor();
+    assert.match(await p.textContent('#keys'), /this session/);
+    await p.locator('#roles tr[data-role="viewer"]').waitFor();
+    assert.match(await p.textContent('#roles tr[data-role="viewer"]'), /sandbox:read/);
+    assert.ok((await p.textContent('#quota')).includes('Sandboxes'));
+    await p.selectOption('#new-key-role', 'viewer');
+    await p.click('#new-key-button');
+    const key = await p.inputValue('#new-key-value');
+    assert.match(key, /^sp_/);
+    const r = await s.api('GET', '/api/sandbox.list', { key });
+    assert.equal(r.status, 200, 'the new key works');
+    const id = (await p.textContent('#new-key p')).match(/Key (\w+)/)[1];
+    await p.locator(`#keys tr[data-key="${id}"]`).waitFor();
+    p.once('dialog', (d) => d.accept());
+    await p.click(`button[data-revoke="${id}"]`);
+    await p.locator(`#keys tr[data-key="${id}"]`).waitFor({ state: 'detached' });
+    await waitFor(async () => (await s.api('GET', '/api/sandbox.list', { key })).status === 401, 10000);
+  } finally {
+    await ctx.close();
+  }
+  const v = await page();
+  try {
+    await signIn(v.p, viewerKey);
+    assert.equal(await v.p.locator('#nav-org').isHidden(), true);
+    const st = await v.p.evaluate(async () => {
+      const me = await (await fetch('/session')).json();
+      const a = await fetch('/session/keys');
+      const b = await fetch('/session/keys', { method: 'POST', headers: { 'content-type': 'application/json', 'x-sandpit-csrf': me.csrfToken }, body: '{"role":"owner"}' });
+      return [a.status, b.status];
+    });
+    assert.deepEqual(st, [403, 403]);
+  } finally {
+    await v.ctx.close();
+  }
+  // an API key is no session: these pages refuse it
+  const k = await s.api('GET', '/session/keys');
+  assert.equal(k.status, 401, k.text);
 });
 
 test('a revoked key ends its sessions', { timeout: 60000 }, async () => {

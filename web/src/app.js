@@ -497,6 +497,59 @@ async function renderOperator() {
   timers.push(setInterval(load, 5000));
 }
 
+// --- the organization: keys, roles, quota (owners and admins) --------------
+async function renderOrg() {
+  const keys = h('tbody');
+  const roles = h('tbody');
+  const quota = h('dl.rec', { id: 'quota' });
+  const msg = h('p.err', { id: 'org-error', role: 'alert' });
+  const shown = h('div', { id: 'new-key' });
+  const role = h('select', { id: 'new-key-role', 'aria-label': 'Role of the new key' });
+  const loadKeys = async () => {
+    const { json } = await api('GET', '/session/keys');
+    keys.replaceChildren(...json.keys.sort((a, b) => String(a.createdAt).localeCompare(String(b.createdAt))).map((k) => h('tr', { 'data-key': k.keyId },
+      h('td', {}, k.keyId, k.current ? h('span.muted', {}, ' (this session)') : null), h('td', {}, k.role), h('td', {}, k.createdAt ? new Date(k.createdAt).toLocaleString() : '—'),
+      h('td', {}, h('button.danger', {
+        type: 'button', 'data-revoke': k.keyId,
+        onclick: async () => {
+          if (!confirm(k.current ? `Revoke ${k.keyId}, the key of this session? You will be signed out.` : `Revoke key ${k.keyId}? Its sessions end too.`)) return;
+          msg.textContent = '';
+          try { await api('DELETE', `/session/keys/${k.keyId}`); await loadKeys(); } catch (e) { msg.textContent = `Revoke: ${e.message}`; }
+        },
+      }, 'Revoke')))));
+  };
+  const create = h('form.row', {
+    id: 'new-key-form',
+    onsubmit: async (ev) => {
+      ev.preventDefault();
+      msg.textContent = '';
+      try {
+        const { json } = await api('POST', '/session/keys', { role: role.value });
+        const out = h('input', { id: 'new-key-value', readonly: true, value: json.key, size: 50, 'aria-label': 'The new key' });
+        shown.replaceChildren(h('p', {}, `Key ${json.keyId} (${json.role}). Copy it now: it is shown only this once.`), out);
+        out.select();
+        await loadKeys();
+      } catch (e) { msg.textContent = `Create: ${e.message}`; }
+    },
+  }, h('label', {}, 'Role', role), h('button.primary', { type: 'submit', id: 'new-key-button' }, 'Create key'));
+  main.replaceChildren(
+    h('div.card', {}, h('h2', {}, `Keys of ${me.org}`), create, shown, msg,
+      h('div.table-wrap', {}, h('table', { id: 'keys' }, h('thead', {}, h('tr', {}, ...['Key id', 'Role', 'Created', ''].map((t) => h('th', { scope: 'col' }, t)))), keys))),
+    h('div.card', {}, h('h2', {}, 'Roles'), h('div.table-wrap', {}, h('table', { id: 'roles' }, h('colgroup', {}, h('col', { style: 'width:20%' }), h('col', { style: 'width:80%' })),
+      h('thead', {}, h('tr', {}, h('th', {}, 'Role'), h('th', {}, 'Permissions'))), roles)),
+    h('p.muted', {}, 'Custom roles are made with the command line: sandpit roles create --org ORG NAME --perms …')),
+    h('div.card', {}, h('h2', {}, 'Quota'), quota, h('p.muted', {}, 'Set by the operator: sandpit quota set --org ORG …')));
+  try {
+    const [{ json: r }, { json: q }] = await Promise.all([api('GET', '/session/roles'), api('GET', '/session/quota'), loadKeys()]);
+    role.replaceChildren(...r.roles.map((x) => h('option', { value: x.name, selected: x.name === 'member' }, x.name)));
+    roles.replaceChildren(...r.roles.map((x) => h('tr', { 'data-role': x.name }, h('td', {}, x.name, x.builtIn ? h('span.muted', {}, ' (built in)') : null),
+      h('td', { title: x.permissions }, x.permissions || '(none)'))));
+    const lim = (v, f = (x) => x) => (v === null || v === undefined ? 'unlimited' : f(v));
+    quota.replaceChildren(...[['Sandboxes', lim(q.sandboxes)], ['CPUs', lim(q.cpuMilli, (x) => x / 1000)], ['Memory', lim(q.memoryMb, (x) => `${x} MiB`)],
+      ['Hard lifetime', lim(q.maxLifetimeMs, (x) => `${x / 1000} s`)]].flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-quota': k }, String(v))]));
+  } catch (e) { msg.textContent = e.message; }
+}
+
 // --- routing ----------------------------------------------------------------
 async function route() {
   for (const t of timers) clearInterval(t);
@@ -509,10 +562,12 @@ async function route() {
   $('#nav').hidden = false;
   $('#who').textContent = `${me.org} · ${me.role} · key ${me.keyId}`;
   $('#nav-operator').hidden = !can('operator');
+  $('#nav-org').hidden = !can('operator');
   const m = location.hash.match(/^#\/s\/([A-Za-z0-9_-]{1,64})$/);
   try {
     if (m) await renderSandbox(m[1]);
     else if (location.hash === '#/operator' && can('operator')) await renderOperator();
+    else if (location.hash === '#/org' && can('operator')) await renderOrg();
     else await renderList();
   } catch (e) { if (me) showError(main, e); }
 }
