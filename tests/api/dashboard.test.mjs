@@ -13,7 +13,7 @@ import https from 'node:https';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { repoRoot, startStack, waitFor } from './lib/stack.mjs';
+import { docker, repoRoot, startStack, waitFor } from './lib/stack.mjs';
 
 const CHROMIUM = process.env.SANDPIT_CHROMIUM || '/usr/bin/chromium';
 const shots = path.join(repoRoot, 'build');
@@ -34,7 +34,13 @@ after(async () => {
   evilServer?.close();
   await browser?.close().catch(() => {});
   for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
+  const mine = s && encodeURIComponent(JSON.stringify({ label: [`sandpit-stack=${path.basename(s.dir)}`] }));
   await s?.stop();
+  // the warm pool's container (and anything else of this stack) outlives the stack
+  if (mine) {
+    for (const c of (await docker('GET', `/containers/json?all=1&filters=${mine}`)).json || [])
+      await docker('DELETE', `/containers/${c.Id}?force=true`).catch(() => {});
+  }
 });
 
 async function page() {
