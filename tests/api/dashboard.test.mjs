@@ -122,6 +122,16 @@ test('sign in, create, console echo hi, upload/download, kill in place, sign out
     await p.keyboard.type('echo hi\n');
     await p.waitForFunction(() => [...document.querySelectorAll('#term .xterm-rows > div')].some((d) => d.textContent.trim() === 'hi'));
     await p.screenshot({ path: path.join(shots, 'dashboard-console.png') });
+    // a dropped socket (as when its 5-minute credential ends) reconnects
+    // after the last chunk it saw: the shell goes on, nothing twice
+    const rows = () => p.evaluate(() => [...document.querySelectorAll('#term .xterm-rows > div')].map((d) => d.textContent.trim()));
+    await p.evaluate(() => document.querySelector('#term').sandpitSocket.close(4000, 'test'));
+    await p.waitForFunction(() => /Reconnecting/.test(document.querySelector('#console-state')?.textContent || ''));
+    await p.waitForFunction(() => /Connected/.test(document.querySelector('#console-state')?.textContent || ''));
+    await p.click('#term');
+    await p.keyboard.type('echo again\n');
+    await p.waitForFunction(() => [...document.querySelectorAll('#term .xterm-rows > div')].some((d) => d.textContent.trim() === 'again'));
+    assert.equal((await rows()).filter((t) => t === 'hi').length, 1, (await rows()).join('\n'));
 
     // files: upload, listed, downloadable with the same bytes
     await p.click('#tab-files');

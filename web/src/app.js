@@ -322,35 +322,57 @@ async function consoleTab(id, body) {
   term.loadAddon(fit);
   term.open(box);
   fit.fit();
-  let ws = null, proc = null, closed = false;
+  let ws = null, proc = null, closed = false, exited = false, lastSeq = 0, tries = 0;
   cleanups.push(() => {
     closed = true;
     ws?.close();
     term.dispose();
-    if (proc) ep(id, 'POST', `/v1/processes/${proc}/signal`, { json: { signal: 'kill' } }).catch(() => {});
+    if (proc && !exited) ep(id, 'POST', `/v1/processes/${proc}/signal`, { json: { signal: 'kill' } }).catch(() => {});
   });
-  try {
-    const r = await ep(id, 'POST', '/v1/processes', { json: { cmd: ['/bin/sh', '-i'], pty: { initialSize: { rows: term.rows, cols: term.cols } } } });
-    proc = (await r.json()).uid;
-    const token = await credential(id);
+  const send = (f) => { if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(f)); };
+  // A socket ends when its credential does (5 minutes) or when the network
+  // drops it: a new credential, and attach again after the last chunk seen
+  // (resumeFrom), so nothing is shown twice.
+  const connect = async () => {
+    let token;
+    try { token = await credential(id); } catch (e) { state.textContent = `Console: ${e.message}`; return; }
     if (closed) return;
     ws = new WebSocket(`wss://${location.host}/endpoints/${encodeURIComponent(id)}/v1/processes/${encodeURIComponent(proc)}/interact`,
       ['sandboxes.v1', `sandboxes.bearer.v1.${b64.url(token)}`]);
+    box.sandpitSocket = ws; // for the browser test
+    ws.onopen = () => {
+      tries = 0;
+      send({ attach: { name: `processes/${proc}`, ...(lastSeq ? { resumeFrom: lastSeq } : {}) } });
+      send({ resize: { rows: term.rows, cols: term.cols } });
+      state.textContent = `Connected: process ${proc} (a PTY shell)`;
+      term.focus();
+    };
+    ws.onmessage = (m) => {
+      let f;
+      try { f = JSON.parse(m.data); } catch { return; }
+      if (f.chunk) {
+        const seq = Number(f.chunk.streamSequence);
+        if (seq && seq <= lastSeq) return;
+        if (seq) lastSeq = seq;
+        term.write(b64.dec(f.chunk.data));
+      } else if (f.exited) {
+        exited = true;
+        state.textContent = `The shell exited (${f.exited.exitCode ?? f.exited.reason ?? ''}).`;
+      } else if (f.code) state.textContent = `Console: ${f.message}`;
+    };
+    ws.onclose = (ev) => {
+      if (closed || exited) return;
+      if (tries++ >= 5) { state.textContent = `Disconnected (${ev.code}); reopen the tab to try again.`; return; }
+      state.textContent = `Reconnecting (${ev.code})…`;
+      setTimeout(connect, 500 * tries);
+    };
+  };
+  try {
+    const r = await ep(id, 'POST', '/v1/processes', { json: { cmd: ['/bin/sh', '-i'], pty: { initialSize: { rows: term.rows, cols: term.cols } } } });
+    proc = (await r.json()).uid;
   } catch (e) { state.textContent = `Console: ${e.message}`; return; }
-  const send = (f) => { if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(f)); };
-  ws.onopen = () => {
-    send({ attach: { name: `processes/${proc}` } });
-    state.textContent = `Connected: process ${proc} (a PTY shell)`;
-    term.focus();
-  };
-  ws.onmessage = (m) => {
-    let f;
-    try { f = JSON.parse(m.data); } catch { return; }
-    if (f.chunk) term.write(b64.dec(f.chunk.data));
-    else if (f.exited) state.textContent = `The shell exited (${f.exited.exitCode ?? f.exited.signal ?? ''}).`;
-    else if (f.code) state.textContent = `Console: ${f.message}`;
-  };
-  ws.onclose = (ev) => { if (!closed) state.textContent += ` · disconnected (${ev.code})`; };
+  if (closed) { ep(id, 'POST', `/v1/processes/${proc}/signal`, { json: { signal: 'kill' } }).catch(() => {}); return; }
+  await connect();
   const enc = new TextEncoder();
   term.onData((d) => send({ stdin: b64.enc(enc.encode(d)) }));
   term.onResize(({ rows, cols }) => send({ resize: { rows, cols } }));
