@@ -38,14 +38,28 @@ class ApiError extends Error {
   }
 }
 
+// A read that the network dropped (a changed interface: ERR_NETWORK_CHANGED)
+// is tried again; a mutation never is (it may have been done).
+async function retryGet(method, f) {
+  for (let i = 0; ; i++) {
+    try {
+      return await f();
+    } catch (e) {
+      if (method !== 'GET' || i >= 2) throw e;
+      await new Promise((res) => setTimeout(res, 300));
+    }
+  }
+}
+
 async function api(method, path, body, o = {}) {
   const headers = { ...(o.headers || {}) };
   if (method !== 'GET' && me) headers['x-sandpit-csrf'] = me.csrfToken;
   if (body !== undefined && !(body instanceof Blob)) headers['content-type'] = 'application/json';
-  const r = await fetch(path, {
+  const init = {
     method, headers, credentials: 'same-origin', cache: 'no-store',
     body: body === undefined ? undefined : body instanceof Blob ? body : JSON.stringify(body),
-  });
+  };
+  const r = await retryGet(method, () => fetch(path, init));
   if (o.raw) {
     if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null));
     return r;
@@ -71,11 +85,11 @@ async function credential(id) {
 }
 async function ep(id, method, path, o = {}) {
   const token = await credential(id);
-  const r = await fetch(`/endpoints/${encodeURIComponent(id)}${path}`, {
+  const r = await retryGet(method, () => fetch(`/endpoints/${encodeURIComponent(id)}${path}`, {
     method, cache: 'no-store', credentials: 'omit',
     headers: { authorization: `Bearer ${token}`, ...(o.json !== undefined ? { 'content-type': 'application/json' } : {}), ...(o.headers || {}) },
     body: o.json !== undefined ? JSON.stringify(o.json) : o.body,
-  });
+  }));
   if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null));
   return r;
 }
