@@ -1,8 +1,10 @@
 /*
  * The dashboard's organization pages for owners and admins, under
  * /session/ (nginx's location /session/, beside /session): the org's keys
- * (list; create, whose key is answered this once; revoke), its roles and
- * its quota (read only: an org does not raise its own quota). Only a
+ * (list; create, whose key is answered this once; revoke), its roles, its
+ * quota (read only: an org does not raise its own quota), and the Docker
+ * servers it may be placed on with their load (never their endpoints,
+ * certificates or keys). Only a
  * session cookie is taken here, under the cross-site rules of
  * handlers/session.c (Origin, Sec-Fetch-Site, X-Sandpit-CSRF), and only for
  * a role with the operator permission; everything stays in the session's
@@ -221,6 +223,65 @@ static int quota_get(struct sandbox_ctx *sb, const struct auth_ident *id, json_o
 	return 0;
 }
 
+/* Whether the comma-separated orgs list lets org in ("*" or its name). */
+static int org_listed(const char *orgs, const char *org)
+{
+	size_t n = strlen(org);
+
+	for (const char *p = orgs; *p;) {
+		size_t seg = strcspn(p, ",");
+		if ((seg == 1 && *p == '*') || (seg == n && strncmp(p, org, n) == 0))
+			return 1;
+		p += seg;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+/* The Docker servers this org may be placed on, with their load: never
+ * their endpoint, certificates or keys. */
+static int servers_list(struct sandbox_ctx *sb, const struct auth_ident *id, json_object **out,
+			struct sp_err *e)
+{
+	struct sandbox_server_row *rows = NULL;
+	json_object *arr;
+	size_t n = 0;
+
+	if (sandbox_server_list(sb->st, &rows, &n, e) < 0)
+		return -1;
+	arr = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		const struct sandbox_server *s = &rows[i].s;
+		json_object *o;
+		char at[40];
+		if (!org_listed(s->orgs, id->org))
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "id", json_object_new_string(s->id));
+		json_object_object_add(o, "name", json_object_new_string(s->name));
+		json_object_object_add(o, "pool", json_object_new_string(s->pool));
+		json_object_object_add(o, "netCheck", json_object_new_string(s->net_check));
+		if (s->net_check_at) {
+			iso8601_ms(s->net_check_at, at, sizeof(at));
+			json_object_object_add(o, "netCheckAt", json_object_new_string(at));
+		}
+		if (rows[i].has_load) {
+			json_object_object_add(o, "sandboxes",
+					       json_object_new_int64(rows[i].sandboxes));
+			json_object_object_add(o, "cpuMilli",
+					       json_object_new_int64(rows[i].cpu_milli));
+			json_object_object_add(o, "memoryMb",
+					       json_object_new_int64(rows[i].memory_mb));
+		}
+		json_object_array_add(arr, o);
+	}
+	free(rows);
+	*out = json_object_new_object();
+	json_object_object_add(*out, "servers", arr);
+	return 0;
+}
+
 void handlers_session_admin(struct sandbox_ctx *sb, struct req *r)
 {
 	struct auth_ident id;
@@ -251,6 +312,8 @@ void handlers_session_admin(struct sandbox_ctx *sb, struct req *r)
 		rc = roles_list(sb, &id, &out, &e);
 	else if (strcmp(p, "quota") == 0 && get)
 		rc = quota_get(sb, &id, &out, &e);
+	else if (strcmp(p, "servers") == 0 && get)
+		rc = servers_list(sb, &id, &out, &e);
 	else
 		sp_err_set(&e, SP_NOT_FOUND, "No dashboard page at %.100s", r->path);
 done:

@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import https from 'node:https';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { docker, repoRoot, startStack, waitFor } from './lib/stack.mjs';
@@ -223,11 +223,22 @@ test('a viewer key sees no create button, and the API refuses it anyway', { time
   }
 });
 
-test('the operator view: a warm pool and its fill, sandboxes by status, from /metrics; not for a viewer', { timeout: 90000 }, async () => {
+test('the operator view: servers, a warm pool and its fill, sandboxes by status, from /metrics; not for a viewer', { timeout: 90000 }, async (t) => {
+  // a server for this org (down: its check fails) and one for another org only
+  const keyFile = path.join(s.dir, 'dash-ssh-key');
+  await writeFile(keyFile, 'not a key\n', { mode: 0o600 });
+  for (const [id, orgs] of [['edge1', 'default'], ['elsewhere1', 'acme']]) {
+    await s.cli('servers', 'add', '--id', id, '--endpoint', 'ssh://root@127.0.0.1:1', '--ssh-key', keyFile, '--known-hosts', keyFile, '--orgs', orgs, '--pool', 'main');
+    t.after(() => s.cli('servers', 'remove', id).catch(() => {}));
+  }
   const { ctx, p } = await page();
   try {
     await signIn(p, s.key);
     await p.click('#nav-operator');
+    await p.locator('#servers tr[data-server="edge1"]').waitFor();
+    assert.match(await p.textContent('#servers tr[data-server="edge1"]'), /main/);
+    assert.equal(await p.locator('#servers tr[data-server="elsewhere1"]').count(), 0, "another org's server is not shown");
+    assert.doesNotMatch(await p.textContent('#servers'), /127\.0\.0\.1|ssh:/, 'no endpoint is shown');
     const row = p.locator('tr[data-pool="python/isolated"]');
     await row.waitFor();
     // the pool's target is 1; ready reaches it once the container is up

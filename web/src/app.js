@@ -493,7 +493,20 @@ async function renderOperator() {
   const pools = h('tbody');
   const gauges = h('tbody');
   const note = h('p.muted', { id: 'metrics-note', 'aria-live': 'polite' });
+  const servers = h('tbody');
+  const loadServers = async () => {
+    try {
+      const { json } = await api('GET', '/session/servers');
+      servers.replaceChildren(h('tr', { 'data-server': 'local' }, h('td', {}, 'local'), h('td', {}, 'this host'), h('td', {}, '—'), h('td', {}, '—'), h('td', {}, '—')),
+        ...json.servers.map((x) => h('tr', { 'data-server': x.id }, h('td', {}, x.id), h('td', {}, x.pool || '—'),
+          h('td', {}, x.netCheck || 'not checked', x.netCheckAt ? h('div.muted', {}, new Date(x.netCheckAt).toLocaleString()) : null),
+          h('td', {}, x.sandboxes ?? '—'), h('td', {}, x.cpuMilli !== undefined ? `${x.cpuMilli / 1000} CPU / ${x.memoryMb} MiB` : '—'))));
+    } catch (e) { servers.replaceChildren(h('tr', {}, h('td', { colspan: 5 }, `Servers: ${e.message}`))); }
+  };
   main.replaceChildren(
+    h('div.card', {}, h('h2', {}, 'Docker servers'), h('div.table-wrap', {}, h('table', { id: 'servers' },
+      h('thead', {}, h('tr', {}, ...['Server', 'Pool', 'Network check', 'Sandboxes', 'Reserved'].map((t) => h('th', { scope: 'col' }, t)))), servers)),
+    h('p.muted', {}, 'The servers this organization may be placed on (sandpit servers add … --orgs); their load counts every organization.')),
     h('div.card', {}, h('h2', {}, 'Warm pools'), h('div.table-wrap', {}, h('table', { id: 'pools' },
       h('thead', {}, h('tr', {}, ...['Template', 'Network', 'Ready', 'Target', 'Fill', 'Claims'].map((t) => h('th', { scope: 'col' }, t)))), pools))),
     h('div.card', {}, h('h2', {}, 'Sandboxes and store'), h('div.table-wrap', {}, h('table', { id: 'gauges' },
@@ -529,8 +542,9 @@ async function renderOperator() {
       note.textContent = `From /metrics at ${new Date().toLocaleTimeString()}`;
     } catch (e) { note.textContent = `Could not read /metrics: ${e.message}`; }
   };
-  await load();
+  await Promise.all([load(), loadServers()]);
   timers.push(setInterval(load, 5000));
+  timers.push(setInterval(loadServers, 10000));
 }
 
 // --- the organization: keys, roles, quota (owners and admins) --------------
