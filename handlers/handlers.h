@@ -194,6 +194,9 @@ int handlers_auth_ident(struct sandbox_ctx *sb, const char *hash, struct auth_id
  * session's own hash (for dropping it), 0 no session cookie, -1 with e
  * (SP_UNAUTHORIZED ended, SP_FORBIDDEN cross-site, else the store's). */
 void handlers_session(struct sandbox_ctx *sb, struct req *r);
+/* The session token in a Cookie header's __Host-sandpit (48 of [a-z0-9])
+ * into tok (cap bytes, at least 49): 1 found, 0 none or malformed. */
+int handlers_session_cookie(const char *cookie, char *tok, size_t cap);
 /* handlers/session_admin.c: /session/keys, /session/roles, /session/quota
  * (the dashboard's organization pages; operator permission) */
 void handlers_session_admin(struct sandbox_ctx *sb, struct req *r);

@@ -35,11 +35,8 @@
 #define SESSION_TOKEN_LEN 48 /* [a-z0-9]: 248 bits */
 #define SESSION_CSRF_LEN 32
 
-/* The session token from the Cookie header into tok (cap bytes): 1 found,
- * 0 none. A malformed value counts as none. */
-static int cookie_token(const struct req *r, char *tok, size_t cap)
+int handlers_session_cookie(const char *c, char *tok, size_t cap)
 {
-	const char *c = req_param(r, "HTTP_COOKIE");
 	size_t nl = strlen(SESSION_COOKIE);
 
 	while (*c) {
@@ -60,6 +57,12 @@ static int cookie_token(const struct req *r, char *tok, size_t cap)
 		c += strcspn(c, ";");
 	}
 	return 0;
+}
+
+/* The session token of r's Cookie header (handlers_session_cookie). */
+static int cookie_token(const struct req *r, char *tok, size_t cap)
+{
+	return handlers_session_cookie(req_param(r, "HTTP_COOKIE"), tok, cap);
 }
 
 /* The cross-site rules above for a request with method (and maybe an
