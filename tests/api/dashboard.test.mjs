@@ -133,6 +133,16 @@ test('sign in, create, console echo hi, upload/download, kill in place, sign out
     await p.waitForFunction(() => [...document.querySelectorAll('#term .xterm-rows > div')].some((d) => d.textContent.trim() === 'again'));
     assert.equal((await rows()).filter((t) => t === 'hi').length, 1, (await rows()).join('\n'));
 
+    // processes: a running one is listed and killed from the page (the
+    // console's shell ends when its tab is left)
+    const tok = (await s.api('POST', `/v1/sandboxes/${id}/endpoint-credentials`, { body: { permissions: ['sandboxesExec'] } })).json.token;
+    const pr = await s.api('POST', `/endpoints/${id}/v1/processes`, { key: null, headers: { authorization: `Bearer ${tok}` }, body: { cmd: ['sleep', '300'] } });
+    assert.equal(pr.status, 201, pr.text);
+    await p.click('#tab-processes');
+    const prow = p.locator(`#processes tr[data-process="${pr.json.uid}"]`);
+    await prow.locator('button[data-kill]').click();
+    await p.locator(`#processes tr[data-process="${pr.json.uid}"][data-state="exited"]`).waitFor();
+
     // files: upload, listed, downloadable with the same bytes
     await p.click('#tab-files');
     await p.waitForSelector('#files');

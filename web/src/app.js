@@ -460,14 +460,18 @@ async function processesTab(id, body) {
   const list = h('tbody');
   const msg = h('p.err', { role: 'alert' });
   body.replaceChildren(h('div.card', {}, msg, h('div.table-wrap', {}, h('table', { id: 'processes' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'Process'), h('th', {}, 'Command'), h('th', {}, 'State'), h('th', {}, ''))), list))));
+    h('thead', {}, h('tr', {}, ...['Process', 'Label', 'PID', 'State', ''].map((t) => h('th', { scope: 'col' }, t)))), list))));
   if (!can('sandboxesExec') || !can('sandboxesCredential')) { msg.textContent = `Your role (${me.role}) cannot see processes.`; return; }
   const load = async () => {
     try {
       const j = await (await ep(id, 'GET', '/v1/processes')).json();
-      list.replaceChildren(...(j.processes || []).map((p) => h('tr', {},
-        h('td', {}, p.uid), h('td', {}, (p.cmd || p.command || []).join(' ')), h('td', {}, p.status || p.state || (p.exited ? 'exited' : '')),
-        h('td', {}, h('button', { type: 'button', onclick: async () => { await ep(id, 'POST', `/v1/processes/${p.uid}/signal`, { json: { signal: 'kill' } }).catch((e) => { msg.textContent = e.message; }); load(); } }, 'Kill')))));
+      list.replaceChildren(...(j.processes || []).map((p) => h('tr', { 'data-process': p.uid, 'data-state': p.state },
+        h('td', {}, p.uid), h('td', {}, p.label), h('td', {}, p.pid ?? '—'),
+        h('td', {}, p.state === 'exited' && p.exitCode !== undefined ? `exited (${p.exitCode})` : p.state),
+        h('td', {}, p.state === 'running' ? h('button', {
+          type: 'button', 'data-kill': p.uid,
+          onclick: async () => { await ep(id, 'POST', `/v1/processes/${p.uid}/signal`, { json: { signal: 'kill' } }).catch((e) => { msg.textContent = e.message; }); load(); },
+        }, 'Kill') : null))));
     } catch (e) { msg.textContent = `Processes: ${e.message}`; }
   };
   await load();
