@@ -155,6 +155,15 @@ test('sign in, create, console echo hi, upload/download, kill in place, sign out
     await fileRow.locator('a').click();
     await p.waitForFunction(() => document.querySelector('#file-text')?.textContent === 'hello from the browser\n');
 
+    // set the timeout; stop and start (/v1, with the record's ETag)
+    await p.fill('#timeout-s', '120');
+    await p.click('#set-timeout');
+    await p.waitForFunction(() => [...document.querySelectorAll('#record dd')].some((d) => d.textContent === '120 s'));
+    await p.click('#stop');
+    await p.waitForFunction(() => document.querySelector('#status')?.dataset.status === 'stopped', null, { timeout: 60000 });
+    await p.click('#start');
+    await p.waitForFunction(() => document.querySelector('#status')?.dataset.status === 'running', null, { timeout: 60000 });
+
     // kill with a confirmation; the status changes without a reload
     await p.evaluate(() => { window.__noReload = true; });
     p.once('dialog', (d) => d.accept());

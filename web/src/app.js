@@ -282,7 +282,12 @@ async function renderSandbox(id) {
     const r = await api('GET', `/v1/sandboxes/${encodeURIComponent(id)}`);
     await api('POST', `/v1/sandboxes/${encodeURIComponent(id)}/${verb}`, {}, { headers: { 'if-match': r.headers.get('etag') } });
   };
+  let painted = null;
+  // repainted only when the status or the timeout changes, so a value being
+  // typed is not replaced by the 2-second refresh
   const paintActions = () => {
+    if (painted === `${s.status}/${s.timeoutMs}`) return;
+    painted = `${s.status}/${s.timeoutMs}`;
     const running = s.status === 'running', stopped = s.status === 'stopped';
     const kids = [];
     if (can('sandbox:create') && running) {
