@@ -36,7 +36,13 @@ UNIT_BIN    = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 .PHONY: all deps test unit api up down clean lint images test-images bench bench-ssh bench-ws fuzz fuzz-run install asan
 
-all: $(B)/sandpitd $(B)/sandpit $(B)/sandpit-stream
+all: $(B)/sandpitd $(B)/sandpit $(B)/sandpit-stream $(B)/web/.built
+
+# The dashboard's static files (web/build.sh: web/src plus xterm.js from
+# npm, no CDN), which nginx serves at / ; prints the bundle's size.
+$(B)/web/.built: $(wildcard web/src/*) web/build.sh web/package.json web/package-lock.json
+	@sh web/build.sh $(abspath $(B))/web
+	@touch $@
 
 deps:
 	bash deploy/install-deps.sh

@@ -49,6 +49,7 @@ TEST_PKGS=(
 	# Recommends of clang-14), llvm-symbolizer for readable crash traces
 	clang libclang-rt-14-dev llvm-14
 	cppcheck clang-format shellcheck # make lint, which make test runs
+	chromium # the dashboard's browser test (tests/api/dashboard.test.mjs, playwright-core)
 )
 
 say() { echo "install-deps: $*" >&2; }

@@ -12,6 +12,7 @@
 #
 # Environment:
 #   SANDPIT_BIN          folder with sandpitd, sandpit-stream and sandpit (default REPO/build)
+#   SANDPIT_WEB          the dashboard's built files nginx serves at / (default BIN/web)
 #   REDIS_URL            use this Redis instead of starting one in DIR
 #                        (none is started either when SANDPIT_EXTRA_CONF sets
 #                        redis_sentinels: the workers find the master there)
@@ -445,7 +446,7 @@ cmd_start() {
 			-e "s|@CONNS@|$conns|g" -e "s|@REQ_TIMEOUT@|$req_timeout|g" \
 			-e "s|@HEADER_TIMEOUT@|$header_timeout|g" -e "s|@LOAD_MODULES@|$load_modules|g" \
 			-e "s|@METRICS_ALLOW@|$metrics_allow|g" -e "s|@AUTH_CACHE@|$auth_cache|g" \
-			-e "s|@USER@|$user_line|g" -e "s|^\([[:space:]]*\)@APP_SERVERS@|\1${app_servers#\\n\\t\\t}|" \
+			-e "s|@WEB@|${SANDPIT_WEB:-$BIN/web}|g" -e "s|@USER@|$user_line|g" -e "s|^\([[:space:]]*\)@APP_SERVERS@|\1${app_servers#\\n\\t\\t}|" \
 			"$1" >"$2"
 	}
 	local f tries=0

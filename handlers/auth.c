@@ -1,6 +1,7 @@
 /*
  * /_auth: nginx's auth_request subrequest for every API and WebSocket call.
- * Maps the API key (x-api-key or "Authorization: Bearer") to its
+ * Maps the API key (x-api-key or "Authorization: Bearer"; without one,
+ * the dashboard's session cookie: handlers/session.c) to its
  * organization, role and permissions (at a sandbox endpoint, /endpoints/:
  * the endpoint credential to its organization and permissions instead,
  * never a key), and checks the permission of the route being called: 200
@@ -415,14 +416,28 @@ int handlers_auth_key(struct sandbox_ctx *sb, const char *hash, char *org, size_
 	return 0;
 }
 
+int handlers_auth_ident(struct sandbox_ctx *sb, const char *hash, struct auth_ident *out,
+			struct sp_err *e)
+{
+	struct auth_entry id;
+
+	if (lookup(sb, hash, &id, e) < 0)
+		return -1;
+	memcpy(out->org, id.org, sizeof(out->org));
+	memcpy(out->role, id.role, sizeof(out->role));
+	memcpy(out->key_id, id.key_id, sizeof(out->key_id));
+	memcpy(out->perms, id.perms, sizeof(out->perms));
+	return 0;
+}
+
 void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 {
-	char hash[65], hdr[PERMS_LIST_MAX + 512], who[64];
+	char hash[65], sess_hash[65], hdr[PERMS_LIST_MAX + 512], who[64];
 	const char *key, *uri = req_param(r, "SANDPIT_AUTH_URI");
 	struct auth_entry id;
 	struct sp_err e;
 	size_t len;
-	int ep, n;
+	int ep, n, sess = 0;
 
 	sp_err_clear(&e);
 	/* a preview URL's request (/_auth_preview_path, _host): the port's
@@ -445,18 +460,39 @@ void handlers_auth(struct sandbox_ctx *sb, struct req *r)
 		return;
 	}
 	key = api_key(r, &len);
+	/* no key: the dashboard's session cookie stands for the key it was
+	 * made with, under its cross-site rules (handlers/session.c) */
 	if (len == 0) {
-		answer(r, 401,
-		       "X-Sandpit-Error: Missing API key: send it in the x-api-key header\r\n");
-		return;
-	}
-	if (len > 256) {
+		sess = handlers_session_auth(sb, r, req_param(r, "SANDPIT_AUTH_METHOD"), hash,
+					     sess_hash, &e);
+		if (sess < 0) {
+			snprintf(hdr, sizeof(hdr), "X-Sandpit-Error: %s\r\n", e.msg);
+			answer(r,
+			       e.code == SP_UNAUTHORIZED ? 401
+			       : e.code == SP_FORBIDDEN	 ? 403
+							 : 503,
+			       e.code == SP_UNAUTHORIZED || e.code == SP_FORBIDDEN ? hdr : "");
+			return;
+		}
+		if (sess == 0) {
+			answer(r, 401,
+			       "X-Sandpit-Error: Missing API key: send it in the x-api-key "
+			       "header\r\n");
+			return;
+		}
+	} else if (len > 256) {
 		answer(r, 401, "X-Sandpit-Error: Invalid API key\r\n");
 		return;
+	} else {
+		crypto_key_hash(sb->cfg->data_key, key, len, hash);
 	}
-	crypto_key_hash(sb->cfg->data_key, key, len, hash);
 	if (lookup(sb, hash, &id, &e) < 0) {
-		if (e.code == SP_UNAUTHORIZED)
+		if (e.code == SP_UNAUTHORIZED && sess) {
+			/* the key was revoked: its session ends with it */
+			if (store_session_del(sb->st, sess_hash, &e) < 0)
+				log_warn("auth: session of a revoked key not dropped: %s", e.msg);
+			answer(r, 401, "X-Sandpit-Error: The key of this session was revoked\r\n");
+		} else if (e.code == SP_UNAUTHORIZED)
 			answer(r, 401, "X-Sandpit-Error: Invalid API key\r\n");
 		else
 			answer(r, 503, "");

@@ -427,6 +427,11 @@ void handlers_serve(struct sandbox_ctx *sb, struct req *r)
 		handlers_auth(sb, r);
 		goto done;
 	}
+	if (strcmp(req_param(r, "SANDPIT_SESSION"), "1") == 0) {
+		op = "session";
+		handlers_session(sb, r);
+		goto done;
+	}
 	rt = route_find(handler_routes, r->method, r->path, &method_ok);
 	if (!rt) {
 		sp_err_set(&e, SP_NOT_FOUND, "No procedure at %.200s", r->path);

@@ -56,6 +56,7 @@ json_object *dk_sandbox_json(const struct sandbox *sb)
 	json_object_object_add(o, "lastActivityAt", time_or_null(sb->last_activity_at));
 	json_object_object_add(o, "killedAt", time_or_null(sb->killed_at));
 	json_object_object_add(o, "errorMessage", str_or_null(sb->error_message));
+	json_object_object_add(o, "createdByKey", str_or_null(sb->created_by));
 	return o;
 }
 

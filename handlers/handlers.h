@@ -7,8 +7,10 @@
 #ifndef SANDPIT_HANDLERS_H
 #define SANDPIT_HANDLERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "../common/perms.h"
 #include "../fcgi/face.h"
 #include "../fcgi/request.h"
 #include "../fcgi/route.h"
@@ -227,6 +229,27 @@ void v1_ports_auth(struct sandbox_ctx *sb, struct req *r);
  * byte <= ' ' nor DEL. 0, or -1 when the request names no preview. */
 int v1_ports_preview_split(const char *domain, int host_mode, const char *uri, const char *host,
 			   char *label, size_t cap, char *rest, size_t rcap);
+/* An API key's identity by its keyed hash (auth.c's cache, then Redis):
+ * SP_UNAUTHORIZED when unknown. */
+struct auth_ident {
+	char org[65], role[40], key_id[40];
+	char perms[PERMS_LIST_MAX];
+};
+int handlers_auth_ident(struct sandbox_ctx *sb, const char *hash, struct auth_ident *out,
+			struct sp_err *e);
+/* handlers/session.c: the dashboard's /session (sign in, who, sign out),
+ * and /_auth's cookie check: 1 with the session's key hash and the
+ * session's own hash (for dropping it), 0 no session cookie, -1 with e
+ * (SP_UNAUTHORIZED ended, SP_FORBIDDEN cross-site, else the store's). */
+void handlers_session(struct sandbox_ctx *sb, struct req *r);
+/* The session token in a Cookie header's __Host-sandpit (48 of [a-z0-9])
+ * into tok (cap bytes, at least 49): 1 found, 0 none or malformed. */
+int handlers_session_cookie(const char *cookie, char *tok, size_t cap);
+/* handlers/session_admin.c: /session/keys, /session/roles, /session/quota
+ * (the dashboard's organization pages; operator permission) */
+void handlers_session_admin(struct sandbox_ctx *sb, struct req *r);
+int handlers_session_auth(struct sandbox_ctx *sb, struct req *r, const char *method,
+			  char key_hash[65], char sess_hash[65], struct sp_err *e);
 /* An API key's organization and permissions by its keyed hash (auth.c's
  * cache, then Redis): SP_UNAUTHORIZED when unknown. */
 int handlers_auth_key(struct sandbox_ctx *sb, const char *hash, char *org, size_t org_cap,

@@ -60,7 +60,9 @@ static const struct component {
 	  "\"description\":\"Hard end of life\"},"
 	  "\"lastActivityAt\":{\"type\":[\"string\",\"null\"],\"format\":\"date-time\"},"
 	  "\"killedAt\":{\"type\":[\"string\",\"null\"],\"format\":\"date-time\"},"
-	  "\"errorMessage\":{\"type\":[\"string\",\"null\"]}}}" },
+	  "\"errorMessage\":{\"type\":[\"string\",\"null\"]},"
+	  "\"createdByKey\":{\"type\":[\"string\",\"null\"],\"description\":\"The id of the "
+	  "API key that created it (sandpit extension); null if unknown\"}}}" },
 	{ "SandboxList", "{\"type\":\"array\",\"description\":\"The organization's sandboxes\","
 			 "\"items\":{\"$ref\":\"#/components/schemas/Sandbox\"}}" },
 	{ "Templates",

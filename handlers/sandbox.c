@@ -32,6 +32,7 @@ int h_sandbox_create(struct handler_ctx *h, json_object *in, json_object **out, 
 	rq.env_vars = hin_str(in, "envVars", &rq.env_vars_len);
 	rq.workdir = hin_str(in, "workdir", NULL);
 	rq.runtime = hin_str(in, "runtime", NULL);
+	rq.created_by = h->r->key_id;
 	rq.timing = &tm;
 	if (sandbox_create(h->sb, h->r->org, &rq, &sb, e) < 0)
 		return -1;

@@ -780,6 +780,7 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 	} else if (dn && *dn) {
 		rq.name = dn;
 	}
+	rq.created_by = h->r->key_id;
 	if (json_object_object_get_ex(in, "resources", &res) && res) {
 		rq.cpu = hin_dbl(res, "cpus", -1);
 		rq.memory_mb = hin_i64(res, "memoryMib", -1);

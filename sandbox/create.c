@@ -300,6 +300,8 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 		str_copy(sb->name, sizeof(sb->name), rq->name);
 	else
 		default_name(now, sb->name, sizeof(sb->name));
+	if (rq->created_by)
+		str_copy(sb->created_by, sizeof(sb->created_by), rq->created_by);
 	sb->status = SB_CREATING;
 	sb->cpu = rq->cpu > 0 ? rq->cpu : SB_DEFAULT_CPU;
 	sb->memory_mb = rq->memory_mb > 0 ? rq->memory_mb : SB_DEFAULT_MEMORY_MB;

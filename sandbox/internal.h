@@ -24,7 +24,7 @@
 
 /* The record's fields (record.c, sandbox_to_kv, which stops the process
  * rather than write past a table of this size). */
-#define SB_RECORD_FIELDS 32
+#define SB_RECORD_FIELDS 33
 /* The home and default workdir of a template sandbox. */
 #define TEMPLATE_HOME "/home/user"
 /* A status catch-up or a template-info inspect is optional: a server

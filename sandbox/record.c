@@ -77,6 +77,7 @@ int sandbox_from_rec(const struct store_rec *r, struct sandbox *sb)
 		      strcmp(store_rec_get(r, "stopMode"), "discard") == 0;
 	sb->disk_mb = rec_i64(r, "diskMb");
 	rec_str(r, "runtime", sb->runtime, sizeof(sb->runtime));
+	rec_str(r, "createdBy", sb->created_by, sizeof(sb->created_by));
 	sb->created_at = rec_i64(r, "createdAt");
 	sb->expires_at = rec_i64(r, "expiresAt");
 	sb->deadline_at = rec_i64(r, "deadlineAt");
@@ -129,6 +130,7 @@ int sandbox_to_kv(const struct sandbox *sb, char nums[][32], const char **kv)
 	KV("stopMode", sb->discard ? "discard" : "preserve");
 	NUM("diskMb", "%lld", (long long)sb->disk_mb);
 	KV("runtime", sb->runtime);
+	KV("createdBy", sb->created_by);
 	NUM("createdAt", "%lld", (long long)sb->created_at);
 	NUM("expiresAt", "%lld", (long long)sb->expires_at);
 	NUM("deadlineAt", "%lld", (long long)sb->deadline_at);

@@ -132,6 +132,8 @@ struct sandbox {
 	/* managed volumes (/v1, volume.c): [{"volume":id,"target":path}] as
 	 * admitted, "" = none (record volumes) */
 	char volumes[SB_VOLUMES_TEXT_MAX + 1];
+	/* the id of the key that created it (record createdBy), "" if unknown */
+	char created_by[40];
 };
 
 /* Where a create spent its time, in microseconds (for Server-Timing). */
@@ -169,6 +171,7 @@ struct sandbox_create_req {
 	size_t env_vars_len;
 	const char *workdir;
 	const char *runtime;	       /* "runc" | "gvisor"; NULL: the configured default */
+	const char *created_by;	       /* the caller's key id (a label for people), NULL: none */
 	int64_t disk_mb;	       /* <= 0: the configured default */
 	struct sandbox_timing *timing; /* filled when not NULL */
 	int timeout_stop;	       /* onTimeout stop: paused at expiry (made cold) */

@@ -116,6 +116,15 @@ int store_sandbox_get_many(struct store *st, const char *org, char *const *ids, 
 int store_rate_take(struct store *st, const char *key_id, int n, int per_min, int burst,
 		    int64_t *retry_ms, struct sp_err *e);
 
+/* Dashboard sessions by the keyed hash of their token (store/session.c):
+ * put keeps the key hash and CSRF token for ttl_s; get answers 1 found
+ * (and its remaining TTL in *ttl_s when not NULL), 0 none, -1 Redis failed. */
+int store_session_put(struct store *st, const char *hash, const char *key_hash, const char *csrf,
+		      int64_t ttl_s, struct sp_err *e);
+int store_session_get(struct store *st, const char *hash, char *key_hash, size_t kcap, char *csrf,
+		      size_t ccap, int64_t *ttl_s, struct sp_err *e);
+int store_session_del(struct store *st, const char *hash, struct sp_err *e);
+
 /* API keys, by keyed hash. get: SP_UNAUTHORIZED when unknown. list: the
  * org's keys (keyId, role, createdAt; never the hash), up to max. */
 int store_key_put(struct store *st, const char *hash, const char *org, const char *role,
