@@ -18,10 +18,10 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { repoRoot, startStack } from './lib/stack.mjs';
-import { ajv, seedValidator as validatorFor } from './lib/v1seed.mjs';
+import { ajv, seedValidator as validatorFor, v1Call, v1Checked } from './lib/v1seed.mjs';
 
 
-let s, checked = 0;
+let s;
 const CRED = '/v1/sandboxes/{sandbox}/endpoint-credentials';
 const ONE = '/v1/sandboxes/{sandbox}';
 const tokens = [];
@@ -31,20 +31,7 @@ const tokens = [];
 // Error schema an endpoint answer must meet). o.endpoint: the sandbox uid
 // whose endpoint the data-plane path is under.
 async function call(method, tmpl, params = {}, o = {}) {
-  let p = tmpl;
-  for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
-  if (o.endpoint) p = `/endpoints/${o.endpoint}${p}`;
-  const r = await s.api(method, p, o);
-  const v = validatorFor(method, tmpl, r.status);
-  if (v) {
-    assert.ok(r.json !== undefined, `${method} ${p} ${r.status}: not JSON: ${r.text}`);
-    assert.ok(v(r.json), `${method} ${p} ${r.status} breaks the seed's schema: ${ajv.errorsText(v.errors)}\n${r.text}`);
-    checked++;
-  }
-  if (r.status >= 400) {
-    assert.equal(typeof r.json?.code, 'string', r.text);
-    assert.ok(!('issues' in r.json), `the Dokploy shape under /v1: ${r.text}`);
-  }
+  const r = await v1Call(s, method, tmpl, params, o);
   if (r.json?.token) tokens.push(r.json.token);
   return r;
 }
@@ -78,7 +65,7 @@ before(async () => {
 after(async () => {
   for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
   await s?.stop();
-  assert.ok(checked > 0);
+  assert.ok(v1Checked() > 0);
 });
 
 test('createEndpointCredential: 200 EndpointCredential, no-store, default ttl 300s, audience = the endpoint URI', async () => {

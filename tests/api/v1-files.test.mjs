@@ -14,28 +14,15 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { docker, repoRoot, startStack, waitFor } from './lib/stack.mjs';
-import { ajv, seedValidator as validatorFor } from './lib/v1seed.mjs';
+import { v1Call, v1Checked } from './lib/v1seed.mjs';
 
 const run = promisify(execFile);
 
-let s, checked = 0;
+let s;
 const made = [];
 const tokens = new Map();
 
-async function call(method, tmpl, params = {}, o = {}) {
-  let p = tmpl;
-  for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
-  if (o.endpoint) p = `/endpoints/${o.endpoint}${p}`;
-  const r = await s.api(method, p, { timeoutMs: 120000, ...o });
-  const v = validatorFor(method, tmpl, r.status);
-  if (v) {
-    assert.ok(r.json !== undefined, `${method} ${p} ${r.status}: not JSON: ${r.text}`);
-    assert.ok(v(r.json), `${method} ${p} ${r.status} breaks the seed's schema: ${ajv.errorsText(v.errors)}\n${r.text}`);
-    checked++;
-  }
-  if (r.status >= 400) assert.equal(typeof r.json?.code, 'string', r.text);
-  return r;
-}
+const call = (method, tmpl, params, o) => v1Call(s, method, tmpl, params, o);
 
 async function token(id, perms = ['sandboxesExec', 'sandboxesFilesRead', 'sandboxesFilesWrite']) {
   const k = `${id} ${perms}`;
@@ -89,7 +76,7 @@ after(async () => {
   for (const id of made) await s?.api('DELETE', `/v1/sandboxes/${id}`, { headers: { 'if-match': null } }).catch(() => {});
   for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
   await s?.stop();
-  assert.ok(checked > 0);
+  assert.ok(v1Checked() > 0);
 });
 
 test('writeFile/readFile: raw bytes both ways, exact Content-Length, mode without umask, FileInfo after', async () => {

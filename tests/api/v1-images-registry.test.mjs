@@ -15,7 +15,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { ajv, seedValidator } from './lib/v1seed.mjs';
+import { ajv, seedValidator, v1Call, v1Checked } from './lib/v1seed.mjs';
 import { startStack, waitFor } from './lib/stack.mjs';
 import { htpasswdLine, startRegistry } from './lib/registry.mjs';
 import { dockerProxy } from './lib/dockerproxy.mjs';
@@ -27,21 +27,7 @@ import path from 'node:path';
 let s, reg, checked = 0;
 const made = [], snaps = [], localRefs = [];
 
-async function v1(method, tmpl, params = {}, o = {}) {
-  let p = tmpl;
-  for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
-  const r = await s.api(method, p, { timeoutMs: 120000, ...o });
-  const v = seedValidator(method, tmpl, r.status);
-  if (v) {
-    assert.ok(r.json !== undefined, `${method} ${p} ${r.status}: not JSON: ${r.text}`);
-    assert.ok(v(r.json), `${method} ${p} ${r.status} breaks the seed's schema: ${ajv.errorsText(v.errors)}\n${r.text}`);
-    checked++;
-  } else if (r.status !== 304) {
-    assert.equal(r.text, '', `${method} ${p} ${r.status} must have no body`);
-  }
-  if (r.status >= 400) assert.equal(typeof r.json?.code, 'string', r.text);
-  return r;
-}
+const v1 = (method, tmpl, params, o) => v1Call(s, method, tmpl, params, o);
 const IMAGES = '/v1/images';
 const IMAGE = '/v1/images/{image}';
 const PULL = '/v1/images/{image}/pull-spec';
@@ -63,7 +49,7 @@ after(async () => {
   for (const ref of localRefs) try { execFileSync('docker', ['rmi', ref], { stdio: 'ignore' }); } catch { /* gone */ }
   await s?.stop();
   await reg?.stop();
-  assert.ok(checked > 0);
+  assert.ok(checked + v1Checked() > 0);
 });
 
 // "127.0.0.1:P/sandpit/<org key>/<id>" -> "sandpit/<org key>/<id>"

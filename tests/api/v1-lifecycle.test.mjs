@@ -20,25 +20,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { repoRoot, startStack, waitFor } from './lib/stack.mjs';
-import { ajv, seedValidator as validatorFor } from './lib/v1seed.mjs';
+import { v1Call, v1Checked } from './lib/v1seed.mjs';
 
 
-let s, checked = 0;
-async function v1(method, tmpl, params = {}, o = {}) {
-  let p = tmpl;
-  for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
-  const r = await s.api(method, p, o);
-  const v = validatorFor(method, tmpl, r.status);
-  if (v) {
-    assert.ok(r.json !== undefined, `${method} ${p} ${r.status}: not JSON: ${r.text}`);
-    assert.ok(v(r.json), `${method} ${p} ${r.status} breaks the seed's schema: ${ajv.errorsText(v.errors)}\n${r.text}`);
-    checked++;
-  } else {
-    assert.equal(r.text, '', `${method} ${p} ${r.status} must have no body`);
-  }
-  if (r.status >= 400) assert.equal(typeof r.json?.code, 'string', r.text);
-  return r;
-}
+let s;
+const v1 = (method, tmpl, params, o) => v1Call(s, method, tmpl, params, o);
 const SBX = '/v1/sandboxes';
 const ONE = '/v1/sandboxes/{sandbox}';
 const STOP = '/v1/sandboxes/{sandbox}/stop';
@@ -91,7 +77,7 @@ after(async () => {
   }
   for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
   await s?.stop();
-  assert.ok(checked > 0);
+  assert.ok(v1Checked() > 0);
 });
 
 test('stop pauses the container, every path refuses the stopped sandbox, start resumes it with its processes', { timeout: 180000 }, async () => {

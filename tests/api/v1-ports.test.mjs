@@ -10,10 +10,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, waitFor } from './lib/stack.mjs';
-import { ajv, seedValidator } from './lib/v1seed.mjs';
+import { v1Call, v1Checked } from './lib/v1seed.mjs';
 import { echoServerPy, fetchPreview, nextMessage, openPreviewSocket } from './lib/preview.mjs';
 
-let s, checked = 0;
+let s;
 const made = [];
 // Under SANDPIT_TEST_RUNTIME=gvisor every /v1 sandbox is an isolated gVisor
 // one, which has no network at all: only the refusal is tested then.
@@ -22,22 +22,7 @@ const rtest = (name, fn) => test(name, {
   skip: GV && 'an isolated gVisor sandbox has no network (runsc --network=none): the last test checks the refusal',
 }, fn);
 
-async function call(method, tmpl, params = {}, o = {}) {
-  let p = tmpl;
-  for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
-  if (o.endpoint) p = `/endpoints/${o.endpoint}${p}`;
-  const r = await (o.stack || s).api(method, p, { timeoutMs: 120000, ...o });
-  if (r.status !== 304) {
-    const v = seedValidator(method, tmpl, r.status);
-    if (v) {
-      assert.ok(r.json !== undefined, `${method} ${p} ${r.status}: not JSON: ${r.text}`);
-      assert.ok(v(r.json), `${method} ${p} ${r.status} breaks the seed's schema: ${ajv.errorsText(v.errors)}\n${r.text}`);
-      checked++;
-    }
-  }
-  if (r.status >= 400) assert.equal(typeof r.json?.code, 'string', r.text);
-  return r;
-}
+const call = (method, tmpl, params, o = {}) => v1Call(o.stack || s, method, tmpl, params, o);
 
 const PORTS = '/v1/sandboxes/{sandbox}/ports';
 const PORT = '/v1/sandboxes/{sandbox}/ports/{port}';
@@ -111,7 +96,7 @@ after(async () => {
   for (const { id, stack, key } of made)
     await stack.api('POST', '/api/sandbox.remove', { body: { sandboxId: id }, key }).catch(() => {});
   await s?.stop();
-  assert.ok(GV || checked > 0);
+  assert.ok(GV || v1Checked() > 0);
 });
 
 rtest('createPort → 201 Port with an unguessable path-based url; getPort, listPorts, core.ports agree', async (t) => {

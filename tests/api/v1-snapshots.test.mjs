@@ -15,28 +15,14 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { ajv, seedValidator } from './lib/v1seed.mjs';
+import { v1Call, v1Checked } from './lib/v1seed.mjs';
 import { startStack, waitFor } from './lib/stack.mjs';
 
-let s, checked = 0;
+let s;
 const made = [];   // sandboxes
 const snaps = [];  // snapshot ids (their images are sandpit-snapshot:<id>)
 
-async function v1(method, tmpl, params = {}, o = {}) {
-  let p = tmpl;
-  for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
-  const r = await s.api(method, p, { timeoutMs: 120000, ...o });
-  const v = seedValidator(method, tmpl, r.status);
-  if (v) {
-    assert.ok(r.json !== undefined, `${method} ${p} ${r.status}: not JSON: ${r.text}`);
-    assert.ok(v(r.json), `${method} ${p} ${r.status} breaks the seed's schema: ${ajv.errorsText(v.errors)}\n${r.text}`);
-    checked++;
-  } else if (r.status !== 304) {
-    assert.equal(r.text, '', `${method} ${p} ${r.status} must have no body`);
-  }
-  if (r.status >= 400) assert.equal(typeof r.json?.code, 'string', r.text);
-  return r;
-}
+const v1 = (method, tmpl, params, o) => v1Call(s, method, tmpl, params, o);
 const SNAP_CREATE = '/v1/sandboxes/{sandbox}/snapshots';
 const SNAPS = '/v1/snapshots';
 const SNAP = '/v1/snapshots/{snapshot}';
@@ -109,7 +95,7 @@ after(async () => {
     try { execFileSync('docker', ['rmi', '-f', `sandpit-snapshot:${id}`], { stdio: 'ignore' }); } catch { /* gone */ }
   }
   await s?.stop();
-  assert.ok(checked > 0);
+  assert.ok(v1Checked() > 0);
 });
 
 test('snapshot -> two restores side by side: both see what was written before, neither the other\'s later writes', { timeout: 300000 }, async () => {

@@ -21,18 +21,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { startStack, waitFor } from './lib/stack.mjs';
-import { ajv, seedValidator } from './lib/v1seed.mjs';
+import { v1Call } from './lib/v1seed.mjs';
 
 let s, quiet;
 const made = []; // [stack, id]
-async function v1(st, method, tmpl, params = {}, o = {}) {
-  let p = tmpl;
-  for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
-  const r = await st.api(method, p, o);
-  const v = seedValidator(method, tmpl, r.status);
-  if (v) assert.ok(v(r.json), `${method} ${p} ${r.status} breaks the seed's schema: ${ajv.errorsText(v.errors)}\n${r.text}`);
-  return r;
-}
+const v1 = (st, method, tmpl, params, o) => v1Call(st, method, tmpl, params, o);
 const SBX = '/v1/sandboxes';
 const ONE = '/v1/sandboxes/{sandbox}';
 const STOP = '/v1/sandboxes/{sandbox}/stop';
