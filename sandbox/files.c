@@ -360,6 +360,53 @@ static int parse_entry(struct sandbox_file_entry *o, char *rec, int full)
 	return 0;
 }
 
+/* Where the image's find cannot give metadata (busybox), the helper's ls
+ * does: each entry's size, mode and modification time, by name. Nothing
+ * changes when the helper cannot answer (the seed's name-only listing). */
+static void helper_stats(struct sandbox_ctx *ctx, const struct sandbox *sb, const char *path,
+			 struct sandbox_file_list *l)
+{
+	char max[24];
+	const char *argv[] = { "ls", path, "0", max, NULL };
+	json_object *rep = NULL, *ents;
+	struct sp_err e;
+
+	snprintf(max, sizeof(max), "%zu", l->n);
+	if (!l->n ||
+	    sandbox_files_json(ctx, sb->org, sb->id, argv, NULL, 0, SB_LIST_MAX * 2u, &rep, &e) < 0)
+		return;
+	if (json_object_object_get_ex(rep, "entries", &ents) &&
+	    json_object_is_type(ents, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(ents); i++) {
+			json_object *hi = json_object_array_get_idx(ents, i), *v;
+			const char *hp, *name;
+			int64_t size, mode, mtime;
+			if (!json_object_object_get_ex(hi, "path", &v) ||
+			    !(hp = json_object_get_string(v)) ||
+			    !json_object_object_get_ex(hi, "mtime", &v))
+				continue;
+			mtime = json_object_get_int64(v);
+			size = json_object_object_get_ex(hi, "size", &v) ? json_object_get_int64(v)
+									 : -1;
+			mode = json_object_object_get_ex(hi, "mode", &v) ? json_object_get_int64(v)
+									 : -1;
+			name = strrchr(hp, '/') ? strrchr(hp, '/') + 1 : hp;
+			if (size < 0 || mode < 0 || mode > 0777 || mtime < 0)
+				continue;
+			for (size_t k = 0; k < l->n; k++)
+				if (!l->entries[k].has_stat &&
+				    strcmp(l->entries[k].name, name) == 0) {
+					l->entries[k].has_stat = 1;
+					l->entries[k].size = size;
+					snprintf(l->entries[k].mode, sizeof(l->entries[k].mode),
+						 "%o", (unsigned)mode);
+					l->entries[k].modified_at = mtime;
+					break;
+				}
+		}
+	json_object_put(rep);
+}
+
 void sandbox_file_list_free(struct sandbox_file_list *l)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -419,6 +466,8 @@ int sandbox_list_files(struct sandbox_ctx *ctx, const char *org, const char *id,
 			out->n++;
 		i += n + 1;
 	}
+	if (!full)
+		helper_stats(ctx, &sb, path, out);
 	qsort(out->entries, out->n, sizeof(*out->entries), entry_cmp);
 	str_copy(out->path, sizeof(out->path), path);
 	rc = 0;

@@ -173,7 +173,10 @@ static void info_print(const char *path, const struct stat *ls)
 	printf(",\"size\":%lld,\"mode\":%u,\"type\":\"%s\",\"linkTarget\":", (long long)st.st_size,
 	       (unsigned)(st.st_mode & 0777), type);
 	jstr(target);
-	putchar('}');
+	/* the entry's own change time of its data, in ms (the Dokploy face's
+	 * modifiedAt; the /v1 FileInfo has none) */
+	printf(",\"mtime\":%lld}",
+	       (long long)ls->st_mtim.tv_sec * 1000 + ls->st_mtim.tv_nsec / 1000000);
 }
 
 static int parse_num(const char *s, unsigned long long *v)
