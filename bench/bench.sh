@@ -16,6 +16,8 @@
 #                          direct request to the sandbox's address (busybox httpd)
 #   bench/bench transfer   /v1 raw writeFile/readFile 10 MiB, upload/download
 #                          200 MiB (MB/s), beside the archive API
+#   bench/interact.mjs     createProcess → first chunk on interact beside a raw
+#                          docker exec create + hijacked start → first byte
 # Prints the table and writes it to bench/results/latest.md with the core
 # count, the date and the versions. Sample counts: BENCH_* (bench/bench.c),
 # BENCH_SANDBOXES (200), BENCH_WRK_S (8 s per round, 2 rounds per side).
@@ -89,6 +91,8 @@ say "/v1 snapshots: capture of 100 MiB beside docker commit, restore beside a co
 "$BIN/bench/bench" snapshots >>"$out"
 say "/v1 raw files and streamed transfers beside the archive API (interleaved)"
 "$BIN/bench/bench" transfer >>"$out"
+say "/v1 createProcess → first chunk on interact beside a raw docker exec attach (interleaved)"
+node bench/interact.mjs >>"$out"
 
 # --- warm pool ----------------------------------------------------------------
 if [ -n "$warm" ]; then
