@@ -62,7 +62,7 @@ for src in fcgi/pm.c tests/pm/hello.c common/log.c common/util.c common/config.c
 	$CC $WARN -Werror $FLAGS -c "$ROOT/$src" -o "$T/obj/$(basename "$src" .c).o" || build_failed=1
 done
 # shellcheck disable=SC2086 # LDFLAGS is a list of flags
-$CC $LDFLAGS -o "$T/hello" "$T"/obj/*.o -lfcgi -lsodium || build_failed=1
+$CC $LDFLAGS -o "$T/hello" "$T"/obj/*.o -lfcgi -lsodium -ljson-c || build_failed=1
 check "build hello${SANITIZE:+ (-fsanitize=$SANITIZE)}" $build_failed
 if [ $build_failed != 0 ]; then
 	echo "0 passed, 1 failed"
