@@ -88,6 +88,7 @@ void config_defaults(struct config *cfg)
 	cfg->disk_reserve_mb = 2048;
 	cfg->disk_reserve_inodes = 100000;
 	cfg->disk_readonly_rootfs = 1;
+	cfg->fast_path = 1;
 	str_copy(cfg->stream_listen, sizeof(cfg->stream_listen), "/run/sandpit/stream.sock");
 	cfg->stream_workers = 1;
 	cfg->stream_stuck_timeout_s = 30;
@@ -151,6 +152,7 @@ static const struct key {
 	{ S(preview_domain) },
 	{ "preview_require_key", K_BOOL, offsetof(struct config, preview_require_key), sizeof(int),
 	  0, 1 },
+	{ "fast_path", K_BOOL, offsetof(struct config, fast_path), sizeof(int), 0, 1 },
 	{ S(data_key_file) },
 	{ S(naming) },
 	{ S(network_prefix) },

@@ -75,7 +75,8 @@ struct config {
 		[256]; /* https://host[:port][/prefix] of the sandbox endpoints; "" = the request's */
 	char preview_domain
 		[200]; /* host-based preview URLs: <port>-<uid>.<this>[:port]; "" = path-based */
-	int preview_require_key;  /* a preview request needs an API key of the port's org */
+	int preview_require_key; /* a preview request needs an API key of the port's org */
+	int fast_path; /* commands through the helper over the bridge, not docker exec; default 1 */
 	char data_key_file[4096]; /* 32 random bytes, hex; encrypts env and hashes keys */
 	unsigned char data_key[32];
 	/* sandboxes */
