@@ -167,6 +167,29 @@ static int cwd_in_proc(struct sandbox_ctx *ctx, struct sandbox *sb, const char *
 	return run_check(ctx, sb, sh_cwd, "sandpit-cwd", cwd) == 0;
 }
 
+/* A fast-path command (its main process's pid and start time): waits up
+ * to ms for it to end, as still_running does for an exec; 1 if it still
+ * runs (or the check cannot run: then it may). */
+static int fast_still_running(struct sandbox_ctx *ctx, struct sandbox *sb,
+			      const struct sandbox_fast_result *f, int64_t ms)
+{
+	int64_t until = mono_ms() + ms;
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	char id[48];
+
+	if (f->pid <= 0)
+		return 0; /* it never started (the helper was lost before) */
+	snprintf(id, sizeof(id), "%d:%llu", f->pid, (unsigned long long)f->start);
+	for (;;) {
+		int r = run_check(ctx, sb, sh_alive, "sandpit-alive", id);
+		if (r == 1)
+			return 0;
+		if (mono_ms() >= until)
+			return 1;
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Waits up to ms for the exec to end; returns 1 if it still runs. */
 static int still_running(struct sandbox_ctx *ctx, const char *eid, int64_t ms)
 {
@@ -485,7 +508,8 @@ static int exec_outcome(struct sandbox_ctx *ctx, struct sandbox *sb,
 		return container_ended(ctx, sb, timed_out, watch, res);
 	if (running || timed_out || watch->fired) {
 		/* timed out, or the caller went away: end the whole process tree */
-		if (kill_marked(ctx, sb, marker) < 0 || (eid && still_running(ctx, eid, 2000)))
+		if (kill_marked(ctx, sb, marker) < 0 ||
+		    (eid ? still_running(ctx, eid, 2000) : fast_still_running(ctx, sb, fast, 2000)))
 			kill_container(ctx, sb,
 				       timed_out ? "a timed-out command could not be killed"
 						 : "an abandoned command could not be killed");

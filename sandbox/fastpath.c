@@ -23,9 +23,10 @@
  *            the helper's own environment, the container's), cwd, each a
  *            u32 count of (u32 length, bytes); u8 has_stdin, u32 stdin
  *            length; then the stdin bytes
- *   helper: frames (type u8, u32 length, data): 'S' started or 'F' not
- *           started (nothing ran), then '1' stdout, '2' stderr, and 'X'
- *           the exit status (u32).
+ *   helper: frames (type u8, u32 length, data): 'S' started (the
+ *           command's pid u32 and start time u64, field 22 of its stat)
+ *           or 'F' not started (nothing ran), then '1' stdout, '2'
+ *           stderr, and 'X' the exit status (u32).
  * sandpit checks the helper's proof (so an address that came to belong to
  * another container is never talked to) and its uid:gid against the
  * sandbox's owner. Whatever a helper answers is the sandbox's own: it is
@@ -523,6 +524,13 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, json_object *
 				break;
 			}
 			if (t == 'S') {
+				if (n != 12) {
+					res->lost = 1;
+					break;
+				}
+				res->pid = (int)be32((unsigned char *)data);
+				res->start = (uint64_t)be32((unsigned char *)data + 4) << 32 |
+					     be32((unsigned char *)data + 8);
 				started = 1;
 				continue;
 			}

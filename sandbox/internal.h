@@ -303,6 +303,8 @@ struct sandbox_fast_io {
 };
 struct sandbox_fast_result {
 	int code, timed_out, stopped, lost;
+	int pid;	/* the command's main process in the container, 0 = unknown */
+	uint64_t start; /* its start time (field 22 of its stat) */
 };
 int sandbox_fast_possible(const struct sandbox_ctx *ctx, const struct sandbox *sb);
 int sandbox_fast_start(struct sandbox_ctx *ctx, struct sandbox *sb);

@@ -27,8 +27,10 @@
  * output is read on for at most DRAIN_MS after the process ends, as
  * dockerd waits on its streams. A command that could not start (the
  * folder, the program, fork) is reported as not started: nothing ran, and
- * sandpit runs it through docker exec instead. When sandpit goes away
- * mid-command the command's session is killed.
+ * sandpit runs it through docker exec instead. The started frame
+ * carries the command's pid and start time: when sandpit goes away
+ * mid-command (a timeout) it kills the marked processes itself and checks
+ * by them that the command ended, as it asks Docker for an exec's.
  *
  * Nothing here has more rights than the sandbox's code: the same uid, the
  * same namespaces and limits; it only runs what sandpit sends.
@@ -454,6 +456,32 @@ fail:
 	_exit(127);
 }
 
+/* Field 22 of /proc/PID/stat (after the command name, which may hold
+ * anything: read from its last ')'); 0 when unreadable. */
+static unsigned long long proc_start(pid_t pid)
+{
+	char p[64], b[1024], *c;
+	int fd, field = 2;
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	b[n] = '\0';
+	c = strrchr(b, ')');
+	if (!c)
+		return 0;
+	for (c++; *c && field < 22; c++)
+		if (*c == ' ')
+			field++;
+	return field == 22 ? strtoull(c, NULL, 10) : 0;
+}
+
 static int set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
@@ -489,8 +517,18 @@ static int run(int fd, struct req *r)
 		return frame(fd, 'F', strerror(e), (uint32_t)strlen(strerror(e))), 1;
 	}
 	close(ps[0]);
-	if (frame(fd, 'S', NULL, 0) < 0)
-		goto gone;
+	{
+		/* its pid and start time (in clock ticks after boot, field 22
+		 * of its stat): sandpit tells by them whether it still runs
+		 * after a kill, as it asks Docker for an exec's */
+		unsigned char id[12];
+		unsigned long long start = proc_start(pid);
+		put_be32(id, (uint32_t)pid);
+		put_be32(id + 4, (uint32_t)(start >> 32));
+		put_be32(id + 8, (uint32_t)start);
+		if (frame(fd, 'S', id, sizeof(id)) < 0)
+			goto gone;
+	}
 	if (pi[1] >= 0 && in_left == 0) {
 		close(pi[1]);
 		pi[1] = -1;
@@ -583,12 +621,9 @@ static int run(int fd, struct req *r)
 	}
 	return 0;
 gone:
-	/* sandpit went away mid-command: its session ends (sandpit's own kill
-	 * of the marked processes finds the rest) */
-	if (!exited) {
-		kill(-pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
+	/* sandpit went away mid-command (a timeout, its caller gone): the
+	 * command is left as docker exec leaves it, to sandpit's kill of the
+	 * marked processes and its check that the command ended */
 	return 1;
 }
 

@@ -269,3 +269,22 @@ test('an isolated gVisor sandbox uses docker exec; answers are the same', async 
   assert.equal(e.json.exitCode, 4);
   assert.equal(e.json.stdout, 'hi\n');
 });
+
+test('a timed-out command: the same answer through both paths, and nothing of it left running', async () => {
+  const answers = [];
+  for (const s of [fast, slow]) {
+    const c = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
+    assert.equal(c.status, 200, c.text);
+    made.push([s, c.json.sandboxId]);
+    const r = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.sandboxId, cmd: 'echo start; (sleep 4343 &); sleep 4242', timeoutMs: 2000 }, timeoutMs: 60000 });
+    assert.equal(r.status, 200, r.text);
+    answers.push(r.json);
+    const left = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.sandboxId, cmd: 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " <$f; echo; done | grep -c "^sleep 4[23][34][23]" || true' } });
+    assert.equal(left.json.stdout.trim(), '0', `${s === fast ? 'fast' : 'slow'}: ${left.json.stdout}`);
+    const one = await s.api('GET', '/api/sandbox.one', { query: { sandboxId: c.json.sandboxId } });
+    assert.equal(one.json.status, 'running');
+  }
+  assert.equal(answers[0].timedOut, true);
+  assert.equal(answers[0].exitCode, 124);
+  assert.deepEqual(answers[0], answers[1]);
+});
