@@ -659,6 +659,10 @@ int serve_main(int argc, char **argv)
 	char *end;
 	pid_t pid;
 
+	/* first of all: from here on no process of the sandbox's (the same
+	 * uid, no CAP_SYS_PTRACE) opens this one's memory or descriptors,
+	 * the stdin the secret comes on among them */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (argc < 1)
 		return fprintf(stderr, "usage: serve PORT\n"), 2;
 	port = strtol(argv[0], &end, 10);
@@ -673,7 +677,6 @@ int serve_main(int argc, char **argv)
 		secret[i] = (unsigned char)(h << 4 | l);
 	}
 	memset(line, 0, sizeof(line));
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ls < 0)
 		return fprintf(stderr, "serve: socket: %s\n", strerror(errno)), 1;

@@ -79,6 +79,11 @@ async function who(s, id) {
   return b64(r.stdout).trim();
 }
 
+// Kills the serving helper's listener (the `serve` process whose parent is
+// PID 1; its connection children have it as their parent).
+const KILL_SERVER = 'for d in /proc/[0-9]*; do case "$(tr "\\0" " " <$d/cmdline 2>/dev/null)" in *"serve 47011"*) ' +
+  '[ "$(sed -n "s/^PPid:[[:space:]]*//p" $d/status)" = 1 ] && kill -9 ${d#/proc/} && echo killed;; esac; done';
+
 const containerOf = async (uid) => {
   const r = await docker('GET', `/containers/json?all=1&filters=${encodeURIComponent(JSON.stringify({ name: [`sandpit-${uid}`] }))}`);
   assert.equal(r.status, 200, r.text);
@@ -93,6 +98,15 @@ const ipOf = async (uid) => {
   return nets[0].IPAddress;
 };
 const execCreates = () => proxy.log.filter((x) => x.method === 'POST' && /\/containers\/[^/]+\/exec$/.test(x.url)).length;
+
+// A fast-path request as sandpit sends it after the handshake
+// (sandbox/fastpath.c): argv, no env, cwd /, no stdin.
+function request(argv) {
+  const u32 = (n) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
+  const strs = (a) => Buffer.concat([u32(a.length), ...a.map((x) => Buffer.concat([u32(Buffer.byteLength(x)), Buffer.from(x)]))]);
+  const body = Buffer.concat([strs(argv), strs([]), strs(['/']), Buffer.from([0]), u32(0)]);
+  return Buffer.concat([u32(body.length), body]);
+}
 
 // Reads whatever a TCP peer at ip:port says within ms, after sending data.
 function talk(ip, port, data, ms = 3000) {
@@ -213,10 +227,10 @@ test('files and output reads through the fast path agree with docker exec', asyn
 test('the serving helper killed: the next command still answers (restarted); its port held: docker exec answers', async () => {
   const A = await createSandbox(fast);
   assert.match(await who(fast, A), /serve 47011/);
-  // the sandbox's code kills it (the same uid): this very command is
-  // served by it, so its answer is the lost helper's (137)
-  const k = await exec(fast, A, ['sh', '-c', 'for d in /proc/[0-9]*; do case "$(tr "\\0" " " <$d/cmdline 2>/dev/null)" in *"serve 47011"*) kill -9 ${d#/proc/};; esac; done; echo done']);
-  assert.ok([0, 137].includes(k.exitCode), JSON.stringify(k));
+  // the sandbox's code kills it (the same uid): the listener, a child of
+  // PID 1 (this very command's connection goes on to its end)
+  const k = await exec(fast, A, ['sh', '-c', KILL_SERVER]);
+  assert.equal(b64(k.stdout), 'killed\n', JSON.stringify(k));
   const r = await exec(fast, A, ['sh', '-c', 'echo again']);
   assert.equal(b64(r.stdout), 'again\n');
   assert.match(await who(fast, A), /serve 47011/);
@@ -224,7 +238,7 @@ test('the serving helper killed: the next command still answers (restarted); its
   // out of the killer's reach): no helper can serve, docker exec does
   const p = await ep(fast, A, 'POST', '/v1/processes', { body: { cmd: ['sh', '-c', `while :; do nc -l -p ${PORT} </dev/null; done`] } });
   assert.equal(p.status, 201, p.text);
-  await exec(fast, A, ['sh', '-c', 'for d in /proc/[0-9]*; do case "$(tr "\\0" " " <$d/cmdline 2>/dev/null)" in *"serve 47011"*) kill -9 ${d#/proc/};; esac; done; echo done']);
+  assert.equal(b64((await exec(fast, A, ['sh', '-c', KILL_SERVER])).stdout), 'killed\n');
   const ip = await ipOf(A);
   await waitFor(async () => (await talk(ip, PORT, null, 1000)).data.length === 0 &&
     (await talk(ip, PORT, null, 1000)).how !== 'ECONNREFUSED', 20000);
@@ -240,15 +254,22 @@ test('no other sandbox reaches the helper; a peer without the secret gets the he
   // from this host: the hello, then a wrong proof is answered by the end
   const hello = await talk(ip, PORT, null, 1500);
   assert.equal(hello.data.subarray(0, 4).toString(), 'SPH1', hello.how);
-  const wrong = await talk(ip, PORT, Buffer.alloc(48 + 200, 7), 3000);
+  // a wrong proof followed by a well-formed request: nothing runs
+  const wrong = await talk(ip, PORT, Buffer.concat([Buffer.alloc(48, 7), request(['sh', '-c', 'echo pwned >/tmp/pwned'])]), 3000);
   assert.equal(wrong.how, 'end');
   assert.equal(wrong.data.length, 21 + wrong.data[20], `only the hello: ${wrong.data.length} bytes`);
+  const pw = await exec(fast, A, ['sh', '-c', 'cat /tmp/pwned 2>/dev/null; echo end']);
+  assert.equal(b64(pw.stdout), 'end\n');
   // a peer that says nothing is dropped within seconds
   const mute = await talk(ip, PORT, null, 6000);
   assert.equal(mute.how, 'end');
   // from the other sandbox: not even a connection (ICC is off)
   const r = await exec(fast, B, ['sh', '-c', `nc -w 3 ${ip} ${PORT} </dev/null | head -c 4; echo "rc=$?"`]);
   assert.doesNotMatch(b64(r.stdout), /SPH1/);
+  // nor a preview URL: the port cannot be published
+  const pub = await call(fast, 'POST', '/v1/sandboxes/{sandbox}/ports', { sandbox: A }, { body: { port: { number: PORT } } });
+  assert.equal(pub.status, 400, pub.text);
+  assert.match(pub.json.message, /47011/);
   // and the network says so
   const c = await containerOf(B);
   const netName = Object.keys(c.NetworkSettings.Networks)[0];
