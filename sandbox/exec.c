@@ -38,9 +38,6 @@
 #define CWD_PROC_CODE 125
 /* how the runtime's refusal to start an exec begins (its whole stdout) */
 #define OCI_FAILED "OCI runtime exec failed: "
-/* the watcher's period and some: a fast-path command needs the
- * container's expiry past its timeout by this much */
-#define FAST_EXPIRY_SLACK_MS 10000
 
 int sandbox_path_check(const char *field, const char *path, struct sp_err *e)
 {
@@ -557,15 +554,13 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		goto out;
 	/* the fast path first (nothing ran when it does not serve); the
 	 * watcher does not see its commands (their parent is the helper, not
-	 * Docker's), so the container's expiry must cover the whole timeout */
+	 * Docker's), so the fast path keeps the container's expiry ahead of
+	 * one while it runs (keep_alive) */
 	if (sandbox_fast_possible(ctx, sb)) {
-		struct sandbox_fast_io fio = { rq->input,   rq->input_len, timeout,
-					       pass_output, watch_stop,	   &watch };
+		struct sandbox_fast_io fio = { rq->input,	rq->input_len, timeout,
+					       pass_output,	watch_stop,    &watch,
+					       !rq->no_activity };
 		struct sandbox_fast_result fres;
-		if (!rq->no_activity &&
-		    sb->container_expires_at <
-			    min64(now_ms() + timeout + FAST_EXPIRY_SLACK_MS, sb->deadline_at))
-			sandbox_sync_expiry(ctx, sb);
 		if (sandbox_fast_exec(ctx, sb, body, &fio, &fres) == 1) {
 			done = exec_outcome(ctx, sb, rq, NULL, &fres, marker, fres.timed_out,
 					    &watch, res, e);

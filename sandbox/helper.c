@@ -244,8 +244,8 @@ int sandbox_helper_run_input(struct sandbox_ctx *ctx, struct sandbox *sb, const 
 		json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
 	/* the fast path first (fastpath.c); docker exec when it does not serve */
 	if (sandbox_fast_possible(ctx, sb)) {
-		struct sandbox_fast_io fio = { in,	in_len, SANDBOX_HELPER_TIMEOUT_MS,
-					       collect, NULL,	&c };
+		struct sandbox_fast_io fio = { in, in_len, SANDBOX_HELPER_TIMEOUT_MS, collect, NULL,
+					       &c, 1 };
 		struct sandbox_fast_result fres;
 		if (sandbox_fast_exec(ctx, sb, body, &fio, &fres) == 1) {
 			if (fres.code < 0) {

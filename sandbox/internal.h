@@ -300,6 +300,9 @@ struct sandbox_fast_io {
 	int (*on_data)(void *arg, int stream, const char *data, size_t len);
 	int (*should_stop)(void *arg); /* may be NULL */
 	void *arg;
+	/* as the watcher does for a docker exec's process: while the command
+	 * runs, the container's expiry is kept ahead of it (fastpath.c) */
+	int keep_alive;
 };
 struct sandbox_fast_result {
 	int code, timed_out, stopped, lost;

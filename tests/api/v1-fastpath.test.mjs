@@ -305,6 +305,22 @@ test('an internet gVisor sandbox uses the fast path (runsc on the container\'s o
   assert.deepEqual([e.json.exitCode, e.json.stdout, e.json.stderr], [4, 'hi\n', 'err\n']);
 });
 
+test('a fast-path command that outlives the sandbox\'s timeout keeps it alive, as the watcher does for docker exec', async () => {
+  const c = await fast.api('POST', '/api/sandbox.create', { body: { template: 'alpine', timeoutMs: 10000 } });
+  assert.equal(c.status, 200, c.text);
+  made.push([fast, c.json.sandboxId]);
+  const id = c.json.sandboxId;
+  const w = await fast.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd: WHO } });
+  assert.match(w.json.stdout, /serve 47011/);
+  // 25 s of a command in a sandbox idle-ending after 10 s: its container's
+  // own watcher would stop it at its expiry unless sandpit moved it
+  const r = await fast.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd: 'sleep 25; echo alive', timeoutMs: 60000 }, timeoutMs: 90000 });
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual([r.json.exitCode, r.json.stdout], [0, 'alive\n'], r.text);
+  const one = await fast.api('GET', '/api/sandbox.one', { query: { sandboxId: id } });
+  assert.equal(one.json.status, 'running');
+});
+
 test('a timed-out command: the same answer through both paths, and nothing of it left running', async () => {
   const answers = [];
   for (const s of [fast, slow]) {
