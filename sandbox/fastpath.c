@@ -391,18 +391,21 @@ static int put_str(struct buf *b, const char *s, size_t n)
 	return n > UINT32_MAX || put_u32(b, (uint32_t)n) < 0 || buf_append(b, s, n) < 0 ? -1 : 0;
 }
 
-/* One array of strings of the ExecCreate body (missing: none). */
+/* One array of strings of the ExecCreate body (missing: none); -1 for
+ * what the helper would refuse (a NUL, over 65536 strings): docker exec
+ * answers that. */
 static int put_strings(struct buf *b, json_object *arr)
 {
 	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr)
 								    : 0;
 
-	if (put_u32(b, (uint32_t)n) < 0)
+	if (n > 65536 || put_u32(b, (uint32_t)n) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		json_object *s = json_object_array_get_idx(arr, i);
-		if (put_str(b, json_object_get_string(s), (size_t)json_object_get_string_len(s)) <
-		    0)
+		const char *t = json_object_get_string(s);
+		size_t len = (size_t)json_object_get_string_len(s);
+		if (!t || memchr(t, '\0', len) || put_str(b, t, len) < 0)
 			return -1;
 	}
 	return 0;
