@@ -284,7 +284,7 @@ int sandbox_helper_run_stream(struct sandbox_ctx *ctx, struct sandbox *sb, const
 			      void *arg, int64_t timeout_ms, int *code, struct sp_err *e);
 
 /* fastpath.c: commands through the helper's serving mode over the
- * sandbox's bridge address, skipping docker exec (the local server only;
+ * sandbox's bridge address, skipping docker exec (the local server, runc only;
  * off with fast_path = no). possible: whether sb could use it at all.
  * start: starts the serving helper in sb (one docker exec as its user);
  * 0 when one serves. exec: runs the ExecCreate body (Cmd, Env,
