@@ -580,8 +580,15 @@ static int run(int fd, struct req *r)
 			}
 		}
 		if (ixs >= 0 && (pf[ixs].revents & (POLLIN | POLLHUP | POLLERR))) {
-			if (!in_left)
-				goto gone; /* nothing more is owed: sandpit went away */
+			if (!in_left) {
+				/* nothing more is owed: sandpit went away, unless the
+				 * wake-up was spurious (nothing to read yet) */
+				char c;
+				ssize_t k = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+				if (k < 0 && (errno == EAGAIN || errno == EINTR))
+					continue;
+				goto gone;
+			}
 			n = read(fd, ib, in_left < sizeof(ib) ? in_left : sizeof(ib));
 			if (n <= 0 && !(n < 0 && errno == EINTR))
 				goto gone;
