@@ -17,6 +17,8 @@
  *   bench create-v1          POST /v1/sandboxes beside sandbox.create, interleaved
  *   bench snapshots          createSnapshot of 100 MiB beside docker commit; restore →
  *                            first exec beside a cold create → first exec
+ *   bench fastpath [warm]    /v1 exec `true` through the fast path beside raw docker
+ *                            exec; with warm, a warm pool's create → first exec
  *   bench transfer           /v1 raw writeFile/readFile of 10 MiB, upload and
  *                            download of 200 MiB, beside the archive API
  *
@@ -1060,13 +1062,16 @@ static size_t ep_call(const char *ep, const char *token, const char *method, con
 	return k.got;
 }
 
-/* A token for the v1 sandbox uid's endpoint (new string). */
-static char *ep_token(const char *uid)
+/* A token for the v1 sandbox uid's endpoint with perms (a JSON object's
+ * text; NULL: the file permissions) (new string). */
+static char *ep_token_perms(const char *uid, const char *perms)
 {
 	char path[256];
-	json_object *b = json_tokener_parse(
-			    "{\"permissions\":[\"sandboxesFilesRead\",\"sandboxesFilesWrite\"]}"),
-		    *o, *v;
+	json_object *
+		b = json_tokener_parse(
+		       perms ? perms
+			     : "{\"permissions\":[\"sandboxesFilesRead\",\"sandboxesFilesWrite\"]}"),
+	       *o, *v;
 	char *t;
 
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/endpoint-credentials", uid);
@@ -1077,6 +1082,11 @@ static char *ep_token(const char *uid)
 	json_object_put(o);
 	json_object_put(b);
 	return t;
+}
+
+static char *ep_token(const char *uid)
+{
+	return ep_token_perms(uid, NULL);
 }
 
 static void raw_put_big(const char *cid, const char *name, const char *data, size_t len)
@@ -1254,6 +1264,113 @@ static void mode_transfer(void)
 	free(data);
 }
 
+/* ---- the fast path (issue 16) ------------------------------------------------ */
+
+/* /v1 exec `true` at a sandbox's endpoint; checks exitCode 0. */
+static void ep_exec_true(const char *ep, const char *tok, struct buf *keep)
+{
+	static const char body[] = "{\"cmd\":[\"true\"]}";
+	json_object *o, *v;
+
+	ep_call(ep, tok, "POST", "/v1/processes/exec", "application/json", body, sizeof(body) - 1,
+		keep);
+	o = json_tokener_parse(keep->data ? keep->data : "");
+	if (!o || (json_object_object_get_ex(o, "exitCode", &v) && json_object_get_int(v) != 0))
+		die("/v1 exec", keep->data ? keep->data : "no answer");
+	json_object_put(o);
+}
+
+/* /v1 exec `true` through the fast path beside raw docker exec `true`,
+ * interleaved; then a warm pool's create → first exec (through the fast
+ * path: the pool's containers have their helper serving) beside a raw
+ * cold create → first exec. Targets: p50 ≤ 10 ms and ≥ 5× faster than
+ * raw; warm p50 ≤ 30 ms. */
+static void mode_fastpath(int with_warm)
+{
+	int n = (int)env_n("BENCH_FAST", 200), nw = (int)env_n("BENCH_WARM", 20), pooled = 0;
+	const char *image =
+		getenv("BENCH_IMAGE") ? getenv("BENCH_IMAGE") : "sandpit-test/busybox:latest";
+	char body[512], ep[1024], cid[65], *uid, *tok;
+	struct samples a, b;
+	struct buf keep;
+	json_object *o, *v;
+	double a50, b50;
+
+	snprintf(body, sizeof(body), "{\"imageRef\":\"%s\"}", image);
+	v = json_tokener_parse(body);
+	o = sp_call("POST", "/v1/sandboxes", NULL, v, 0);
+	json_object_put(v);
+	if (!json_object_object_get_ex(o, "uid", &v))
+		die("/v1/sandboxes", "no uid");
+	uid = strdup(json_object_get_string(v));
+	json_object_put(o);
+	snprintf(ep, sizeof(ep), "%s/endpoints/%s", sp_url, uid);
+	tok = ep_token_perms(uid, "{\"permissions\":[\"sandboxesExec\"]}");
+	raw_create(image, NULL, cid);
+	buf_init(&keep, 1 << 20);
+	ep_exec_true(ep, tok, &keep); /* warm-up: starts the serving helper */
+	raw_exec(cid, "true", 0);
+	samples_init(&a, n);
+	samples_init(&b, n);
+	for (int i = 0; i < n; i++) {
+		if (i & 1) {
+			TIMED(&a, ep_exec_true(ep, tok, &keep));
+			TIMED(&b, raw_exec(cid, "true", 0));
+		} else {
+			TIMED(&b, raw_exec(cid, "true", 0));
+			TIMED(&a, ep_exec_true(ep, tok, &keep));
+		}
+	}
+	a50 = pct(&a, 50);
+	b50 = pct(&b, 50);
+	printf("| `/v1` exec `true` round trip through the fast path (n=%d; raw = docker exec `true`) | "
+	       "%.1f | %.1f | %.1f | %.1f | %.2f× (%.1f× faster) | p50 ≤ 10 ms and ≥ 5× faster | %s "
+	       "|\n",
+	       a.n, a50, pct(&a, 95), b50, pct(&b, 95), a50 / b50, b50 / a50,
+	       a50 <= 10.0 && b50 / a50 >= 5.0 ? "✓" : "✗");
+	fflush(stdout);
+	sp_id_call("sandbox.remove", uid);
+	raw_remove(cid);
+	free(a.v);
+	free(b.v);
+	free(tok);
+	free(uid);
+	buf_free(&keep);
+	if (!with_warm)
+		return;
+	samples_init(&a, nw);
+	samples_init(&b, nw);
+	for (int i = -1; i < nw; i++) {
+		char *id = NULL;
+		int64_t t0;
+		usleep(1500 * 1000); /* the pool refills (and its helper starts) between requests */
+		t0 = wire_us;
+		sp_create("\"networkMode\":\"internet\"", &id, 1);
+		sp_exec(id, "true", 0);
+		if (i >= 0)
+			a.v[a.n++] = wire_us - t0;
+		t0 = wire_us;
+		raw_create(image, NULL, cid);
+		raw_exec(cid, "true", 0);
+		if (i >= 0)
+			b.v[b.n++] = wire_us - t0;
+		sp_id_call("sandbox.remove", id);
+		raw_remove(cid);
+		free(id);
+	}
+	for (int i = 0; i < 8; i++)
+		if (strcmp(st_phase[i].name, "pool") == 0)
+			pooled = st_phase[i].n;
+	a50 = pct(&a, 50);
+	b50 = pct(&b, 50);
+	printf("| warm-pool create → first exec `true` through the fast path (n=%d; %d of %d creates "
+	       "from the pool; raw = cold) | %.1f | %.1f | %.1f | %.1f | %.2f× | p50 ≤ 30 ms | %s |\n",
+	       a.n, pooled, nw + 1, a50, pct(&a, 95), b50, pct(&b, 95), a50 / b50,
+	       a50 <= 30.0 ? "✓" : "✗");
+	free(a.v);
+	free(b.v);
+}
+
 int main(int argc, char **argv)
 {
 	struct sp_err e;
@@ -1268,7 +1385,7 @@ int main(int argc, char **argv)
 	if (argc < 2 || !sp_url || !sp_key || !sp_ca) {
 		fprintf(stderr,
 			"usage: bench latency|warm|gvisor RUNTIME|mem-up N P|mem-down P|one-id|create-v1|snapshots|"
-			"transfer "
+			"transfer|fastpath [warm] "
 			"(with SANDPIT_URL, SANDPIT_KEY, SANDPIT_CA set)\n");
 		return 2;
 	}
@@ -1309,6 +1426,8 @@ int main(int argc, char **argv)
 		mode_snapshots();
 	else if (strcmp(argv[1], "transfer") == 0)
 		mode_transfer();
+	else if (strcmp(argv[1], "fastpath") == 0)
+		mode_fastpath(argc >= 3 && strcmp(argv[2], "warm") == 0);
 	else if (strcmp(argv[1], "gvisor") == 0 && argc >= 3)
 		mode_gvisor(argv[2]);
 	else

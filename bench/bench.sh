@@ -14,6 +14,8 @@
 #                          first exec beside a cold /v1 create → first exec
 #   bench/preview.mjs      a preview URL's round trip and wrk throughput beside a
 #                          direct request to the sandbox's address (busybox httpd)
+#   bench/bench fastpath   /v1 exec `true` through the fast path beside raw docker
+#                          exec; a warm pool's create → first exec through it
 #   bench/bench transfer   /v1 raw writeFile/readFile 10 MiB, upload/download
 #                          200 MiB (MB/s), beside the archive API
 #   bench/interact.mjs     createProcess → first chunk on interact beside a raw
@@ -101,6 +103,10 @@ if [ -n "$warm" ]; then
 else
 	echo "| create → first exec \`true\`, warm pool | n/a (no warm pool configured) | | | | | p50 ≤ 100 ms and ≤ 0.35× cold raw | — |" >>"$out"
 fi
+
+# --- the fast path (issue 16) ----------------------------------------------------
+say "fast-path rows: /v1 exec beside raw docker exec; a warm pool's create → first exec"
+"$BIN/bench/bench" fastpath ${warm:+warm} >>"$out"
 
 # --- gVisor ---------------------------------------------------------------------
 rts=$(curl -sf --unix-socket /var/run/docker.sock http://d/info |

@@ -91,6 +91,7 @@ void config_defaults(struct config *cfg)
 	cfg->disk_reserve_mb = 2048;
 	cfg->disk_reserve_inodes = 100000;
 	cfg->disk_readonly_rootfs = 1;
+	cfg->fast_path = 1;
 	str_copy(cfg->stream_listen, sizeof(cfg->stream_listen), "/run/sandpit/stream.sock");
 	cfg->stream_workers = 1;
 	cfg->stream_stuck_timeout_s = 30;
@@ -156,6 +157,7 @@ static const struct key {
 	  0, 1 },
 	{ S(image_registry) },
 	{ S(image_registry_auth_file) },
+	{ "fast_path", K_BOOL, offsetof(struct config, fast_path), sizeof(int), 0, 1 },
 	{ S(data_key_file) },
 	{ S(naming) },
 	{ S(network_prefix) },

@@ -81,6 +81,7 @@ struct config {
 	char image_registry_auth_file
 		[4096];		  /* USER:PASSWORD for it (chmod 600); "" = no credentials */
 	char registry_auth[1024]; /* derived: the X-Registry-Auth value (a secret, never logged) */
+	int fast_path; /* commands through the helper over the bridge, not docker exec; default 1 */
 	char data_key_file[4096]; /* 32 random bytes, hex; encrypts env and hashes keys */
 	unsigned char data_key[32];
 	/* sandboxes */

@@ -164,6 +164,29 @@ static int cwd_in_proc(struct sandbox_ctx *ctx, struct sandbox *sb, const char *
 	return run_check(ctx, sb, sh_cwd, "sandpit-cwd", cwd) == 0;
 }
 
+/* A fast-path command (its main process's pid and start time): waits up
+ * to ms for it to end, as still_running does for an exec; 1 if it still
+ * runs (or the check cannot run: then it may). */
+static int fast_still_running(struct sandbox_ctx *ctx, struct sandbox *sb,
+			      const struct sandbox_fast_result *f, int64_t ms)
+{
+	int64_t until = mono_ms() + ms;
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	char id[48];
+
+	if (f->pid <= 0)
+		return 0; /* it never started (the helper was lost before) */
+	snprintf(id, sizeof(id), "%d:%llu", f->pid, (unsigned long long)f->start);
+	for (;;) {
+		int r = run_check(ctx, sb, sh_alive, "sandpit-alive", id);
+		if (r == 1)
+			return 0;
+		if (mono_ms() >= until)
+			return 1;
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Waits up to ms for the exec to end; returns 1 if it still runs. */
 static int still_running(struct sandbox_ctx *ctx, const char *eid, int64_t ms)
 {
@@ -452,21 +475,28 @@ static int container_gone_under(struct sandbox_ctx *ctx, struct sandbox *sb, int
  * still runs (timed out, or the caller went away), its whole process tree
  * killed (the container when that fails); a 400 naming cwd when the
  * runtime or the wrapper refused cwd. 0 done, 1 done and the container is
- * gone with the exec (no activity to record), -1 error. */
+ * gone with the exec (no activity to record), -1 error. eid NULL: the
+ * command ran through the fast path, fast says how it ended (a lost
+ * helper: as a command still running). */
 static int exec_outcome(struct sandbox_ctx *ctx, struct sandbox *sb,
-			const struct sandbox_exec_req *rq, const char *eid, const char *marker,
-			int timed_out, const struct stop_watch *watch,
-			struct sandbox_exec_result *res, struct sp_err *e)
+			const struct sandbox_exec_req *rq, const char *eid,
+			const struct sandbox_fast_result *fast, const char *marker, int timed_out,
+			const struct stop_watch *watch, struct sandbox_exec_result *res,
+			struct sp_err *e)
 {
 	int code = -1, running = 0;
 
-	if (docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0) {
+	if (fast) { /* the fast path: its exit status, or still running */
+		code = fast->code;
+		running = fast->code < 0;
+		timed_out = fast->timed_out;
+	} else if (docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0) {
 		if (e->code != SP_NOT_FOUND)
 			return -1;
 		sp_err_clear(e);
 		return container_ended(ctx, sb, timed_out, watch, res);
 	}
-	if (running && !timed_out && !watch->fired && !still_running(ctx, eid, 2000) &&
+	if (eid && running && !timed_out && !watch->fired && !still_running(ctx, eid, 2000) &&
 	    docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
 		return -1; /* the stream can end a moment before the exit is recorded */
 	/* a command ended by a signal may have gone with its whole container:
@@ -475,7 +505,8 @@ static int exec_outcome(struct sandbox_ctx *ctx, struct sandbox *sb,
 		return container_ended(ctx, sb, timed_out, watch, res);
 	if (running || timed_out || watch->fired) {
 		/* timed out, or the caller went away: end the whole process tree */
-		if (kill_marked(ctx, sb, marker) < 0 || still_running(ctx, eid, 2000))
+		if (kill_marked(ctx, sb, marker) < 0 ||
+		    (eid ? still_running(ctx, eid, 2000) : fast_still_running(ctx, sb, fast, 2000)))
 			kill_container(ctx, sb,
 				       timed_out ? "a timed-out command could not be killed"
 						 : "an abandoned command could not be killed");
@@ -521,6 +552,21 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 	/* a running command is activity until it ends (plus timeoutMs after) */
 	if (!rq->no_activity && sandbox_touch_record(ctx, sb, timeout, e) < 0)
 		goto out;
+	/* the fast path first (nothing ran when it does not serve); the
+	 * watcher does not see its commands (their parent is the helper, not
+	 * Docker's), so the fast path keeps the container's expiry ahead of
+	 * one while it runs (keep_alive) */
+	if (sandbox_fast_possible(ctx, sb)) {
+		struct sandbox_fast_io fio = { rq->input,	rq->input_len, timeout,
+					       pass_output,	watch_stop,    &watch,
+					       !rq->no_activity };
+		struct sandbox_fast_result fres;
+		if (sandbox_fast_exec(ctx, sb, body, &fio, &fres) == 1) {
+			done = exec_outcome(ctx, sb, rq, NULL, &fres, marker, fres.timed_out,
+					    &watch, res, e);
+			goto ended;
+		}
+	}
 	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0) {
 		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
 			sandbox_container_gone(ctx, sb, e);
@@ -538,7 +584,8 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 			sandbox_container_gone(ctx, sb, e);
 		goto out;
 	}
-	done = exec_outcome(ctx, sb, rq, eid, marker, timed_out, &watch, res, e);
+	done = exec_outcome(ctx, sb, rq, eid, NULL, marker, timed_out, &watch, res, e);
+ended:
 	if (done < 0)
 		goto out;
 	if (done == 0 && sb->status == SB_RUNNING && !rq->no_activity) {

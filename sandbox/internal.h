@@ -283,6 +283,37 @@ int sandbox_helper_run_stream(struct sandbox_ctx *ctx, struct sandbox *sb, const
 			      int (*on_data)(void *arg, int stream, const char *data, size_t len),
 			      void *arg, int64_t timeout_ms, int *code, struct sp_err *e);
 
+/* fastpath.c: commands through the helper's serving mode over the
+ * sandbox's bridge address, skipping docker exec (the local server, runc only;
+ * off with fast_path = no). possible: whether sb could use it at all.
+ * start: starts the serving helper in sb (one docker exec as its user);
+ * 0 when one serves. exec: runs the ExecCreate body (Cmd, Env,
+ * WorkingDir; not consumed) through it: 0 not served (nothing ran: use
+ * docker exec), 1 served: res->code the exit status (-1 when none came:
+ * timed out, stopped by the caller, or the helper lost mid-command, which
+ * the caller then treats as a still-running command). */
+#define SANDBOX_FAST_PORT 47011
+struct sandbox_fast_io {
+	const void *in; /* stdin, NULL = none (/dev/null) */
+	size_t in_len;
+	int64_t timeout_ms;
+	int (*on_data)(void *arg, int stream, const char *data, size_t len);
+	int (*should_stop)(void *arg); /* may be NULL */
+	void *arg;
+	/* as the watcher does for a docker exec's process: while the command
+	 * runs, the container's expiry is kept ahead of it (fastpath.c) */
+	int keep_alive;
+};
+struct sandbox_fast_result {
+	int code, timed_out, stopped, lost;
+	int pid;	/* the command's main process in the container, 0 = unknown */
+	uint64_t start; /* its start time (field 22 of its stat) */
+};
+int sandbox_fast_possible(const struct sandbox_ctx *ctx, const struct sandbox *sb);
+int sandbox_fast_start(struct sandbox_ctx *ctx, struct sandbox *sb);
+int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, json_object *body,
+		      const struct sandbox_fast_io *io, struct sandbox_fast_result *res);
+
 /* files_v1.c: the document's error of a helper file command's refusal
  * (its exit status code, err its stderr line). Returns -1. */
 int sandbox_files_code_err(int code, const char *err, struct sp_err *e);

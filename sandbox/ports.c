@@ -163,6 +163,11 @@ int sandbox_port_create(struct sandbox_ctx *ctx, const char *org, const char *id
 
 	if (number < 1 || number > 65535)
 		return sp_err_field(e, SP_BAD_REQUEST, "port.number", "port.number: 1 to 65535");
+	/* the fast path's helper (fastpath.c): never behind a preview URL */
+	if (number == SANDBOX_FAST_PORT)
+		return sp_err_field(e, SP_BAD_REQUEST, "port.number",
+				    "port.number: %d is the sandbox helper's (reserved)",
+				    SANDBOX_FAST_PORT);
 	for (int attempt = 0; attempt < PORT_CAS_TRIES; attempt++) {
 		const char *expect[2], *kv[2];
 		if (sandbox_get(ctx, org, id, &sb, e) < 0)

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "files.h"
+#include "serve.h"
 
 #define PROC_ROOT "/.sandpit/p"
 #define CHUNK_MAX 32768
@@ -1304,6 +1305,8 @@ int main(int argc, char **argv)
 		return cmd_read(argc - 2, argv + 2);
 	if (strcmp(argv[1], "signal") == 0)
 		return cmd_signal(argc - 2, argv + 2);
+	if (strcmp(argv[1], "serve") == 0)
+		return serve_main(argc - 2, argv + 2);
 	{
 		int rc = files_main(argv[1], argc - 2, argv + 2);
 		if (rc >= 0)

@@ -24,7 +24,8 @@ const { create } = sandboxStack((stack) => { s = stack; }, { extraConf: `label_p
 // Python (the python template's image has it): scrub SANDPIT_EXEC=<marker>
 // from the environment block (mm->env_start..env_end, what
 // /proc/PID/environ shows) of itself and every ancestor inside the
-// container, then drop fd 9 and the marker file, then wait.
+// container (up to the fast path's helper, which holds no marker and is
+// not dumpable), then drop fd 9 and the marker file, then wait.
 const HIDE = String.raw`
 import os, sys, time
 m = os.environ['SANDPIT_EXEC']
@@ -34,7 +35,11 @@ while pid > 0:
     st = open('/proc/%d/stat' % pid, 'rb').read()
     f = st[st.rindex(b')') + 2:].split()
     ppid, a, b = int(f[1]), int(f[47]), int(f[48])
-    with open('/proc/%d/mem' % pid, 'r+b', buffering=0) as mem:
+    try:
+        mem = open('/proc/%d/mem' % pid, 'r+b', buffering=0)
+    except PermissionError:
+        break  # the fast path's helper (not dumpable, holds no marker)
+    with mem:
         mem.seek(a)
         env = mem.read(b - a)
         i = env.find(needle)

@@ -1,0 +1,591 @@
+/*
+ * The fast path to the helper inside a sandbox (issue 16): where sandpit
+ * can reach the sandbox's network namespace (the local server, runc
+ * sandboxes: see sandbox_fast_possible), a command runs through the
+ * helper's serving mode
+ * (sandbox/helper/serve.c) over TCP to the container's bridge address
+ * instead of through docker exec: one connection, no Docker call.
+ * exec.c and helper.c try it first and use docker exec whenever it says
+ * "not served" (nothing ran then), so answers are the same either way.
+ *
+ * The serving helper is started by one docker exec as the sandbox's user
+ * (never anyone else: it has exactly the rights of the sandbox's code),
+ * lazily when a connection finds none, or when a warm pool's container is
+ * made (pool.c), with the sandbox's secret on its stdin. The secret is
+ * HMAC-SHA-256(data_key, "sandpit fast path\n" + container id): any
+ * worker of any sandpitd with the data key computes it; it is never
+ * stored, logged or answered, and it differs for every container.
+ *
+ * The protocol (all integers big-endian):
+ *   helper: "SPH1", nonce_h (16), n (1), its uid:gid (n bytes)
+ *   sandpit: nonce_c (16), HMAC(secret, "sandpit-fast-c" nonce_h nonce_c)
+ *   helper: HMAC(secret, "sandpit-fast-s" nonce_h nonce_c uid:gid)
+ *   sandpit: u32 length, then argv, env (as ExecCreate's Env: merged over
+ *            the helper's own environment, the container's), cwd, each a
+ *            u32 count of (u32 length, bytes); u8 has_stdin, u32 stdin
+ *            length; then the stdin bytes
+ *   helper: frames (type u8, u32 length, data): 'S' started (the
+ *           command's pid u32 and start time u64, field 22 of its stat)
+ *           or 'F' not started (nothing ran), then '1' stdout, '2'
+ *           stderr, and 'X' the exit status (u32).
+ * sandpit checks the helper's proof (so an address that came to belong to
+ * another container is never talked to) and its uid:gid against the
+ * sandbox's owner. Whatever a helper answers is the sandbox's own: it is
+ * read like any input (frame sizes bounded).
+ *
+ * Why no other sandbox reaches it: sandbox networks have inter-container
+ * traffic off (docker/networks.c), so only the host reaches a container's
+ * bridge address; and without the secret a peer gets nothing but the
+ * hello. Why it gives the sandbox's code nothing new: it runs as that
+ * code's user, in its namespaces and limits, and only what sandpit sends.
+ *
+ * Per worker, a small table remembers each container's address and when
+ * the fast path last failed there (then docker exec only, for a minute).
+ * May call: spec.c (the keeper is never used here), helper.c (its path).
+ */
+#include "internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "../common/buf.h"
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../docker/docker.h"
+
+#define FAST_SLOTS 64
+#define FAST_RETRY_MS 60000
+#define FAST_CONNECT_MS 1000
+#define FAST_FRAME_MAX (1u << 20)
+#define FAST_HDR_MAX (4u << 20)
+#define FAST_KEEP_MS 10000
+
+struct fast_slot {
+	char cid[65];
+	char ip[INET_ADDRSTRLEN];
+	int64_t bad_until; /* mono ms: docker exec only until then */
+	int64_t used;	   /* mono ms, for eviction */
+};
+
+static struct fast_slot slots[FAST_SLOTS];
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The slot of cid (a new one, the least recently used, when none). */
+static struct fast_slot *slot_of(const char *cid)
+{
+	struct fast_slot *old = &slots[0];
+
+	for (int i = 0; i < FAST_SLOTS; i++) {
+		if (strcmp(slots[i].cid, cid) == 0)
+			return &slots[i];
+		if (slots[i].used < old->used)
+			old = &slots[i];
+	}
+	memset(old, 0, sizeof(*old));
+	str_copy(old->cid, sizeof(old->cid), cid);
+	return old;
+}
+
+static void slot_get(const char *cid, char *ip, size_t cap, int64_t *bad_until)
+{
+	struct fast_slot *s;
+
+	pthread_mutex_lock(&slots_lock);
+	s = slot_of(cid);
+	s->used = mono_ms();
+	str_copy(ip, cap, s->ip);
+	*bad_until = s->bad_until;
+	pthread_mutex_unlock(&slots_lock);
+}
+
+static void slot_set(const char *cid, const char *ip, int64_t bad_until)
+{
+	struct fast_slot *s;
+
+	pthread_mutex_lock(&slots_lock);
+	s = slot_of(cid);
+	if (ip)
+		str_copy(s->ip, sizeof(s->ip), ip);
+	s->bad_until = bad_until;
+	pthread_mutex_unlock(&slots_lock);
+}
+
+int sandbox_fast_possible(const struct sandbox_ctx *ctx, const struct sandbox *sb)
+{
+	/* the local server only, and runc only: an isolated gVisor sandbox
+	 * has no network the host could reach (runsc --network=none); an
+	 * internet one served, but lost a connection mid-command now and then
+	 * in tests (not understood yet), so gVisor keeps docker exec */
+	return ctx->cfg->fast_path && ctx->cur == &ctx->conns[0] && ctx->dk &&
+	       sb->container_id[0] && sb->status == SB_RUNNING &&
+	       strcmp(sb->runtime, "gvisor") != 0;
+}
+
+static void fast_secret(const struct sandbox_ctx *ctx, const char *cid,
+			unsigned char out[crypto_auth_hmacsha256_BYTES])
+{
+	static const char dom[] = "sandpit fast path\n";
+	crypto_auth_hmacsha256_state st;
+
+	crypto_auth_hmacsha256_init(&st, ctx->cfg->data_key, sizeof(ctx->cfg->data_key));
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)dom, sizeof(dom) - 1);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)cid, strlen(cid));
+	crypto_auth_hmacsha256_final(&st, out);
+	sodium_memzero(&st, sizeof(st));
+}
+
+/* The container's address on its sandbox network, from Docker. */
+static int fast_lookup_ip(struct sandbox_ctx *ctx, const struct sandbox *sb, char *ip, size_t cap)
+{
+	json_object *info = NULL, *ns, *nets, *n, *a;
+	char net[128];
+	struct sp_err e;
+	struct in_addr probe;
+	int rc = -1;
+
+	config_network_name(ctx->cfg, sb->network_mode, net, sizeof(net));
+	if (docker_container_inspect(ctx->dk, sb->container_id, &info, &e) < 0)
+		return -1;
+	if (json_object_object_get_ex(info, "NetworkSettings", &ns) &&
+	    json_object_object_get_ex(ns, "Networks", &nets) &&
+	    json_object_object_get_ex(nets, net, &n) &&
+	    json_object_object_get_ex(n, "IPAddress", &a) &&
+	    json_object_is_type(a, json_type_string) &&
+	    inet_pton(AF_INET, json_object_get_string(a), &probe) == 1) {
+		str_copy(ip, cap, json_object_get_string(a));
+		rc = 0;
+	}
+	json_object_put(info);
+	return rc;
+}
+
+/* --- the socket ---------------------------------------------------------------- */
+
+/* Waits for events on fd until the mono deadline; 1 ready, 0 not. */
+static int wait_fd(int fd, short events, int64_t until)
+{
+	for (;;) {
+		struct pollfd pf = { fd, events, 0 };
+		int64_t left = until - mono_ms();
+		int r;
+		if (left <= 0)
+			return 0;
+		r = poll(&pf, 1, (int)left);
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return 0;
+	}
+}
+
+static int recv_all(int fd, void *p, size_t n, int64_t until)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r = recv(fd, c, n, MSG_DONTWAIT);
+		if (r > 0) {
+			c += r;
+			n -= (size_t)r;
+		} else if (r == 0 || (errno != EAGAIN && errno != EINTR) ||
+			   !wait_fd(fd, POLLIN, until)) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int send_all(int fd, const void *p, size_t n, int64_t until)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = send(fd, c, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w > 0) {
+			c += w;
+			n -= (size_t)w;
+		} else if ((w < 0 && errno != EAGAIN && errno != EINTR) ||
+			   !wait_fd(fd, POLLOUT, until)) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+enum { FAST_REFUSED = -2, FAST_FAILED = -1 };
+
+/* Connects to the helper at ip and runs the handshake: the connected
+ * socket, FAST_REFUSED when nothing listens there (no helper yet), or
+ * FAST_FAILED (not answering, a wrong proof, another user). */
+static int fast_connect(const struct sandbox_ctx *ctx, const struct sandbox *sb, const char *ip)
+{
+	unsigned char secret[crypto_auth_hmacsha256_BYTES], hello[21 + 40], mine[48], mac[32];
+	struct sockaddr_in a;
+	int64_t until = mono_ms() + FAST_CONNECT_MS;
+	int fd, on = 1, err = 0;
+	socklen_t elen = sizeof(err);
+	size_t olen;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons(SANDBOX_FAST_PORT);
+	if (inet_pton(AF_INET, ip, &a.sin_addr) != 1)
+		return FAST_FAILED;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return FAST_FAILED;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		if (errno != EINPROGRESS || !wait_fd(fd, POLLOUT, until) ||
+		    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0 || err) {
+			close(fd);
+			return err == ECONNREFUSED ? FAST_REFUSED : FAST_FAILED;
+		}
+	}
+	if (recv_all(fd, hello, 21, until) < 0 || memcmp(hello, "SPH1", 4) != 0 || hello[20] > 40 ||
+	    recv_all(fd, hello + 21, hello[20], until) < 0)
+		goto fail;
+	olen = hello[20];
+	/* the helper runs as the sandbox's user, or it is not the one */
+	if (sb->owner[0] && (strlen(sb->owner) != olen || memcmp(sb->owner, hello + 21, olen) != 0))
+		goto fail;
+	fast_secret(ctx, sb->container_id, secret);
+	randombytes_buf(mine, 16);
+	{
+		crypto_auth_hmacsha256_state st;
+		crypto_auth_hmacsha256_init(&st, secret, sizeof(secret));
+		crypto_auth_hmacsha256_update(&st, (const unsigned char *)"sandpit-fast-c", 14);
+		crypto_auth_hmacsha256_update(&st, hello + 4, 16);
+		crypto_auth_hmacsha256_update(&st, mine, 16);
+		crypto_auth_hmacsha256_final(&st, mine + 16);
+		if (send_all(fd, mine, 48, until) < 0 || recv_all(fd, mac, 32, until) < 0)
+			goto fail;
+		crypto_auth_hmacsha256_init(&st, secret, sizeof(secret));
+		crypto_auth_hmacsha256_update(&st, (const unsigned char *)"sandpit-fast-s", 14);
+		crypto_auth_hmacsha256_update(&st, hello + 4, 16);
+		crypto_auth_hmacsha256_update(&st, mine, 16);
+		crypto_auth_hmacsha256_update(&st, hello + 21, olen);
+		crypto_auth_hmacsha256_final(&st, mine + 16);
+		sodium_memzero(&st, sizeof(st));
+	}
+	sodium_memzero(secret, sizeof(secret));
+	if (sodium_memcmp(mac, mine + 16, 32) != 0)
+		goto fail;
+	return fd;
+fail:
+	sodium_memzero(secret, sizeof(secret));
+	close(fd);
+	return FAST_FAILED;
+}
+
+static int discard_out(void *arg, int stream, const char *data, size_t len)
+{
+	(void)arg;
+	(void)stream;
+	(void)data;
+	(void)len;
+	return 0;
+}
+
+int sandbox_fast_start(struct sandbox_ctx *ctx, struct sandbox *sb)
+{
+	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	unsigned char secret[crypto_auth_hmacsha256_BYTES];
+	char line[2 * sizeof(secret) + 2], port[16], eid[65];
+	int timed_out = 0, code = -1, running = 0;
+	struct sp_err e;
+
+	snprintf(port, sizeof(port), "%d", SANDBOX_FAST_PORT);
+	json_object_array_add(cmd,
+			      json_object_new_string(SANDBOX_HELPER_DIR "/" SANDBOX_HELPER_NAME));
+	json_object_array_add(cmd, json_object_new_string("serve"));
+	json_object_array_add(cmd, json_object_new_string(port));
+	json_object_object_add(body, "Cmd", cmd);
+	/* the sandbox's user, never the keeper (the container's own) */
+	json_object_object_add(body, "User",
+			       json_object_new_string(sb->user[0] ? sb->user : "root"));
+	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
+	json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	fast_secret(ctx, sb->container_id, secret);
+	sodium_bin2hex(line, sizeof(line) - 1, secret, sizeof(secret));
+	sodium_memzero(secret, sizeof(secret));
+	line[sizeof(line) - 2] = '\n';
+	line[sizeof(line) - 1] = '\0';
+	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, &e) < 0 ||
+	    docker_exec_start_input(ctx->dk, eid, 10000, line, sizeof(line) - 1, discard_out, NULL,
+				    NULL, &timed_out, NULL, &e) < 0 ||
+	    timed_out || docker_exec_inspect(ctx->dk, eid, &code, &running, &e) < 0)
+		code = -1;
+	sodium_memzero(line, sizeof(line));
+	json_object_put(body);
+	/* 9: the port is taken (a helper already serves, or the sandbox's own
+	 * program holds it: the handshake tells) */
+	return code == 0 || code == 9 ? 0 : -1;
+}
+
+/* A connected, authenticated socket to sb's helper, starting it when none
+ * serves yet; -1 when the fast path is not to be used now. */
+static int fast_open(struct sandbox_ctx *ctx, struct sandbox *sb)
+{
+	char ip[INET_ADDRSTRLEN];
+	int64_t bad_until;
+	int fd;
+
+	slot_get(sb->container_id, ip, sizeof(ip), &bad_until);
+	if (bad_until > mono_ms())
+		return -1;
+	if (!ip[0]) {
+		if (fast_lookup_ip(ctx, sb, ip, sizeof(ip)) < 0) {
+			slot_set(sb->container_id, NULL, mono_ms() + FAST_RETRY_MS);
+			return -1;
+		}
+		slot_set(sb->container_id, ip, 0);
+	}
+	fd = fast_connect(ctx, sb, ip);
+	if (fd == FAST_FAILED) {
+		/* the address may have changed (a stop and start): look once more */
+		char now_ip[INET_ADDRSTRLEN];
+		if (fast_lookup_ip(ctx, sb, now_ip, sizeof(now_ip)) == 0 &&
+		    strcmp(now_ip, ip) != 0) {
+			str_copy(ip, sizeof(ip), now_ip);
+			slot_set(sb->container_id, ip, 0);
+			fd = fast_connect(ctx, sb, ip);
+		}
+	}
+	if (fd == FAST_REFUSED && sandbox_fast_start(ctx, sb) == 0)
+		fd = fast_connect(ctx, sb, ip);
+	if (fd < 0) {
+		log_debug("sandbox %s: fast path: no helper answers at %s (%s); docker exec for "
+			  "%d s",
+			  sb->id, ip, fd == FAST_REFUSED ? "refused" : "no handshake",
+			  FAST_RETRY_MS / 1000);
+		slot_set(sb->container_id, NULL, mono_ms() + FAST_RETRY_MS);
+		return -1;
+	}
+	return fd;
+}
+
+/* --- a command --------------------------------------------------------------- */
+
+static int put_u32(struct buf *b, uint32_t v)
+{
+	unsigned char c[4] = { (unsigned char)(v >> 24), (unsigned char)(v >> 16),
+			       (unsigned char)(v >> 8), (unsigned char)v };
+	return buf_append(b, c, 4);
+}
+
+static int put_str(struct buf *b, const char *s, size_t n)
+{
+	return n > UINT32_MAX || put_u32(b, (uint32_t)n) < 0 || buf_append(b, s, n) < 0 ? -1 : 0;
+}
+
+/* One array of strings of the ExecCreate body (missing: none); -1 for
+ * what the helper would refuse (a NUL, over 65536 strings): docker exec
+ * answers that. */
+static int put_strings(struct buf *b, json_object *arr)
+{
+	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr)
+								    : 0;
+
+	if (n > 65536 || put_u32(b, (uint32_t)n) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		json_object *s = json_object_array_get_idx(arr, i);
+		const char *t = json_object_get_string(s);
+		size_t len = (size_t)json_object_get_string_len(s);
+		if (!t || memchr(t, '\0', len) || put_str(b, t, len) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* What the watcher does for a process of docker exec's, for a fast-path
+ * command (which it does not see): once the container's expiry is within
+ * FAST_KEEP_MS, it is moved to now + the sandbox's timeout (at least 5 s)
+ * + FAST_KEEP_MS, as the keeper. Short commands never cost a write; a
+ * long one one per timeout. *next_try rate-limits failed writes. */
+static void keep_alive(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t *next_try)
+{
+	int64_t now = now_ms(), mono = mono_ms();
+	struct sp_err e;
+
+	if (sb->timeout_stop || sb->container_expires_at - now > FAST_KEEP_MS ||
+	    sb->container_expires_at >= sb->deadline_at || mono < *next_try)
+		return;
+	if (sandbox_arm_expiry(ctx, sb,
+			       now + (sb->timeout_ms > 5000 ? sb->timeout_ms : 5000) + FAST_KEEP_MS,
+			       &e) < 0) {
+		log_warn("sandbox %s: fast path: could not move its expiry: %s", sb->id, e.msg);
+		*next_try = mono + 5000;
+	}
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, json_object *body,
+		      const struct sandbox_fast_io *io, struct sandbox_fast_result *res)
+{
+	json_object *cmd = NULL, *env = NULL, *wd = NULL;
+	struct buf req;
+	const char *in = io->in;
+	size_t in_left = io->in ? io->in_len : 0;
+	int64_t until = mono_ms() + io->timeout_ms;
+	int64_t next_try = 0;
+	int fd, started = 0, refused = 0;
+	unsigned char hdr[5];
+	size_t hgot = 0;
+	char *data = NULL;
+
+	memset(res, 0, sizeof(*res));
+	res->code = -1;
+	if (!sandbox_fast_possible(ctx, sb) || in_left > UINT32_MAX)
+		return 0;
+	json_object_object_get_ex(body, "Cmd", &cmd);
+	json_object_object_get_ex(body, "Env", &env);
+	json_object_object_get_ex(body, "WorkingDir", &wd);
+	buf_init(&req, FAST_HDR_MAX + 4);
+	if (put_u32(&req, 0) < 0 || put_strings(&req, cmd) < 0 || put_strings(&req, env) < 0 ||
+	    put_u32(&req, 1) < 0 ||
+	    put_str(&req, wd ? json_object_get_string(wd) : "/",
+		    wd ? (size_t)json_object_get_string_len(wd) : 1) < 0 ||
+	    buf_append(&req, io->in ? "\1" : "\0", 1) < 0 || put_u32(&req, (uint32_t)in_left) < 0 ||
+	    req.len - 4 > FAST_HDR_MAX) {
+		buf_free(&req);
+		return 0;
+	}
+	{
+		uint32_t n = (uint32_t)(req.len - 4);
+		unsigned char *p = (unsigned char *)req.data;
+		p[0] = (unsigned char)(n >> 24), p[1] = (unsigned char)(n >> 16);
+		p[2] = (unsigned char)(n >> 8), p[3] = (unsigned char)n;
+	}
+	fd = fast_open(ctx, sb);
+	if (fd < 0) {
+		buf_free(&req);
+		return 0;
+	}
+	if (send_all(fd, req.data, req.len, mono_ms() + FAST_CONNECT_MS) < 0) {
+		buf_free(&req);
+		close(fd);
+		return 0; /* nothing was read: nothing ran */
+	}
+	buf_free(&req);
+	data = malloc(FAST_FRAME_MAX);
+	if (!data) {
+		close(fd);
+		return 0;
+	}
+	/* frames in, stdin out, until the exit, the timeout or the caller
+	 * going away */
+	for (;;) {
+		struct pollfd pf = { fd, (short)(POLLIN | (started && in_left ? POLLOUT : 0)), 0 };
+		int64_t left = until - mono_ms();
+		ssize_t r;
+
+		if (io->keep_alive)
+			keep_alive(ctx, sb, &next_try);
+		if (io->should_stop && io->should_stop(io->arg)) {
+			res->stopped = 1;
+			break;
+		}
+		if (left <= 0) {
+			res->timed_out = 1;
+			break;
+		}
+		r = poll(&pf, 1, (int)(left < 100 ? left : 100));
+		if (r < 0 && errno != EINTR) {
+			res->lost = 1;
+			break;
+		}
+		if (r <= 0)
+			continue;
+		if (pf.revents & POLLOUT) {
+			ssize_t w = send(fd, in, in_left < 65536 ? in_left : 65536,
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (w > 0) {
+				in += w;
+				in_left -= (size_t)w;
+			}
+		}
+		if (!(pf.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		r = recv(fd, hdr + hgot, sizeof(hdr) - hgot, MSG_DONTWAIT);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (r <= 0) {
+			res->lost = 1;
+			break;
+		}
+		hgot += (size_t)r;
+		if (hgot < sizeof(hdr))
+			continue;
+		hgot = 0;
+		{
+			uint32_t n = be32(hdr + 1);
+			char t = (char)hdr[0];
+			if (n > FAST_FRAME_MAX || recv_all(fd, data, n, until) < 0 ||
+			    (!started && t != 'S' && t != 'F') ||
+			    (started && (t == 'S' || t == 'F'))) {
+				res->lost = 1;
+				break;
+			}
+			if (t == 'F') {
+				/* nothing ran: docker exec gives the answer */
+				log_debug("sandbox %s: fast path: not started (%.*s)", sb->id,
+					  (int)(n < 200 ? n : 200), data);
+				refused = 1;
+				break;
+			}
+			if (t == 'S') {
+				if (n != 12) {
+					res->lost = 1;
+					break;
+				}
+				res->pid = (int)be32((unsigned char *)data);
+				res->start = (uint64_t)be32((unsigned char *)data + 4) << 32 |
+					     be32((unsigned char *)data + 8);
+				started = 1;
+				continue;
+			}
+			if (t == 'X') {
+				if (n != 4) {
+					res->lost = 1;
+					break;
+				}
+				res->code = (int)be32((unsigned char *)data);
+				break;
+			}
+			if ((t == '1' || t == '2') && n &&
+			    io->on_data(io->arg, t == '2' ? 2 : 1, data, n) < 0) {
+				res->stopped = 1;
+				break;
+			}
+		}
+	}
+	free(data);
+	close(fd);
+	if (res->lost) {
+		log_warn("sandbox %s: fast path: the helper went away mid-command", sb->id);
+		slot_set(sb->container_id, NULL, 0);
+	}
+	/* sent and not refused: it ran, or may have (a lost helper) */
+	return refused ? 0 : 1;
+}

@@ -1,0 +1,750 @@
+/*
+ * The fast path's serving mode (issue 16; the host side is
+ * sandbox/fastpath.c, which states the protocol in full).
+ *
+ * `sandpit-helper serve PORT` is started by sandpit through one docker
+ * exec as the sandbox's user, with the sandbox's secret (64 hex digits
+ * and a newline) on stdin: never in argv or the environment, which
+ * `docker inspect` and /proc/PID/environ show. It binds 0.0.0.0:PORT in
+ * the sandbox's network namespace, detaches (its own session, stdio on
+ * /dev/null) and exits 0, so the exec ends; 9 when the port is taken
+ * (another serving helper, or the sandbox's own program: then sandpit
+ * uses docker exec). It is not dumpable, so that no process of the
+ * sandbox's (the same uid, no CAP_SYS_PTRACE) reads the secret out of its
+ * memory; the sandbox's code can still kill it, and sandpit then falls
+ * back to docker exec.
+ *
+ * Each connection is served by a child of its own, at most MAX_CONNS at
+ * once (more are closed at once). A peer must prove it knows the secret
+ * within AUTH_MS (an HMAC-SHA-256 over both sides' nonces; the secret
+ * itself never travels), and the helper proves it back, with its uid:gid
+ * under the MAC; a peer that fails is closed without a byte more. Then one
+ * request: a command (argv, the whole environment, the working folder,
+ * optional stdin), run exactly as docker exec would run it (the
+ * environment as given, stdin /dev/null unless given, a fresh session,
+ * default signals, no descriptors but 0-2), its output in frames, then
+ * its exit status as the runtime reports it (128+N for a signal); the
+ * output is read on for at most DRAIN_MS after the process ends, as
+ * dockerd waits on its streams. A command that could not start (the
+ * folder, the program, fork) is reported as not started: nothing ran, and
+ * sandpit runs it through docker exec instead. The started frame
+ * carries the command's pid and start time: when sandpit goes away
+ * mid-command (a timeout) it kills the marked processes itself and checks
+ * by them that the command ended, as it asks Docker for an exec's.
+ *
+ * Nothing here has more rights than the sandbox's code: the same uid, the
+ * same namespaces and limits; it only runs what sandpit sends.
+ */
+#define _GNU_SOURCE
+#include "serve.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CONNS 16
+#define AUTH_S 2
+#define REQ_S 10
+#define HDR_MAX (4u << 20)
+#define ARGS_MAX 65536
+#define DRAIN_MS 2000
+#define SV_BUSY 9
+
+extern char **environ;
+
+/* --- SHA-256 and HMAC (FIPS 180-4, RFC 2104) ---------------------------------- */
+
+struct sha {
+	uint32_t h[8];
+	uint64_t n;
+	unsigned char b[64];
+	size_t bl;
+};
+
+static const uint32_t K[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+	0xc67178f2
+};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha_block(struct sha *s, const unsigned char *p)
+{
+	uint32_t w[64], a, b, c, d, e, f, g, h;
+
+	for (int i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (int i = 16; i < 64; i++) {
+		uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+		uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+	}
+	a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3];
+	e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
+	for (int i = 0; i < 64; i++) {
+		uint32_t t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) +
+			      K[i] + w[i];
+		uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+		h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+	}
+	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
+	s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
+}
+
+static void sha_init(struct sha *s)
+{
+	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+	memcpy(s->h, iv, sizeof(iv));
+	s->n = 0;
+	s->bl = 0;
+}
+
+static void sha_add(struct sha *s, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	s->n += len;
+	while (len) {
+		size_t k = 64 - s->bl < len ? 64 - s->bl : len;
+		memcpy(s->b + s->bl, p, k);
+		s->bl += k;
+		p += k;
+		len -= k;
+		if (s->bl == 64) {
+			sha_block(s, s->b);
+			s->bl = 0;
+		}
+	}
+}
+
+static void sha_end(struct sha *s, unsigned char out[32])
+{
+	uint64_t bits = s->n * 8;
+	unsigned char pad = 0x80, z = 0, len[8];
+
+	sha_add(s, &pad, 1);
+	while (s->bl != 56)
+		sha_add(s, &z, 1);
+	for (int i = 0; i < 8; i++)
+		len[i] = (unsigned char)(bits >> (56 - 8 * i));
+	sha_add(s, len, 8);
+	for (int i = 0; i < 8; i++) {
+		out[4 * i] = (unsigned char)(s->h[i] >> 24);
+		out[4 * i + 1] = (unsigned char)(s->h[i] >> 16);
+		out[4 * i + 2] = (unsigned char)(s->h[i] >> 8);
+		out[4 * i + 3] = (unsigned char)s->h[i];
+	}
+}
+
+/* HMAC-SHA-256 of the pieces (p[i], n[i]), np of them, under a 32-byte key. */
+static void hmac(const unsigned char key[32], const void *const *p, const size_t *n, int np,
+		 unsigned char out[32])
+{
+	unsigned char k[64], inner[32];
+	struct sha s;
+
+	memset(k, 0, sizeof(k));
+	memcpy(k, key, 32);
+	for (int i = 0; i < 64; i++)
+		k[i] ^= 0x36;
+	sha_init(&s);
+	sha_add(&s, k, 64);
+	for (int i = 0; i < np; i++)
+		sha_add(&s, p[i], n[i]);
+	sha_end(&s, inner);
+	for (int i = 0; i < 64; i++)
+		k[i] ^= 0x36 ^ 0x5c;
+	sha_init(&s);
+	sha_add(&s, k, 64);
+	sha_add(&s, inner, 32);
+	sha_end(&s, out);
+	memset(k, 0, sizeof(k));
+}
+
+static int same(const unsigned char *a, const unsigned char *b, size_t n)
+{
+	unsigned char d = 0;
+
+	for (size_t i = 0; i < n; i++)
+		d |= a[i] ^ b[i];
+	return d == 0;
+}
+
+/* --- I/O ---------------------------------------------------------------------- */
+
+static unsigned char secret[32];
+
+static int put_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int get_all(int fd, void *p, size_t n)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r = read(fd, c, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+static int frame(int fd, char type, const void *data, uint32_t len)
+{
+	unsigned char h[5];
+
+	h[0] = (unsigned char)type;
+	put_be32(h + 1, len);
+	return put_all(fd, h, 5) < 0 || (len && put_all(fd, data, len) < 0) ? -1 : 0;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* --- one connection --------------------------------------------------------- */
+
+/* The handshake: 0 when the peer proved the secret (and got the proof). */
+static int authenticate(int fd)
+{
+	unsigned char hello[4 + 16 + 1 + 40], peer[16 + 32], mac[32];
+	char owner[40];
+	int ufd, on = 1;
+	size_t olen;
+
+	snprintf(owner, sizeof(owner), "%u:%u", (unsigned)getuid(), (unsigned)getgid());
+	olen = strlen(owner);
+	memcpy(hello, "SPH1", 4);
+	ufd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (ufd < 0 || get_all(ufd, hello + 4, 16) < 0)
+		return -1;
+	close(ufd);
+	hello[20] = (unsigned char)olen;
+	memcpy(hello + 21, owner, olen);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+	if (put_all(fd, hello, 21 + olen) < 0 || get_all(fd, peer, sizeof(peer)) < 0)
+		return -1;
+	{
+		const void *p[] = { "sandpit-fast-c", hello + 4, peer };
+		size_t n[] = { 14, 16, 16 };
+		hmac(secret, p, n, 3, mac);
+	}
+	if (!same(mac, peer + 16, 32))
+		return -1;
+	{
+		const void *p[] = { "sandpit-fast-s", hello + 4, peer, owner };
+		size_t n[] = { 14, 16, 16, olen };
+		hmac(secret, p, n, 4, mac);
+	}
+	return put_all(fd, mac, 32);
+}
+
+struct req {
+	unsigned char *hdr;
+	char **argv, **env;
+	char *cwd;
+	int has_in;
+	uint32_t in_len;
+};
+
+/* Splits n strings out of the header at *at; NULL-terminated, NUL-free. */
+static char **strings(struct req *r, uint32_t len, uint32_t *at, char **one)
+{
+	uint32_t count;
+	char **v;
+
+	if (len - *at < 4)
+		return NULL;
+	count = be32(r->hdr + *at);
+	*at += 4;
+	if (count > ARGS_MAX || (one && count != 1))
+		return NULL;
+	v = calloc((size_t)count + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t n;
+		if (len - *at < 4)
+			return NULL;
+		n = be32(r->hdr + *at);
+		/* each string is followed by the next length (or the flag): the
+		 * byte after it can be made its NUL once it is read */
+		if (n > len - *at - 4 || memchr(r->hdr + *at + 4, 0, n))
+			return NULL;
+		memmove(r->hdr + *at, r->hdr + *at + 4, n);
+		r->hdr[*at + n] = '\0';
+		v[i] = (char *)r->hdr + *at;
+		*at += 4 + n;
+	}
+	if (one)
+		*one = v[0];
+	return v;
+}
+
+static int read_req(int fd, struct req *r)
+{
+	unsigned char l[4];
+	uint32_t len, at = 0;
+
+	if (get_all(fd, l, 4) < 0 || (len = be32(l)) > HDR_MAX || len < 12)
+		return -1;
+	r->hdr = malloc(len);
+	if (!r->hdr || get_all(fd, r->hdr, len) < 0)
+		return -1;
+	if (!(r->argv = strings(r, len, &at, NULL)) || !r->argv[0] ||
+	    !(r->env = strings(r, len, &at, NULL)) || !strings(r, len, &at, &r->cwd) ||
+	    len - at != 5)
+		return -1;
+	r->has_in = r->hdr[at] != 0;
+	r->in_len = be32(r->hdr + at + 1);
+	return r->has_in || r->in_len == 0 ? 0 : -1;
+}
+
+static void close_above2(int keep)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int fds[1024], n = 0;
+
+	if (!d) {
+		for (int fd = 3; fd < 1024; fd++)
+			if (fd != keep)
+				close(fd);
+		return;
+	}
+	while ((de = readdir(d)) && n < 1024) {
+		char *end;
+		long v = strtol(de->d_name, &end, 10);
+		if (!*end && v > 2 && v < 1 << 20 && v != keep && v != dirfd(d))
+			fds[n++] = (int)v;
+	}
+	closedir(d);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+static size_t key_len(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+/* The environment docker exec gives: the helper's own (the container's,
+ * as docker exec made it for the helper) with each of over replacing the
+ * variable of its name in place or appended; a name without '=' removes
+ * it (dockerd's ReplaceOrAppendEnvValues). NULL when out of memory. */
+static char **merged_env(char **over)
+{
+	size_t nb = 0, no = 0, n = 0;
+	char **out;
+
+	while (environ && environ[nb])
+		nb++;
+	while (over[no])
+		no++;
+	out = calloc(nb + no + 1, sizeof(*out));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < nb; i++)
+		out[n++] = environ[i];
+	for (size_t k = 0; k < no; k++) {
+		size_t kl = key_len(over[k]), i;
+		int set = over[k][kl] == '=';
+		for (i = 0; i < n; i++)
+			if (key_len(out[i]) == kl && strncmp(out[i], over[k], kl) == 0)
+				break;
+		if (i < n && set) {
+			out[i] = over[k];
+		} else if (i < n) {
+			memmove(out + i, out + i + 1, (n - i) * sizeof(*out));
+			n--;
+		} else if (set) {
+			out[n++] = over[k];
+		}
+	}
+	out[n] = NULL;
+	return out;
+}
+
+/* The command's process: never returns. st is the CLOEXEC pipe that
+ * carries errno when the folder or the program fails. */
+static void child(struct req *r, int in, int out, int err, int st)
+{
+	struct sigaction sa;
+	sigset_t none;
+	int e;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int i = 1; i < NSIG; i++)
+		sigaction(i, &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setsid();
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		goto fail;
+	if (chdir(r->cwd) < 0)
+		goto fail;
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != st)
+			close(fd);
+	if (!(environ = merged_env(r->env)))
+		goto fail;
+	execvp(r->argv[0], r->argv);
+fail:
+	e = errno;
+	put_all(st, &e, sizeof(e));
+	_exit(127);
+}
+
+/* Field 22 of /proc/PID/stat (after the command name, which may hold
+ * anything: read from its last ')'); 0 when unreadable. */
+static unsigned long long proc_start(pid_t pid)
+{
+	char p[64], b[1024], *c;
+	int fd, field = 2;
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	b[n] = '\0';
+	c = strrchr(b, ')');
+	if (!c)
+		return 0;
+	for (c++; *c && field < 22; c++)
+		if (*c == ' ')
+			field++;
+	return field == 22 ? strtoull(c, NULL, 10) : 0;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* Runs the request, streaming its output to fd; the connection's exit. */
+static int run(int fd, struct req *r)
+{
+	int po[2], pe[2], pi[2] = { -1, -1 }, ps[2], e = 0, status = 0, exited = 0;
+	uint32_t in_left = r->in_len;
+	static char ib[65536], ob[65536];
+	size_t ih = 0, io = 0;
+	int64_t drain_until = 0;
+	pid_t pid;
+
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 || pipe2(ps, O_CLOEXEC) < 0 ||
+	    (r->has_in ? pipe2(pi, O_CLOEXEC) : (pi[0] = open("/dev/null", O_RDONLY | O_CLOEXEC))) <
+		    0)
+		return frame(fd, 'F', "pipe", 4), 1;
+	pid = fork();
+	if (pid < 0)
+		return frame(fd, 'F', "fork", 4), 1;
+	if (pid == 0)
+		child(r, pi[0], po[1], pe[1], ps[1]);
+	close(po[1]);
+	close(pe[1]);
+	close(ps[1]);
+	close(pi[0]);
+	if (get_all(ps[0], &e, sizeof(e)) == 0) {
+		waitpid(pid, NULL, 0);
+		return frame(fd, 'F', strerror(e), (uint32_t)strlen(strerror(e))), 1;
+	}
+	close(ps[0]);
+	{
+		/* its pid and start time (in clock ticks after boot, field 22
+		 * of its stat): sandpit tells by them whether it still runs
+		 * after a kill, as it asks Docker for an exec's */
+		unsigned char id[12];
+		unsigned long long start = proc_start(pid);
+		put_be32(id, (uint32_t)pid);
+		put_be32(id + 4, (uint32_t)(start >> 32));
+		put_be32(id + 8, (uint32_t)start);
+		if (frame(fd, 'S', id, sizeof(id)) < 0)
+			goto gone;
+	}
+	if (pi[1] >= 0 && in_left == 0) {
+		close(pi[1]);
+		pi[1] = -1;
+	}
+	if (pi[1] >= 0)
+		set_nonblock(pi[1]);
+	for (;;) {
+		struct pollfd pf[4];
+		int np = 0, ixo = -1, ixe = -1, ixs = -1, ixi = -1;
+		ssize_t n;
+
+		if (!exited && po[0] < 0 && pe[0] < 0 && pi[1] < 0) {
+			/* its output is closed: only its end is left to wait for */
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+			break;
+		}
+		if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
+			exited = 1;
+			drain_until = now_ms() + DRAIN_MS;
+		}
+		if ((po[0] < 0 && pe[0] < 0 && exited) || (exited && now_ms() >= drain_until))
+			break;
+		if (po[0] >= 0)
+			pf[ixo = np++] = (struct pollfd){ po[0], POLLIN, 0 };
+		if (pe[0] >= 0)
+			pf[ixe = np++] = (struct pollfd){ pe[0], POLLIN, 0 };
+		/* the socket: stdin while some is owed, else only its end */
+		if (!ih)
+			pf[ixs = np++] = (struct pollfd){ fd, POLLIN, 0 };
+		if (ih && pi[1] >= 0)
+			pf[ixi = np++] = (struct pollfd){ pi[1], POLLOUT, 0 };
+		if (poll(pf, (nfds_t)np, exited ? 20 : 100) < 0) {
+			if (errno == EINTR)
+				continue;
+			goto gone;
+		}
+		for (int k = 0; k < 2; k++) {
+			int ix = k ? ixe : ixo, *p = k ? &pe[0] : &po[0];
+			if (ix < 0 || !(pf[ix].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			n = read(*p, ob, sizeof(ob));
+			if (n > 0) {
+				if (frame(fd, k ? '2' : '1', ob, (uint32_t)n) < 0)
+					goto gone;
+			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+				close(*p);
+				*p = -1;
+			}
+		}
+		if (ixs >= 0 && (pf[ixs].revents & (POLLIN | POLLHUP | POLLERR))) {
+			if (!in_left) {
+				/* nothing more is owed: sandpit went away, unless the
+				 * wake-up was spurious (nothing to read yet) */
+				char c;
+				ssize_t k = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+				if (k < 0 && (errno == EAGAIN || errno == EINTR))
+					continue;
+				goto gone;
+			}
+			n = read(fd, ib, in_left < sizeof(ib) ? in_left : sizeof(ib));
+			if (n <= 0 && !(n < 0 && errno == EINTR))
+				goto gone;
+			if (n > 0) {
+				ih = (size_t)n;
+				io = 0;
+				in_left -= (uint32_t)n;
+			}
+		}
+		if (ixi >= 0 && (pf[ixi].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			n = write(pi[1], ib + io, ih - io);
+			if (n > 0) {
+				io += (size_t)n;
+				if (io == ih)
+					ih = io = 0;
+			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				/* the command closed its stdin: the rest is read and dropped */
+				close(pi[1]);
+				pi[1] = -1;
+				ih = io = 0;
+			}
+		}
+		if (pi[1] < 0 && ih)
+			ih = io = 0;
+		if (pi[1] >= 0 && !in_left && !ih) {
+			close(pi[1]);
+			pi[1] = -1;
+		}
+	}
+	{
+		unsigned char c[4];
+		uint32_t code = WIFEXITED(status)     ? (uint32_t)WEXITSTATUS(status)
+				: WIFSIGNALED(status) ? 128u + (uint32_t)WTERMSIG(status)
+						      : 255u;
+		put_be32(c, code);
+		frame(fd, 'X', c, 4);
+	}
+	return 0;
+gone:
+	/* sandpit went away mid-command (a timeout, its caller gone): the
+	 * command is left as docker exec leaves it, to sandpit's kill of the
+	 * marked processes and its check that the command ended */
+	return 1;
+}
+
+static void serve_conn(int fd)
+{
+	struct req r;
+
+	memset(&r, 0, sizeof(r));
+	signal(SIGPIPE, SIG_IGN);
+	alarm(AUTH_S);
+	if (authenticate(fd) < 0)
+		_exit(1);
+	alarm(REQ_S);
+	if (read_req(fd, &r) < 0)
+		_exit(1);
+	alarm(0);
+	_exit(run(fd, &r));
+}
+
+/* --- the listener ------------------------------------------------------------ */
+
+static int hexval(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int serve_main(int argc, char **argv)
+{
+	char line[66];
+	struct sockaddr_in a;
+	int ls, one = 1, conns = 0;
+	long port;
+	char *end;
+	pid_t pid;
+
+	/* first of all: from here on no process of the sandbox's (the same
+	 * uid, no CAP_SYS_PTRACE) opens this one's memory or descriptors,
+	 * the stdin the secret comes on among them */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (argc < 1)
+		return fprintf(stderr, "usage: serve PORT\n"), 2;
+	port = strtol(argv[0], &end, 10);
+	if (*end || port < 1024 || port > 65535)
+		return fprintf(stderr, "serve: a bad port\n"), 2;
+	if (get_all(0, line, sizeof(line) - 1) < 0 || line[64] != '\n')
+		return fprintf(stderr, "serve: no secret on stdin\n"), 2;
+	for (int i = 0; i < 32; i++) {
+		int h = hexval(line[2 * i]), l = hexval(line[2 * i + 1]);
+		if (h < 0 || l < 0)
+			return fprintf(stderr, "serve: a bad secret\n"), 2;
+		secret[i] = (unsigned char)(h << 4 | l);
+	}
+	memset(line, 0, sizeof(line));
+	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ls < 0)
+		return fprintf(stderr, "serve: socket: %s\n", strerror(errno)), 1;
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)port);
+	a.sin_addr.s_addr = htonl(INADDR_ANY);
+	if (bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(ls, MAX_CONNS) < 0) {
+		int busy = errno == EADDRINUSE;
+		fprintf(stderr, "serve: port %ld: %s\n", port, strerror(errno));
+		return busy ? SV_BUSY : 1;
+	}
+	pid = fork();
+	if (pid < 0)
+		return fprintf(stderr, "serve: fork: %s\n", strerror(errno)), 1;
+	if (pid > 0) {
+		int st = 0;
+		waitpid(pid, &st, 0);
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	}
+	/* the middle process: a session of its own, then the server forks off
+	 * and this one ends (the server is nobody's child but init's) */
+	setsid();
+	pid = fork();
+	if (pid != 0)
+		_exit(pid < 0 ? 1 : 0);
+	{
+		int dn = open("/dev/null", O_RDWR);
+		if (dn >= 0) {
+			dup2(dn, 0);
+			dup2(dn, 1);
+			dup2(dn, 2);
+			if (dn > 2)
+				close(dn);
+		}
+	}
+	close_above2(ls);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	for (;;) {
+		struct pollfd pf = { ls, POLLIN, 0 };
+		int c;
+		while (conns > 0 && waitpid(-1, NULL, WNOHANG) > 0)
+			conns--;
+		if (poll(&pf, 1, 500) <= 0)
+			continue;
+		c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		if (conns >= MAX_CONNS) {
+			close(c);
+			continue;
+		}
+		pid = fork();
+		if (pid == 0) {
+			close(ls);
+			serve_conn(c);
+		}
+		if (pid > 0)
+			conns++;
+		close(c);
+	}
+}
