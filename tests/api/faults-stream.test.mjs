@@ -22,7 +22,9 @@ const isStart = (m, u) => m === 'POST' && /\/exec\/[^/?]+\/start$/.test(u.split(
 before(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sp-cut-'));
   proxy = await dockerProxy(dir);
-  s = await startStack({ env: { SANDPIT_DOCKER_HOST: `unix://${proxy.sock}` } });
+  // the docker exec path (the fast path does not go through Docker's
+  // socket: its own framing is v1-fastpath.test's)
+  s = await startStack({ env: { SANDPIT_DOCKER_HOST: `unix://${proxy.sock}` }, extraConf: 'fast_path = no' });
   const c = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
   assert.equal(c.status, 200, c.text);
   id = c.json.sandboxId;
