@@ -248,6 +248,10 @@ int handlers_session_cookie(const char *cookie, char *tok, size_t cap);
 /* handlers/session_admin.c: /session/keys, /session/roles, /session/quota
  * (the dashboard's organization pages; operator permission) */
 void handlers_session_admin(struct sandbox_ctx *sb, struct req *r);
+/* A /session request's JSON body (at most 4 KiB) into *in: NULL when it
+ * is empty or not JSON (the caller names what it needs); -1 with e set
+ * when it cannot be read. */
+int handlers_session_body(struct req *r, json_object **in, struct sp_err *e);
 int handlers_session_auth(struct sandbox_ctx *sb, struct req *r, const char *method,
 			  char key_hash[65], char sess_hash[65], struct sp_err *e);
 /* An API key's organization and permissions by its keyed hash (auth.c's

@@ -144,12 +144,25 @@ static json_object *session_json(const struct auth_ident *id, const char *csrf, 
 	return o;
 }
 
+int handlers_session_body(struct req *r, json_object **in, struct sp_err *e)
+{
+	json_tokener *t;
+
+	*in = NULL;
+	if (req_read_body(r, 4096, e) < 0)
+		return -1;
+	t = json_tokener_new();
+	if (t && r->body.len)
+		*in = json_tokener_parse_ex(t, r->body.data, (int)r->body.len);
+	json_tokener_free(t);
+	return 0;
+}
+
 /* POST /session {"apiKey"}: a new session for a valid key. */
 static int sign_in(struct sandbox_ctx *sb, struct req *r, struct sp_err *e)
 {
 	char kh[65], sh[65], tok[SESSION_TOKEN_LEN + 1], csrf[SESSION_CSRF_LEN + 1];
 	char hdr[256];
-	json_tokener *t;
 	json_object *in = NULL, *k, *out;
 	struct auth_ident id;
 	const char *key;
@@ -158,12 +171,8 @@ static int sign_in(struct sandbox_ctx *sb, struct req *r, struct sp_err *e)
 
 	if (cross_site_check(sb->cfg, r, "POST", NULL, e) < 0)
 		return -1;
-	if (req_read_body(r, 4096, e) < 0)
+	if (handlers_session_body(r, &in, e) < 0)
 		return -1;
-	t = json_tokener_new();
-	if (t && r->body.len)
-		in = json_tokener_parse_ex(t, r->body.data, (int)r->body.len);
-	json_tokener_free(t);
 	if (!in || !json_object_is_type(in, json_type_object) ||
 	    !json_object_object_get_ex(in, "apiKey", &k) ||
 	    !json_object_is_type(k, json_type_string)) {

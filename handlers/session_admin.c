@@ -127,17 +127,12 @@ static int keys_create(struct sandbox_ctx *sb, struct req *r, const struct auth_
 		       json_object **out, struct sp_err *e)
 {
 	char key[64], hash[65], key_id[17], *custom = NULL;
-	json_tokener *t;
 	json_object *in = NULL, *v;
 	const char *role;
 	int rc = -1;
 
-	if (req_read_body(r, 4096, e) < 0)
+	if (handlers_session_body(r, &in, e) < 0)
 		return -1;
-	t = json_tokener_new();
-	if (t && r->body.len)
-		in = json_tokener_parse_ex(t, r->body.data, (int)r->body.len);
-	json_tokener_free(t);
 	if (!in || !json_object_object_get_ex(in, "role", &v) ||
 	    !json_object_is_type(v, json_type_string)) {
 		sp_err_set(e, SP_BAD_REQUEST, "role: a JSON body {\"role\": \"member\"} is needed");
