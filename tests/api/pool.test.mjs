@@ -4,7 +4,7 @@
 // sandpit running. Pools refill; a request that no pool fits is served cold.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, waitFor } from './lib/stack.mjs';
+import { startStack, waitFor, poolReady } from './lib/stack.mjs';
 import { docker, dockerExec, diedAt } from './lib/docker.mjs';
 
 let s;
@@ -20,7 +20,7 @@ const timing = (r) => r.headers['server-timing'] || '';
 
 before(async () => {
   s = await startStack({ extraConf: ['warm_pool = template=alpine size=3 ttl=600', `label_prefix = ${L}`] });
-  await waitFor(async () => (await pooled()).length >= 3, 30000, 250);
+  await waitFor(async () => await poolReady(s, 'alpine') >= 3, 30000, 250);
 });
 after(async () => {
   await s?.stop();
@@ -68,7 +68,7 @@ test('concurrent creates never share a container; the pool refills', async () =>
     const e = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: r.json.sandboxId, cmd: 'echo ok' } });
     assert.equal(e.json.stdout, 'ok\n');
   }
-  await waitFor(async () => (await pooled()).length >= 3, 30000, 250);
+  await waitFor(async () => await poolReady(s, 'alpine') >= 3, 30000, 250);
   for (const r of rs) await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: r.json.sandboxId } });
 });
 
@@ -82,7 +82,7 @@ test('a request no pool fits is served cold', async () => {
 });
 
 test('a pooled sandbox ends at its deadline and its timeout with nothing of sandpit running', async () => {
-  await waitFor(async () => (await pooled()).length >= 2, 30000, 250);
+  await waitFor(async () => await poolReady(s, 'alpine') >= 2, 30000, 250);
   const d = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', maxLifetimeMs: 10000, timeoutMs: 60000 } });
   const i = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', timeoutMs: 10000 } });
   assert.equal(d.status, 200, d.text);

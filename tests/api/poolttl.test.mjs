@@ -4,7 +4,7 @@
 // own and are replaced.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, waitFor } from './lib/stack.mjs';
+import { startStack, waitFor, poolReady } from './lib/stack.mjs';
 import { docker, diedAt } from './lib/docker.mjs';
 
 let s;
@@ -17,7 +17,7 @@ const timing = (r) => r.headers['server-timing'] || '';
 before(async () => {
   s = await startStack({ extraConf: ['warm_pool = template=alpine size=1 network=internet ttl=600',
     'warm_pool = template=python size=1 ttl=60', `label_prefix = ${L}`] });
-  await waitFor(async () => (await pooled()).length >= 2, 60000, 250);
+  await waitFor(async () => await poolReady(s, 'alpine', 'internet') >= 1 && await poolReady(s, 'python') >= 1, 60000, 250);
 });
 after(async () => {
   await s?.stop();

@@ -101,6 +101,24 @@ export async function waitFor(fn, timeoutMs = 10000, intervalMs = 200) {
   }
 }
 
+/** How many warm containers stack s has ready to hand out for a pool, as
+ * its own /metrics counts them (sandpit_pool_ready): a container that runs
+ * is not yet ready until its pool has registered it. */
+export async function poolReady(s, template, network = 'isolated') {
+  const r = await s.api('GET', '/metrics', { key: null });
+  if (r.status !== 200) throw new Error(`/metrics answered ${r.status}`);
+  // every instance (its sandpit_instance label first) counts the one
+  // store: the largest is the count
+  let n = 0;
+  for (const line of r.text.split('\n')) {
+    const m = /^sandpit_pool_ready\{([^}]*)\} (\d+)$/.exec(line);
+    if (m && m[1].split(',').includes(`template="${template}"`) &&
+        m[1].split(',').includes(`network="${network}"`))
+      n = Math.max(n, Number(m[2]));
+  }
+  return n;
+}
+
 /** A request to the local Docker Engine API: { status, json, text }. */
 export function docker(method, urlPath, body) {
   return new Promise((resolve, reject) => {
