@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "files.h"
+#include "io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -113,22 +114,6 @@ static void pipe_grow(int fd)
 #else
 	(void)fd;
 #endif
-}
-
-static int write_out(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
 }
 
 static void jstr(const char *s)
@@ -297,7 +282,7 @@ static int cmd_cat(int argc, char **argv)
 	pipe_grow(1);
 	for (int i = 0; i < 8; i++)
 		h[i] = (unsigned char)(left >> (56 - 8 * i));
-	if (write_out(1, h, 8) < 0)
+	if (io_write_all(1, h, 8) < 0)
 		return ffail(HF_ERROR, "write", errno);
 	while (left) {
 		ssize_t r = read(fd, buf, left < sizeof(buf) ? (size_t)left : sizeof(buf));
@@ -307,7 +292,7 @@ static int cmd_cat(int argc, char **argv)
 			return efail("readFile");
 		if (r == 0)
 			return ffail(HF_CHANGED, "the file shrank while it was read", 0);
-		if (write_out(1, buf, (size_t)r) < 0)
+		if (io_write_all(1, buf, (size_t)r) < 0)
 			return ffail(HF_ERROR, "write", errno);
 		left -= (unsigned long long)r;
 	}
@@ -348,7 +333,7 @@ static int cmd_put(int argc, char **argv)
 			continue;
 		if (r <= 0)
 			return ffail(HF_ERROR, "the body ended early", 0);
-		if (write_out(fd, buf, (size_t)r) < 0)
+		if (io_write_all(fd, buf, (size_t)r) < 0)
 			return efail("writeFile");
 		left -= (unsigned long long)r;
 	}
@@ -645,7 +630,7 @@ static int in_read(void *p, size_t n, int fd)
 		if (o) {
 			memcpy(o, in.buf + in.off, k);
 			o += k;
-		} else if (fd >= 0 && write_out(fd, in.buf + in.off, k) < 0) {
+		} else if (fd >= 0 && io_write_all(fd, in.buf + in.off, k) < 0) {
 			return -2;
 		}
 		in.off += k;
@@ -867,12 +852,12 @@ static int frame(unsigned char tag, const void *p, long len)
 			return 0;
 		/* a short write: the rest, plainly */
 		if ((size_t)w < v[0].iov_len)
-			return write_out(1, h + w, v[0].iov_len - (size_t)w) < 0 ||
-					       write_out(1, p, v[1].iov_len) < 0
+			return io_write_all(1, h + w, v[0].iov_len - (size_t)w) < 0 ||
+					       io_write_all(1, p, v[1].iov_len) < 0
 				       ? -1
 				       : 0;
-		return write_out(1, (const char *)p + ((size_t)w - v[0].iov_len),
-				 want - (size_t)w) < 0
+		return io_write_all(1, (const char *)p + ((size_t)w - v[0].iov_len),
+				    want - (size_t)w) < 0
 			       ? -1
 			       : 0;
 	}

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "files.h"
+#include "io.h"
 #include "serve.h"
 
 #define PROC_ROOT "/.sandpit/p"
@@ -110,22 +111,6 @@ static int path_of(char *out, size_t cap, const char *uid, const char *file)
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Writes a small file whole, through a temporary name and a rename. */
 static int put_file(const char *uid, const char *name, const void *data, size_t len)
 {
@@ -138,7 +123,7 @@ static int put_file(const char *uid, const char *name, const void *data, size_t 
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	rc = write_all(fd, data, len);
+	rc = io_write_all(fd, data, len);
 	if (close(fd) < 0)
 		rc = -1;
 	return rc < 0 ? -1 : rename(tmp, p);
@@ -260,7 +245,7 @@ static int log_compact(const char *uid, int fd, uint64_t keep)
 		return fd;
 	for (at = from; at < s.size;) {
 		ssize_t n = pread(fd, buf, sizeof(buf), at);
-		if (n <= 0 || write_all(nfd, buf, (size_t)n) < 0) {
+		if (n <= 0 || io_write_all(nfd, buf, (size_t)n) < 0) {
 			close(nfd);
 			unlink(tmp);
 			return fd;
@@ -808,7 +793,7 @@ static int cmd_spawn(int argc, char **argv, int has_tty)
 		return e == EEXIST ? fail(HX_LABEL_TAKEN, "label taken")
 				   : (errno = e, fail(HX_ERROR, "cannot claim the label"));
 	}
-	if (write_all(fd, uid, strlen(uid)) < 0) {
+	if (io_write_all(fd, uid, strlen(uid)) < 0) {
 		close(fd);
 		return fail(HX_ERROR, "cannot claim the label");
 	}
@@ -1099,7 +1084,7 @@ static int cmd_signal(int argc, char **argv)
 
 static void say(const char *s, size_t n)
 {
-	if (write_all(1, s, n) < 0)
+	if (io_write_all(1, s, n) < 0)
 		_exit(HX_ERROR); /* sandpit went away */
 }
 

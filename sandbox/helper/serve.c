@@ -37,6 +37,7 @@
  */
 #define _GNU_SOURCE
 #include "serve.h"
+#include "io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -198,38 +199,6 @@ static int same(const unsigned char *a, const unsigned char *b, size_t n)
 
 static unsigned char secret[32];
 
-static int put_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int get_all(int fd, void *p, size_t n)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = read(fd, c, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 static uint32_t be32(const unsigned char *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -249,7 +218,7 @@ static int frame(int fd, char type, const void *data, uint32_t len)
 
 	h[0] = (unsigned char)type;
 	put_be32(h + 1, len);
-	return put_all(fd, h, 5) < 0 || (len && put_all(fd, data, len) < 0) ? -1 : 0;
+	return io_write_all(fd, h, 5) < 0 || (len && io_write_all(fd, data, len) < 0) ? -1 : 0;
 }
 
 static int64_t now_ms(void)
@@ -274,13 +243,13 @@ static int authenticate(int fd)
 	olen = strlen(owner);
 	memcpy(hello, "SPH1", 4);
 	ufd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (ufd < 0 || get_all(ufd, hello + 4, 16) < 0)
+	if (ufd < 0 || io_read_all(ufd, hello + 4, 16) < 0)
 		return -1;
 	close(ufd);
 	hello[20] = (unsigned char)olen;
 	memcpy(hello + 21, owner, olen);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-	if (put_all(fd, hello, 21 + olen) < 0 || get_all(fd, peer, sizeof(peer)) < 0)
+	if (io_write_all(fd, hello, 21 + olen) < 0 || io_read_all(fd, peer, sizeof(peer)) < 0)
 		return -1;
 	{
 		const void *p[] = { "sandpit-fast-c", hello + 4, peer };
@@ -294,7 +263,7 @@ static int authenticate(int fd)
 		size_t n[] = { 14, 16, 16, olen };
 		hmac(secret, p, n, 4, mac);
 	}
-	return put_all(fd, mac, 32);
+	return io_write_all(fd, mac, 32);
 }
 
 struct req {
@@ -344,10 +313,10 @@ static int read_req(int fd, struct req *r)
 	unsigned char l[4];
 	uint32_t len, at = 0;
 
-	if (get_all(fd, l, 4) < 0 || (len = be32(l)) > HDR_MAX || len < 12)
+	if (io_read_all(fd, l, 4) < 0 || (len = be32(l)) > HDR_MAX || len < 12)
 		return -1;
 	r->hdr = malloc(len);
-	if (!r->hdr || get_all(fd, r->hdr, len) < 0)
+	if (!r->hdr || io_read_all(fd, r->hdr, len) < 0)
 		return -1;
 	if (!(r->argv = strings(r, len, &at, NULL)) || !r->argv[0] ||
 	    !(r->env = strings(r, len, &at, NULL)) || !strings(r, len, &at, &r->cwd) ||
@@ -452,7 +421,7 @@ static void child(struct req *r, int in, int out, int err, int st)
 	execvp(r->argv[0], r->argv);
 fail:
 	e = errno;
-	put_all(st, &e, sizeof(e));
+	io_write_all(st, &e, sizeof(e));
 	_exit(127);
 }
 
@@ -512,7 +481,7 @@ static int run(int fd, struct req *r)
 	close(pe[1]);
 	close(ps[1]);
 	close(pi[0]);
-	if (get_all(ps[0], &e, sizeof(e)) == 0) {
+	if (io_read_all(ps[0], &e, sizeof(e)) == 0) {
 		waitpid(pid, NULL, 0);
 		return frame(fd, 'F', strerror(e), (uint32_t)strlen(strerror(e))), 1;
 	}
@@ -675,7 +644,7 @@ int serve_main(int argc, char **argv)
 	port = strtol(argv[0], &end, 10);
 	if (*end || port < 1024 || port > 65535)
 		return fprintf(stderr, "serve: a bad port\n"), 2;
-	if (get_all(0, line, sizeof(line) - 1) < 0 || line[64] != '\n')
+	if (io_read_all(0, line, sizeof(line) - 1) < 0 || line[64] != '\n')
 		return fprintf(stderr, "serve: no secret on stdin\n"), 2;
 	for (int i = 0; i < 32; i++) {
 		int h = hexval(line[2 * i]), l = hexval(line[2 * i + 1]);
