@@ -119,9 +119,7 @@ static void stream_end(struct exec_out *o, const struct sandbox_exec_result *res
 		o->gone = 1;
 }
 
-/* The request's env object as the core's list (validated by the route
- * table; the core checks the sizes). *v is allocated. */
-static int env_list(json_object *env, struct sandbox_env_var **v, size_t *n, struct sp_err *e)
+int handlers_env_list(json_object *env, struct sandbox_env_var **v, size_t *n, struct sp_err *e)
 {
 	size_t i = 0;
 
@@ -160,7 +158,8 @@ int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, st
 	rq.output_max = SB_EXEC_OUTPUT_MAX;
 	if (sandbox_get_running(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), &sb, e) < 0)
 		return -1;
-	if (json_object_object_get_ex(in, "env", &env) && env_list(env, &vars, &rq.nenv, e) < 0)
+	if (json_object_object_get_ex(in, "env", &env) &&
+	    handlers_env_list(env, &vars, &rq.nenv, e) < 0)
 		return -1;
 	rq.env = vars;
 	buf_init(&o.out, SB_EXEC_OUTPUT_MAX);

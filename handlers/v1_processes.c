@@ -79,29 +79,14 @@ bad:
 	return 0;
 }
 
-/* The request's env object as the core's list; *v is allocated. */
+/* The request's env object (absent: none) as the core's list; *v is
+ * allocated. */
 static int env_read(json_object *in, struct sandbox_env_var **v, size_t *n, struct sp_err *e)
 {
-	json_object *env;
-	size_t i = 0;
+	json_object *env = NULL;
 
-	*v = NULL;
-	*n = 0;
-	if (!json_object_object_get_ex(in, "env", &env) ||
-	    !json_object_is_type(env, json_type_object))
-		return 0;
-	*v = calloc((size_t)json_object_object_length(env) + 1, sizeof(**v));
-	if (!*v)
-		return sp_err_set(e, SP_INTERNAL, "out of memory");
-	json_object_object_foreach(env, k, val)
-	{
-		(*v)[i].key = k;
-		(*v)[i].value = json_object_get_string(val);
-		(*v)[i].value_len = (size_t)json_object_get_string_len(val);
-		i++;
-	}
-	*n = i;
-	return 0;
+	json_object_object_get_ex(in, "env", &env);
+	return handlers_env_list(env, v, n, e);
 }
 
 /* user: sandpit runs every command as the sandbox's user; naming that
