@@ -119,28 +119,6 @@ static void stream_end(struct exec_out *o, const struct sandbox_exec_result *res
 		o->gone = 1;
 }
 
-int handlers_env_list(json_object *env, struct sandbox_env_var **v, size_t *n, struct sp_err *e)
-{
-	size_t i = 0;
-
-	*v = NULL;
-	*n = 0;
-	if (!env || !json_object_is_type(env, json_type_object))
-		return 0;
-	*v = calloc((size_t)json_object_object_length(env) + 1, sizeof(**v));
-	if (!*v)
-		return sp_err_set(e, SP_INTERNAL, "out of memory");
-	json_object_object_foreach(env, k, val)
-	{
-		(*v)[i].key = k;
-		(*v)[i].value = json_object_get_string(val);
-		(*v)[i].value_len = (size_t)json_object_get_string_len(val);
-		i++;
-	}
-	*n = i;
-	return 0;
-}
-
 int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
 	struct sandbox_exec_req rq = { 0 };
@@ -159,7 +137,7 @@ int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, st
 	if (sandbox_get_running(h->sb, h->r->org, hin_str(in, "sandboxId", NULL), &sb, e) < 0)
 		return -1;
 	if (json_object_object_get_ex(in, "env", &env) &&
-	    handlers_env_list(env, &vars, &rq.nenv, e) < 0)
+	    sandbox_env_of_json(env, "env", -1, &vars, &rq.nenv, e) < 0)
 		return -1;
 	rq.env = vars;
 	buf_init(&o.out, SB_EXEC_OUTPUT_MAX);

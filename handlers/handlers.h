@@ -68,10 +68,6 @@ int h_sandbox_set_timeout(struct handler_ctx *h, json_object *in, json_object **
 			  struct sp_err *e);
 /* handlers/exec.c, handlers/files.c */
 int h_sandbox_exec(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e);
-/* A request's env object (validated by the route table; the core checks
- * the sizes) as the core's list, both faces: *v is allocated (NULL and 0
- * when env is NULL or not an object). */
-int handlers_env_list(json_object *env, struct sandbox_env_var **v, size_t *n, struct sp_err *e);
 int h_sandbox_write_file(struct handler_ctx *h, json_object *in, json_object **out,
 			 struct sp_err *e);
 int h_sandbox_read_file(struct handler_ctx *h, json_object *in, json_object **out,

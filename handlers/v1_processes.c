@@ -86,7 +86,7 @@ static int env_read(json_object *in, struct sandbox_env_var **v, size_t *n, stru
 	json_object *env = NULL;
 
 	json_object_object_get_ex(in, "env", &env);
-	return handlers_env_list(env, v, n, e);
+	return sandbox_env_of_json(env, "env", -1, v, n, e);
 }
 
 /* user: sandpit runs every command as the sandbox's user; naming that

@@ -623,31 +623,10 @@ static int features_parse(json_object *in, struct sandbox_create_req *rq,
 static int environment_list(json_object *in, struct sandbox_env_var **v, size_t *n,
 			    struct sp_err *e)
 {
-	json_object *env;
-	size_t i = 0;
+	json_object *env = NULL;
 
-	*v = NULL;
-	*n = 0;
-	if (!json_object_object_get_ex(in, "environment", &env) || !env)
-		return 0;
-	if (!json_object_is_type(env, json_type_object))
-		return sp_err_field(e, SP_BAD_REQUEST, "environment",
-				    "environment: expected an object of strings");
-	*v = calloc((size_t)json_object_object_length(env) + 1, sizeof(**v));
-	if (!*v)
-		return sp_err_set(e, SP_INTERNAL, "out of memory");
-	json_object_object_foreach(env, k, val)
-	{
-		if (!json_object_is_type(val, json_type_string))
-			return sp_err_field(e, SP_BAD_REQUEST, "environment",
-					    "environment.%.64s: expected a string", k);
-		(*v)[i].key = k;
-		(*v)[i].value = json_object_get_string(val);
-		(*v)[i].value_len = (size_t)json_object_get_string_len(val);
-		i++;
-	}
-	*n = i;
-	return 0;
+	json_object_object_get_ex(in, "environment", &env);
+	return sandbox_env_of_json(env, "environment", -1, v, n, e);
 }
 
 /* labels: an object of at most SB_LABELS_COUNT_MAX string values; a key 1

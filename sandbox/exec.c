@@ -20,6 +20,7 @@
 #include "internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -353,6 +354,40 @@ int sandbox_env_check(const struct sandbox_env_var *v, size_t n, const char *fie
 		return sp_err_field(e, SP_BAD_REQUEST, field,
 				    "%s: at most %d bytes in all (KEY=value)", field,
 				    SB_ENV_TOTAL_MAX);
+	return 0;
+}
+
+int sandbox_env_of_json(json_object *obj, const char *field, int max, struct sandbox_env_var **v,
+			size_t *n, struct sp_err *e)
+{
+	size_t i = 0;
+
+	*v = NULL;
+	*n = 0;
+	if (!obj)
+		return 0;
+	if (!json_object_is_type(obj, json_type_object))
+		return sp_err_field(e, SP_BAD_REQUEST, field, "%s: expected an object of strings",
+				    field);
+	*v = calloc((size_t)json_object_object_length(obj) + 1, sizeof(**v));
+	if (!*v)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	json_object_object_foreach(obj, k, val)
+	{
+		if (max >= 0 && i == (size_t)max)
+			break;
+		if (!json_object_is_type(val, json_type_string)) {
+			free(*v);
+			*v = NULL;
+			return sp_err_field(e, SP_BAD_REQUEST, field, "%s.%.64s: expected a string",
+					    field, k);
+		}
+		(*v)[i].key = k;
+		(*v)[i].value = json_object_get_string(val);
+		(*v)[i].value_len = (size_t)json_object_get_string_len(val);
+		i++;
+	}
+	*n = i;
 	return 0;
 }
 

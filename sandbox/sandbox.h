@@ -339,6 +339,14 @@ struct sandbox_env_var {
  * in a 400 ("env" for an exec, "environment" for a /v1 create). */
 int sandbox_env_check(const struct sandbox_env_var *v, size_t n, const char *field,
 		      struct sp_err *e);
+/* A JSON object of string values (a request's env or environment, a
+ * snapshot's sealed envVars) as a list of variables pointing into it:
+ * *v is allocated (free it; NULL and *n 0 for a NULL object), at most
+ * max variables are taken (max < 0: all). Anything but an object of
+ * strings is a 400 naming field. Then sandbox_env_check for the rules. */
+struct json_object;
+int sandbox_env_of_json(struct json_object *obj, const char *field, int max,
+			struct sandbox_env_var **v, size_t *n, struct sp_err *e);
 #define SB_EXEC_OUTPUT_MAX (1024 * 1024)
 
 struct sandbox_exec_req {

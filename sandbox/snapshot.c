@@ -806,7 +806,7 @@ int sandbox_snapshot_restore(struct sandbox_ctx *ctx, const char *org, const cha
 {
 	struct sandbox_snapshot s;
 	struct sandbox_create_req rq;
-	struct sandbox_env_var vars[SB_ENV_MAX_VARS];
+	struct sandbox_env_var *vars = NULL;
 	struct buf env_vars, env;
 	json_object *img = NULL, *eo = NULL;
 	int rc = -1;
@@ -840,20 +840,11 @@ int sandbox_snapshot_restore(struct sandbox_ctx *ctx, const char *org, const cha
 		rq.env_vars = env_vars.data;
 		rq.env_vars_len = env_vars.len;
 	}
+	/* sandpit's own sealed object: at most what a create takes */
 	if (env.len && (eo = json_tokener_parse(env.data)) &&
-	    json_object_is_type(eo, json_type_object)) {
-		json_object_object_foreach(eo, k, val)
-		{
-			if (rq.nenv == SB_ENV_MAX_VARS ||
-			    !json_object_is_type(val, json_type_string))
-				continue;
-			vars[rq.nenv].key = k;
-			vars[rq.nenv].value = json_object_get_string(val);
-			vars[rq.nenv].value_len = (size_t)json_object_get_string_len(val);
-			rq.nenv++;
-		}
-		rq.env = vars;
-	}
+	    sandbox_env_of_json(eo, "environment", SB_ENV_MAX_VARS, &vars, &rq.nenv, e) < 0)
+		goto out;
+	rq.env = vars;
 	rq.id = sandbox_rid;
 	rq.image = s.image;
 	rq.name = name && *name ? name : NULL;
@@ -874,6 +865,7 @@ int sandbox_snapshot_restore(struct sandbox_ctx *ctx, const char *org, const cha
 		     ? sandbox_create_resume(ctx, org, &rq, strcmp(resume, "gone") == 0, out, e)
 		     : sandbox_create(ctx, org, &rq, out, e);
 out:
+	free(vars);
 	json_object_put(eo);
 	buf_wipe(&env_vars);
 	buf_wipe(&env);

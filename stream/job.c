@@ -391,24 +391,13 @@ static int run_exec(struct stream_job *j, struct sandbox_ctx *ctx)
 	}
 	if (json_object_object_get_ex(j->in, "cwd", &v) && json_object_is_type(v, json_type_string))
 		rq.cwd = json_object_get_string(v);
+	/* validated by the exec route (an object of strings) */
 	if (json_object_object_get_ex(j->in, "env", &v) &&
-	    json_object_is_type(v, json_type_object)) {
-		size_t n = 0;
-		vars = calloc((size_t)json_object_object_length(v) + 1, sizeof(*vars));
-		if (!vars) {
-			push_error(j, "Service unavailable; try again");
-			return 0;
-		}
-		json_object_object_foreach(v, k, val)
-		{
-			vars[n].key = k;
-			vars[n].value = json_object_get_string(val);
-			vars[n].value_len = (size_t)json_object_get_string_len(val);
-			n++;
-		}
-		rq.env = vars;
-		rq.nenv = n;
+	    sandbox_env_of_json(v, "env", -1, &vars, &rq.nenv, &e) < 0) {
+		push_error(j, e.code == SP_BAD_REQUEST ? e.msg : "Service unavailable; try again");
+		return 0;
 	}
+	rq.env = vars;
 	rq.timeout_ms = SB_DEFAULT_EXEC_TIMEOUT_MS;
 	if (json_object_object_get_ex(j->in, "timeoutMs", &v) && v)
 		rq.timeout_ms = json_object_is_type(v, json_type_double)
