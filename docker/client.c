@@ -706,6 +706,29 @@ done:
 	return rc;
 }
 
+int docker_inspect_call(struct docker_client *c, const char *fmt, const char *id, const char *what,
+			json_object **out, struct sp_err *e)
+{
+	struct docker_req r;
+	int rc = -1;
+
+	*out = NULL;
+	docker_req_init(&r, "GET");
+	if (docker_check_id(id, what, e) < 0)
+		goto done;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	rc = docker_req_path(&r, e, fmt, id);
+#pragma GCC diagnostic pop
+	if (rc == 0)
+		rc = docker_call(c, &r, NULL, out, e);
+	if (rc == 0 && !*out)
+		rc = sp_err_set(e, SP_INTERNAL, "Docker's %s inspect answer is empty", what);
+done:
+	docker_req_cleanup(&r);
+	return rc;
+}
+
 int docker_check_id(const char *id, const char *what, struct sp_err *e)
 {
 	if (docker_valid_id(id))

@@ -166,20 +166,7 @@ done:
 int docker_container_inspect(struct docker_client *c, const char *id, json_object **out,
 			     struct sp_err *e)
 {
-	struct docker_req r;
-	int rc = -1;
-
-	*out = NULL;
-	docker_req_init(&r, "GET");
-	if (docker_check_id(id, "container", e) < 0 ||
-	    docker_req_path(&r, e, "/containers/%s/json", id) < 0)
-		goto done;
-	rc = docker_call(c, &r, NULL, out, e);
-	if (rc == 0 && !*out)
-		rc = sp_err_set(e, SP_INTERNAL, "Docker's inspect answer is empty");
-done:
-	docker_req_cleanup(&r);
-	return rc;
+	return docker_inspect_call(c, "/containers/%s/json", id, "container", out, e);
 }
 
 /* filters={"label":[label]} goes through json-c and then the escaper. A

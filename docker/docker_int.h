@@ -159,6 +159,12 @@ int docker_call(struct docker_client *c, struct docker_req *r, json_object *body
 int docker_create_call(struct docker_client *c, struct docker_req *r, json_object *body,
 		       char id_out[65], struct sp_err *e);
 
+/* GET fmt (one %s: the id, checked with docker_check_id as what) into
+ * *out, new: the shared body of the inspects. An empty answer is an
+ * error (SP_INTERNAL), a missing or invalid id SP_NOT_FOUND. */
+int docker_inspect_call(struct docker_client *c, const char *fmt, const char *id, const char *what,
+			json_object **out, struct sp_err *e);
+
 /* Maps a non-2xx answer: 404 SP_NOT_FOUND, 409 SP_CONFLICT, else SP_INTERNAL,
  * with Docker's {"message"} (or the status) as the text. Returns -1. */
 int docker_status_err(const struct docker_req *r, struct sp_err *e);

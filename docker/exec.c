@@ -191,19 +191,11 @@ int docker_exec_start_stream(struct docker_client *c, const char *exec_id, int64
 int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_code, int *running,
 			struct sp_err *e)
 {
-	struct docker_req r;
 	json_object *o = NULL, *v;
-	int rc = -1, run = 0, code = -1;
+	int run = 0, code = -1;
 
-	docker_req_init(&r, "GET");
-	if (docker_check_id(exec_id, "exec instance", e) < 0 ||
-	    docker_req_path(&r, e, "/exec/%s/json", exec_id) < 0 ||
-	    docker_call(c, &r, NULL, &o, e) < 0)
-		goto done;
-	if (!o) {
-		sp_err_set(e, SP_INTERNAL, "Docker's exec inspect answer is empty");
-		goto done;
-	}
+	if (docker_inspect_call(c, "/exec/%s/json", exec_id, "exec instance", &o, e) < 0)
+		return -1;
 	if (json_object_object_get_ex(o, "Running", &v))
 		run = json_object_get_boolean(v);
 	if (!run && json_object_object_get_ex(o, "ExitCode", &v) &&
@@ -213,11 +205,8 @@ int docker_exec_inspect(struct docker_client *c, const char *exec_id, int *exit_
 		*exit_code = code;
 	if (running)
 		*running = run;
-	rc = 0;
-done:
 	json_object_put(o);
-	docker_req_cleanup(&r);
-	return rc;
+	return 0;
 }
 
 /* Starts an exec detached: Docker answers once the process runs, and the

@@ -17,20 +17,7 @@
 int docker_network_inspect(struct docker_client *c, const char *name, json_object **out,
 			   struct sp_err *e)
 {
-	struct docker_req r;
-	int rc = -1;
-
-	*out = NULL;
-	docker_req_init(&r, "GET");
-	if (docker_check_id(name, "network", e) < 0 ||
-	    docker_req_path(&r, e, "/networks/%s", name) < 0)
-		goto done;
-	rc = docker_call(c, &r, NULL, out, e);
-	if (rc == 0 && !*out)
-		rc = sp_err_set(e, SP_INTERNAL, "Docker's network inspect answer is empty");
-done:
-	docker_req_cleanup(&r);
-	return rc;
+	return docker_inspect_call(c, "/networks/%s", name, "network", out, e);
 }
 
 /* Whether an inspected network is a bridge with ICC off and the wanted

@@ -34,20 +34,7 @@ int docker_volume_create(struct docker_client *c, const char *name, json_object 
 int docker_volume_inspect(struct docker_client *c, const char *name, json_object **out,
 			  struct sp_err *e)
 {
-	struct docker_req r;
-	int rc = -1;
-
-	*out = NULL;
-	docker_req_init(&r, "GET");
-	if (docker_check_id(name, "volume", e) < 0 ||
-	    docker_req_path(&r, e, "/volumes/%s", name) < 0)
-		goto done;
-	rc = docker_call(c, &r, NULL, out, e);
-	if (rc == 0 && !*out)
-		rc = sp_err_set(e, SP_INTERNAL, "Docker's volume inspect answer is empty");
-done:
-	docker_req_cleanup(&r);
-	return rc;
+	return docker_inspect_call(c, "/volumes/%s", name, "volume", out, e);
 }
 
 /* Never forced: in use is SP_CONFLICT, missing SP_NOT_FOUND. */
