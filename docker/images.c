@@ -39,23 +39,37 @@ bad:
 	return sp_err_field(e, SP_BAD_REQUEST, "image", "invalid image reference");
 }
 
+/* Checks ref and sets r's path to fmt (one %s) with ref escaped into one
+ * segment: a bad or too long reference is SP_BAD_REQUEST (field "image"). */
+static int image_path(struct docker_req *r, const char *fmt, const char *ref, struct sp_err *e)
+{
+	char esc[IMAGE_REF_MAX * 3 + 1];
+	int rc;
+
+	if (check_ref(ref, e) < 0)
+		return -1;
+	if (docker_escape(ref, esc, sizeof(esc)) < 0)
+		return sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	rc = docker_req_path(r, e, fmt, esc);
+#pragma GCC diagnostic pop
+	if (rc < 0)
+		sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+	return rc;
+}
+
 /* Missing image: SP_NOT_FOUND; a bad reference: SP_BAD_REQUEST. */
 int docker_image_inspect(struct docker_client *c, const char *image, json_object **out,
 			 struct sp_err *e)
 {
-	char esc[IMAGE_REF_MAX * 3 + 1];
 	struct docker_req r;
 	int rc = -1;
 
 	*out = NULL;
 	docker_req_init(&r, "GET");
-	if (check_ref(image, e) < 0)
+	if (image_path(&r, "/images/%s/json", image, e) < 0)
 		goto done;
-	if (docker_escape(image, esc, sizeof(esc)) < 0 ||
-	    docker_req_path(&r, e, "/images/%s/json", esc) < 0) {
-		sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
-		goto done;
-	}
 	rc = docker_call(c, &r, NULL, out, e);
 	if (rc == 0 && !*out)
 		rc = sp_err_set(e, SP_INTERNAL, "Docker's image inspect answer is empty");
@@ -137,6 +151,36 @@ static int progress_sink(void *arg, const char *p, size_t n)
 	return docker_progress_feed(arg, p, n);
 }
 
+/* Sends r (a pull or a push) and reads its progress stream into *ps as
+ * it comes; within timeout_s (the client's when 0). Docker answers 200
+ * and reports a failure inside the stream: its "error" is SP_INTERNAL
+ * with Docker's text, a stream that is not JSON too (what: "pull",
+ * "push"). */
+static int progress_call(struct docker_client *c, struct docker_req *r, int timeout_s,
+			 struct docker_progress *ps, const char *what, struct sp_err *e)
+{
+	int rc = -1;
+
+	ps->tok = json_tokener_new();
+	if (!ps->tok)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	r->sink = progress_sink;
+	r->sink_arg = ps;
+	r->timeout_ms = (int64_t)(timeout_s > 0 ? timeout_s : c->timeout_s) * 1000;
+	if (docker_call(c, r, NULL, NULL, e) < 0)
+		goto done;
+	if (ps->error[0])
+		sp_err_set(e, SP_INTERNAL, "%s", ps->error);
+	else if (ps->malformed)
+		sp_err_set(e, SP_INTERNAL, "Docker's %s progress is not JSON", what);
+	else
+		rc = 0;
+done:
+	json_tokener_free(ps->tok);
+	ps->tok = NULL;
+	return rc;
+}
+
 /* Mapping: a bad reference SP_BAD_REQUEST; the daemon's 404 (repository
  * unknown) SP_NOT_FOUND; any other failure, including an "error" object in
  * the progress stream (registry unreachable, manifest unknown, disk full),
@@ -155,32 +199,12 @@ int docker_image_pull(struct docker_client *c, const char *image, int timeout_s,
 		sp_err_field(e, SP_BAD_REQUEST, "image", "invalid image reference");
 		goto done;
 	}
-	ps.tok = json_tokener_new();
-	if (!ps.tok) {
-		sp_err_set(e, SP_INTERNAL, "out of memory");
-		goto done;
-	}
 	if (docker_req_path(&r, e, "/images/create") < 0 ||
 	    docker_req_query(&r, "fromImage", repo, e) < 0 ||
 	    docker_req_query(&r, "tag", tag, e) < 0)
 		goto done;
-	r.sink = progress_sink;
-	r.sink_arg = &ps;
-	r.timeout_ms = (int64_t)(timeout_s > 0 ? timeout_s : c->timeout_s) * 1000;
-	if (docker_call(c, &r, NULL, NULL, e) < 0)
-		goto done;
-	if (ps.error[0]) {
-		sp_err_set(e, SP_INTERNAL, "%s", ps.error);
-		goto done;
-	}
-	if (ps.malformed) {
-		sp_err_set(e, SP_INTERNAL, "Docker's pull progress is not JSON");
-		goto done;
-	}
-	rc = 0;
+	rc = progress_call(c, &r, timeout_s, &ps, "pull", e);
 done:
-	if (ps.tok)
-		json_tokener_free(ps.tok);
 	docker_req_cleanup(&r);
 	return rc;
 }
@@ -233,20 +257,12 @@ done:
 
 int docker_image_remove(struct docker_client *c, const char *image, struct sp_err *e)
 {
-	char esc[IMAGE_REF_MAX * 3 + 1];
 	struct docker_req r;
 	int rc = -1;
 
 	docker_req_init(&r, "DELETE");
-	if (check_ref(image, e) < 0)
-		goto done;
-	if (docker_escape(image, esc, sizeof(esc)) < 0 ||
-	    docker_req_path(&r, e, "/images/%s", esc) < 0) {
-		sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
-		goto done;
-	}
-	rc = docker_call(c, &r, NULL, NULL, e);
-done:
+	if (image_path(&r, "/images/%s", image, e) == 0)
+		rc = docker_call(c, &r, NULL, NULL, e);
 	docker_req_cleanup(&r);
 	return rc;
 }
@@ -254,22 +270,20 @@ done:
 int docker_image_tag(struct docker_client *c, const char *image, const char *repo, const char *tag,
 		     struct sp_err *e)
 {
-	char esc[IMAGE_REF_MAX * 3 + 1];
 	struct docker_req r;
 	int rc = -1;
 
 	docker_req_init(&r, "POST");
-	if (check_ref(image, e) < 0 || check_ref(repo, e) < 0)
+	if (check_ref(repo, e) < 0)
 		goto done;
 	if (!docker_valid_id(tag)) {
 		sp_err_set(e, SP_BAD_REQUEST, "invalid image tag");
 		goto done;
 	}
-	if (docker_escape(image, esc, sizeof(esc)) < 0 ||
-	    docker_req_path(&r, e, "/images/%s/tag", esc) < 0 ||
-	    docker_req_query(&r, "repo", repo, e) < 0 || docker_req_query(&r, "tag", tag, e) < 0) {
-		if (e->code == SP_OK)
-			sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+	if (image_path(&r, "/images/%s/tag", image, e) < 0)
+		goto done;
+	if (docker_req_query(&r, "repo", repo, e) < 0 || docker_req_query(&r, "tag", tag, e) < 0) {
+		sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
 		goto done;
 	}
 	rc = docker_call(c, &r, NULL, NULL, e);
@@ -281,54 +295,34 @@ done:
 int docker_image_push(struct docker_client *c, const char *repo, const char *tag, const char *auth,
 		      int timeout_s, char digest_out[80], struct sp_err *e)
 {
-	char esc[IMAGE_REF_MAX * 3 + 1];
 	struct docker_progress st = { 0 };
 	struct docker_req r;
 	int rc = -1;
 
 	digest_out[0] = '\0';
 	docker_req_init(&r, "POST");
-	if (check_ref(repo, e) < 0)
-		goto done;
 	if (!docker_valid_id(tag)) {
 		sp_err_set(e, SP_BAD_REQUEST, "invalid image tag");
 		goto done;
 	}
-	st.tok = json_tokener_new();
-	if (!st.tok) {
-		sp_err_set(e, SP_INTERNAL, "out of memory");
+	if (image_path(&r, "/images/%s/push", repo, e) < 0)
 		goto done;
-	}
-	if (docker_escape(repo, esc, sizeof(esc)) < 0 ||
-	    docker_req_path(&r, e, "/images/%s/push", esc) < 0 ||
-	    docker_req_query(&r, "tag", tag, e) < 0) {
-		if (e->code == SP_OK)
-			sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
+	if (docker_req_query(&r, "tag", tag, e) < 0) {
+		sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
 		goto done;
 	}
 	/* Docker refuses a push without the header: "{}" is no credential.
 	 * Docker answers at once and streams: the guard sees its answer */
 	r.auth = auth && auth[0] ? auth : "e30=";
-	r.sink = progress_sink;
-	r.sink_arg = &st;
-	r.timeout_ms = (int64_t)(timeout_s > 0 ? timeout_s : c->timeout_s) * 1000;
-	if (docker_call(c, &r, NULL, NULL, e) < 0)
+	if (progress_call(c, &r, timeout_s, &st, "push", e) < 0)
 		goto done;
-	/* Docker answers 200 and reports a failed push inside the stream */
-	if (st.error[0]) {
-		sp_err_set(e, SP_INTERNAL, "%s", st.error);
-		goto done;
-	}
-	if (st.malformed || !st.digest[0]) {
-		sp_err_set(e, SP_INTERNAL, "Docker's push progress %s",
-			   st.malformed ? "is not JSON" : "names no digest");
+	if (!st.digest[0]) {
+		sp_err_set(e, SP_INTERNAL, "Docker's push progress names no digest");
 		goto done;
 	}
 	snprintf(digest_out, 80, "%s", st.digest);
 	rc = 0;
 done:
-	if (st.tok)
-		json_tokener_free(st.tok);
 	docker_req_cleanup(&r);
 	return rc;
 }
@@ -337,7 +331,6 @@ int docker_distribution_inspect(struct docker_client *c, const char *ref, const 
 				char digest_out[80], char *media_type, size_t mcap,
 				struct sp_err *e)
 {
-	char esc[IMAGE_REF_MAX * 3 + 1];
 	struct docker_req r;
 	json_object *ans = NULL, *d;
 	const char *dg, *mt;
@@ -347,13 +340,8 @@ int docker_distribution_inspect(struct docker_client *c, const char *ref, const 
 	if (mcap)
 		media_type[0] = '\0';
 	docker_req_init(&r, "GET");
-	if (check_ref(ref, e) < 0)
+	if (image_path(&r, "/distribution/%s/json", ref, e) < 0)
 		goto done;
-	if (docker_escape(ref, esc, sizeof(esc)) < 0 ||
-	    docker_req_path(&r, e, "/distribution/%s/json", esc) < 0) {
-		sp_err_field(e, SP_BAD_REQUEST, "image", "image reference is too long");
-		goto done;
-	}
 	r.auth = auth && auth[0] ? auth : NULL;
 	/* a manifest look-up takes milliseconds: a silent registry must not
 	 * hold the worker for long, nor look like a stuck daemon */
