@@ -91,6 +91,14 @@ void v1_etag(const struct config *cfg, const char *kind, json_object *o, char ou
  * is, else a 412 etag_mismatch naming what, carrying current (the face's
  * EtagMismatch detail). */
 int v1_if_match(const char *want, const char *current, const char *what, struct sp_err *e);
+/* The renderings every /v1 resource shares (v1_conv.c): a time (RFC 3339
+ * with milliseconds), an int64 (a decimal string, the document's format:
+ * int64), "etag" added to o (v1_etag of o as it is; also into tag when
+ * not NULL), and this host's OCI architecture (amd64, arm64, ...). */
+json_object *v1_time_json(int64_t ms);
+json_object *v1_int64_json(int64_t v);
+void v1_add_etag(const struct config *cfg, const char *kind, json_object *o, char tag[V1_ETAG_MAX]);
+const char *v1_host_arch(void);
 /* A /v1 list's filter (v1_conv.c): comma-separated exact field=value
  * terms over the names in fields (NULL-terminated, at most
  * V1_FILTER_FIELDS), each at most once; spaces around a term and the

@@ -14,11 +14,15 @@
  * order, sandbox, path) and the cursor, under the data key. So a token is
  * opaque to its caller and refused, as a 400 naming pageToken, by another
  * list, another org, another scope, and when edited.
+ *
+ * And the renderings they share: a time, an int64 (a string, the
+ * document's format), the ETag member, the host's architecture.
  */
 #include "handlers.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "../common/buf.h"
 #include "../common/crypto.h"
@@ -26,6 +30,45 @@
 
 #define PAGE_MAC 32 /* hex digits of a token's MAC */
 #define ETAG_HEX 24
+
+json_object *v1_time_json(int64_t ms)
+{
+	char iso[40];
+
+	iso8601_ms(ms, iso, sizeof(iso));
+	return json_object_new_string(iso);
+}
+
+json_object *v1_int64_json(int64_t v)
+{
+	char n[32];
+
+	snprintf(n, sizeof(n), "%lld", (long long)v);
+	return json_object_new_string(n);
+}
+
+const char *v1_host_arch(void)
+{
+	static struct utsname u;
+
+	if (!u.machine[0] && uname(&u) < 0)
+		return "";
+	if (strcmp(u.machine, "x86_64") == 0)
+		return "amd64";
+	if (strcmp(u.machine, "aarch64") == 0)
+		return "arm64";
+	return u.machine;
+}
+
+void v1_add_etag(const struct config *cfg, const char *kind, json_object *o, char tag[V1_ETAG_MAX])
+{
+	char v[V1_ETAG_MAX];
+
+	v1_etag(cfg, kind, o, v);
+	json_object_object_add(o, "etag", json_object_new_string(v));
+	if (tag)
+		str_copy(tag, V1_ETAG_MAX, v);
+}
 
 void v1_etag_of(const struct config *cfg, const char *kind, const char *data, size_t len,
 		char out[V1_ETAG_MAX])

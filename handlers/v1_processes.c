@@ -31,14 +31,6 @@
 #define LIST_PAGE_DEFAULT 100
 #define LIST_PAGE_MAX 1000
 
-static json_object *i64_text(int64_t v)
-{
-	char t[24];
-
-	snprintf(t, sizeof(t), "%lld", (long long)v);
-	return json_object_new_string(t);
-}
-
 /* cmd: a non-empty array of strings (no NUL) as a NULL-terminated argv;
  * *argv is allocated (free it), the strings stay in in. */
 static int argv_read(json_object *in, const char ***argv, struct sp_err *e)
@@ -242,7 +234,7 @@ static json_object *process_json(json_object *rep, const char *receipt)
 		o, "state",
 		json_object_new_string(
 			ex && json_object_is_type(ex, json_type_object) ? "exited" : "running"));
-	json_object_object_add(o, "lastStreamSequence", i64_text(last));
+	json_object_object_add(o, "lastStreamSequence", v1_int64_json(last));
 	json_object_object_add(o, "receiptKind", json_object_new_string(receipt));
 	if (ex && json_object_is_type(ex, json_type_object)) {
 		int64_t code = member_i64(ex, "code");
@@ -522,13 +514,13 @@ int v1_processes_read(struct handler_ctx *h, json_object *in, json_object **out,
 		o = json_object_new_object();
 		json_object_object_add(o, "stream", json_object_new_string(streams[st]));
 		json_object_object_add(o, "data", json_object_get(d));
-		json_object_object_add(o, "streamSequence", i64_text(seq));
+		json_object_object_add(o, "streamSequence", v1_int64_json(seq));
 		json_object_array_add(arr, o);
 		next = seq;
 	}
 	*out = json_object_new_object();
 	json_object_object_add(*out, "chunks", arr);
-	json_object_object_add(*out, "nextResumeFrom", i64_text(next));
+	json_object_object_add(*out, "nextResumeFrom", v1_int64_json(next));
 	if (json_object_object_get_ex(rep, "exit", &ex) &&
 	    json_object_is_type(ex, json_type_object) && next >= last) {
 		json_object *x = json_object_new_object();

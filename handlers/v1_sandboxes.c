@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include "../common/buf.h"
 #include "../common/util.h"
@@ -40,22 +39,6 @@ static const char *v1_status(const struct sandbox *sb)
 	default:
 		return "failed";
 	}
-}
-
-static json_object *time_json(int64_t ms)
-{
-	char iso[40];
-
-	iso8601_ms(ms, iso, sizeof(iso));
-	return json_object_new_string(iso);
-}
-
-static json_object *i64_json(int64_t v)
-{
-	char n[32];
-
-	snprintf(n, sizeof(n), "%lld", (long long)v);
-	return json_object_new_string(n);
 }
 
 /* effectiveFeatures.managedVolumes of a sandbox with volumes: each
@@ -124,7 +107,7 @@ static json_object *sandbox_body(const struct sandbox *sb)
 	 * no /v1 form and is left out */
 	if (sb->cpu >= 1 && sb->cpu == (double)(int64_t)sb->cpu)
 		json_object_object_add(res, "cpus", json_object_new_int64((int64_t)sb->cpu));
-	json_object_object_add(res, "memoryMib", i64_json(sb->memory_mb));
+	json_object_object_add(res, "memoryMib", v1_int64_json(sb->memory_mb));
 	json_object_object_add(core, "resources", res);
 	/* the URLs without their origin: the ETag follows the ports, not the Host */
 	json_object_object_add(core, "ports", v1_ports_published(NULL, sb));
@@ -135,7 +118,7 @@ static json_object *sandbox_body(const struct sandbox *sb)
 		else
 			json_object_put(l);
 	}
-	json_object_object_add(core, "createdAt", time_json(sb->created_at));
+	json_object_object_add(core, "createdAt", v1_time_json(sb->created_at));
 	if (sb->template_name[0]) {
 		char img[64];
 		snprintf(img, sizeof(img), "images/%s", sb->template_name);
@@ -152,7 +135,7 @@ static json_object *sandbox_body(const struct sandbox *sb)
 			       json_object_new_string(sb->discard ? "discard" : "preserve"));
 	json_object_object_add(lc, "canCaptureMemory", json_object_new_boolean(0));
 	json_object_object_add(ef, "lifecycle", lc);
-	json_object_object_add(ret, "minBytes", i64_json(SB_PROC_RETENTION));
+	json_object_object_add(ret, "minBytes", v1_int64_json(SB_PROC_RETENTION));
 	json_object_object_add(ef, "outputRetention", ret);
 	/* what is in force: at expiry the container is ended and removed (the
 	 * record stays, failed), or with onTimeout stop paused (it reads
@@ -171,7 +154,7 @@ static json_object *sandbox_body(const struct sandbox *sb)
 		json_object_object_add(to, "initialTimeout", json_object_new_string(d));
 		json_object_object_add(to, "resumeTimeout", json_object_new_string(d));
 		if (sb->status == SB_RUNNING && sb->expires_at > 0)
-			json_object_object_add(to, "expiresAt", time_json(sb->expires_at));
+			json_object_object_add(to, "expiresAt", v1_time_json(sb->expires_at));
 		json_object_object_add(ef, "timeouts", to);
 	}
 	managed_volumes_json(sb, ef);
@@ -375,20 +358,6 @@ static int given(json_object *in, const char *name)
 	return 1;
 }
 
-/* This host's OCI architecture. */
-static const char *host_arch(void)
-{
-	static struct utsname u;
-
-	if (!u.machine[0] && uname(&u) < 0)
-		return "";
-	if (strcmp(u.machine, "x86_64") == 0)
-		return "amd64";
-	if (strcmp(u.machine, "aarch64") == 0)
-		return "arm64";
-	return u.machine;
-}
-
 /* The fields sandpit cannot honour on plain Docker, refused before
  * anything happens (the document: "fail explicitly"). */
 static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_err *e)
@@ -435,9 +404,9 @@ static int refuse_unsupported(struct handler_ctx *h, json_object *in, struct sp_
 			return sp_err_field(
 				e, SP_BAD_REQUEST, "platform",
 				"platform: an explicit platform needs os and architecture");
-		if (strcmp(os, "linux") != 0 || strcmp(arch, host_arch()) != 0)
+		if (strcmp(os, "linux") != 0 || strcmp(arch, v1_host_arch()) != 0)
 			return sp_err_field(e, SP_UNIMPLEMENTED, "platform",
-					    "platform: only linux/%s runs here", host_arch());
+					    "platform: only linux/%s runs here", v1_host_arch());
 	}
 	return 0;
 }

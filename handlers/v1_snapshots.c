@@ -14,53 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include "../common/util.h"
 
 #define PAGE_DEFAULT 50
 #define PAGE_MAX 256
-
-static json_object *time_json(int64_t ms)
-{
-	char iso[40];
-
-	iso8601_ms(ms, iso, sizeof(iso));
-	return json_object_new_string(iso);
-}
-
-static json_object *i64_json(int64_t v)
-{
-	char n[32];
-
-	snprintf(n, sizeof(n), "%lld", (long long)v);
-	return json_object_new_string(n);
-}
-
-static const char *host_arch(void)
-{
-	static struct utsname u;
-
-	if (!u.machine[0] && uname(&u) < 0)
-		return "";
-	if (strcmp(u.machine, "x86_64") == 0)
-		return "amd64";
-	if (strcmp(u.machine, "aarch64") == 0)
-		return "arm64";
-	return u.machine;
-}
-
-/* Adds "etag" (v1_etag of o as it is) to o; into tag (V1_ETAG_MAX) when
- * not NULL. */
-static void add_etag(const struct config *cfg, const char *kind, json_object *o, char *tag)
-{
-	char v[V1_ETAG_MAX];
-
-	v1_etag(cfg, kind, o, v);
-	json_object_object_add(o, "etag", json_object_new_string(v));
-	if (tag)
-		str_copy(tag, V1_ETAG_MAX, v);
-}
 
 /* --- renderings ------------------------------------------------------------ */
 
@@ -87,8 +45,8 @@ static json_object *snapshot_json(const struct sandbox_snapshot *s, int full)
 	json_object_object_add(o, "sandboxUid", json_object_new_string(s->sandbox_id));
 	json_object_object_add(o, "status", json_object_new_string(snap_status(s)));
 	if (s->status == SB_SNAP_READY)
-		json_object_object_add(o, "totalSizeBytes", i64_json(s->size_bytes));
-	json_object_object_add(o, "createdAt", time_json(s->created_at));
+		json_object_object_add(o, "totalSizeBytes", v1_int64_json(s->size_bytes));
+	json_object_object_add(o, "createdAt", v1_time_json(s->created_at));
 	json_object_object_add(o, "captureMode", json_object_new_string("disk"));
 	if (!full)
 		return o;
@@ -98,10 +56,11 @@ static json_object *snapshot_json(const struct sandbox_snapshot *s, int full)
 		json_object *res = json_object_new_object(), *plat = json_object_new_object();
 		if (s->cpu >= 1 && s->cpu == (double)(int64_t)s->cpu)
 			json_object_object_add(res, "cpus", json_object_new_int64((int64_t)s->cpu));
-		json_object_object_add(res, "memoryMib", i64_json(s->memory_mb));
+		json_object_object_add(res, "memoryMib", v1_int64_json(s->memory_mb));
 		json_object_object_add(o, "resources", res);
 		json_object_object_add(plat, "os", json_object_new_string("linux"));
-		json_object_object_add(plat, "architecture", json_object_new_string(host_arch()));
+		json_object_object_add(plat, "architecture",
+				       json_object_new_string(v1_host_arch()));
 		json_object_object_add(o, "platform", plat);
 	}
 	if (s->status == SB_SNAP_FAILED) {
@@ -148,15 +107,15 @@ static json_object *image_json(const struct sandbox_image *im, int full)
 		o, "source",
 		json_object_new_string(im->source == SB_IMAGE_FROM_SANDBOX ? "sandbox" : "image"));
 	if (im->status == SB_IMAGE_COMPLETED || im->size_bytes > 0)
-		json_object_object_add(o, "totalSizeBytes", i64_json(im->size_bytes));
+		json_object_object_add(o, "totalSizeBytes", v1_int64_json(im->size_bytes));
 	if (im->created[0]) {
 		json_object_object_add(o, "createdAt", json_object_new_string(im->created));
 		json_object_object_add(o, "updatedAt", json_object_new_string(im->created));
 	} else {
 		/* a template whose image Docker does not have: no time of its own */
 		int64_t t = im->created_ms > 0 ? im->created_ms : 0;
-		json_object_object_add(o, "createdAt", time_json(t));
-		json_object_object_add(o, "updatedAt", time_json(t));
+		json_object_object_add(o, "createdAt", v1_time_json(t));
+		json_object_object_add(o, "updatedAt", v1_time_json(t));
 	}
 	json_object_object_add(o, "imageRef", json_object_new_string(im->ref));
 	if (im->digest[0])
@@ -169,7 +128,7 @@ static json_object *image_json(const struct sandbox_image *im, int full)
 				       json_object_new_string(im->os[0] ? im->os : "linux"));
 		json_object_object_add(
 			plat, "architecture",
-			json_object_new_string(im->arch[0] ? im->arch : host_arch()));
+			json_object_new_string(im->arch[0] ? im->arch : v1_host_arch()));
 		json_object_object_add(o, "platform", plat);
 	}
 	if (!full)
@@ -250,7 +209,7 @@ static json_object *snapshot_full(struct handler_ctx *h, const struct sandbox_sn
 {
 	json_object *o = snapshot_json(s, 1);
 
-	add_etag(h->cfg, "snapshot", o, tag);
+	v1_add_etag(h->cfg, "snapshot", o, tag);
 	return o;
 }
 
@@ -379,7 +338,7 @@ static json_object *image_full(struct handler_ctx *h, const struct sandbox_image
 {
 	json_object *o = image_json(im, 1);
 
-	add_etag(h->cfg, "image", o, tag);
+	v1_add_etag(h->cfg, "image", o, tag);
 	return o;
 }
 

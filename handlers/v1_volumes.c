@@ -21,16 +21,14 @@ static json_object *volume_json(const struct config *cfg, const struct sandbox_v
 				char *etag, size_t cap)
 {
 	json_object *o = json_object_new_object();
-	char name[SANDBOX_ID_LEN + 16], iso[40], tag[V1_ETAG_MAX];
+	char name[SANDBOX_ID_LEN + 16], tag[V1_ETAG_MAX];
 
 	snprintf(name, sizeof(name), "volumes/%s", v->id);
 	json_object_object_add(o, "uid", json_object_new_string(v->id));
 	json_object_object_add(o, "name", json_object_new_string(name));
-	iso8601_ms(v->created_at, iso, sizeof(iso));
-	json_object_object_add(o, "createdAt", json_object_new_string(iso));
+	json_object_object_add(o, "createdAt", v1_time_json(v->created_at));
 	json_object_object_add(o, "displayName", json_object_new_string(v->display_name));
-	v1_etag(cfg, "volume", o, tag);
-	json_object_object_add(o, "etag", json_object_new_string(tag));
+	v1_add_etag(cfg, "volume", o, tag);
 	if (etag)
 		str_copy(etag, cap, tag);
 	return o;
