@@ -422,34 +422,8 @@ static int server_check(const struct config *cfg, const char *id)
  * set), then its load. */
 static json_object *server_json(const struct sandbox_server_row *row)
 {
-	const struct sandbox_server *s = &row->s;
-	json_object *o = json_object_new_object();
+	json_object *o = sandbox_server_json(&row->s);
 
-#define PUT(k, f)                                                                   \
-	do {                                                                        \
-		if (s->f[0])                                                        \
-			json_object_object_add(o, k, json_object_new_string(s->f)); \
-	} while (0)
-	PUT("id", id);
-	PUT("name", name);
-	PUT("endpoint", endpoint);
-	PUT("tlsCert", tls_cert);
-	PUT("tlsKey", tls_key);
-	PUT("tlsCa", tls_ca);
-	PUT("sshKey", ssh_key);
-	PUT("sshKnownHosts", ssh_known_hosts);
-	PUT("pool", pool);
-	PUT("orgs", orgs);
-	PUT("netCheck", net_check);
-	PUT("netCheckDetail", net_check_detail);
-#undef PUT
-	json_object_object_add(o, "pooled", json_object_new_boolean(s->pooled));
-	json_object_object_add(o, "allowUnfiltered", json_object_new_boolean(s->allow_unfiltered));
-	if (s->net_check_at)
-		json_object_object_add(o, "netCheckAt", json_object_new_int64(s->net_check_at));
-	if (s->max_lifetime_ms > 0)
-		json_object_object_add(o, "maxLifetimeMs",
-				       json_object_new_int64(s->max_lifetime_ms));
 	if (row->has_load) {
 		json_object_object_add(o, "sandboxes", json_object_new_int64(row->sandboxes));
 		json_object_object_add(o, "cpuReserved",

@@ -129,7 +129,6 @@ json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct 
  * the operator overrode it. */
 int server_usable(const struct sandbox_server *s);
 int server_from_json(const char *text, struct sandbox_server *s, struct sp_err *e);
-json_object *server_to_json(const struct sandbox_server *s);
 int server_allows(const struct sandbox_server *s, const char *org);
 /* Makes server id ("" or "local" = the local server) the current one:
  * ctx->dk and ctx->cur. -1 (ctx->dk NULL) when it is unknown. */

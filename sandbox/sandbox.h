@@ -475,6 +475,9 @@ int sandbox_server_check(struct sandbox_ctx *ctx, const char *id, struct sp_err 
  * *out is allocated (free it), *n rows. */
 int sandbox_server_list(struct store *st, struct sandbox_server_row **out, size_t *n,
 			struct sp_err *e);
+/* A server's record as JSON (the fields that are set; never its load):
+ * what the store keeps and `sandpit servers list` prints. New object. */
+struct json_object *sandbox_server_json(const struct sandbox_server *s);
 
 /* A template as sandbox.templates lists it. */
 struct sandbox_template {

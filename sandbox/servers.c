@@ -60,7 +60,7 @@ int server_from_json(const char *text, struct sandbox_server *s, struct sp_err *
 	return 0;
 }
 
-json_object *server_to_json(const struct sandbox_server *s)
+json_object *sandbox_server_json(const struct sandbox_server *s)
 {
 	json_object *o = json_object_new_object();
 
@@ -289,7 +289,7 @@ int sandbox_server_check(struct sandbox_ctx *ctx, const char *id, struct sp_err 
 	str_copy(s.net_check, sizeof(s.net_check), status);
 	str_copy(s.net_check_detail, sizeof(s.net_check_detail), detail);
 	s.net_check_at = now_ms();
-	o = server_to_json(&s);
+	o = sandbox_server_json(&s);
 	rc = store_server_put(ctx->st, s.id,
 			      json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), e);
 	json_object_put(o);
@@ -452,7 +452,7 @@ int sandbox_server_add(struct store *st, const struct sandbox_server_spec *sp, s
 		return sp_err_set(e, SP_BAD_REQUEST, "--max-lifetime: %d to %d seconds",
 				  SB_MIN_LIFETIME_MS / 1000, SB_MAX_LIFETIME_MS / 1000);
 	s.max_lifetime_ms = sp->max_lifetime_ms;
-	o = server_to_json(&s);
+	o = sandbox_server_json(&s);
 	rc = store_server_put(st, s.id, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
 			      e);
 	json_object_put(o);
