@@ -467,6 +467,24 @@ int store_sandbox_put(struct store *st, const char *org, const char *id, const c
 	return 0;
 }
 
+/* Runs a record update script (1 applied, 0 not, -1 no record) once:
+ * run twice, a compare-and-set that applied answers "changed". 0
+ * applied, 1 not (the expectation did not hold), -1 SP_NOT_FOUND or the
+ * store's error. */
+static int update_call(struct store *st, int argc, const char **argv, struct sp_err *e)
+{
+	redisReply *r = store_cmd(st, argc, argv, NULL, e);
+	int rc;
+
+	if (!r)
+		return -1;
+	rc = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+	freeReplyObject(r);
+	if (rc == -1)
+		return sp_err_set(e, SP_NOT_FOUND, "Sandbox not found");
+	return rc == 1 ? 0 : 1;
+}
+
 /* KEYS[1] record; ARGV: expect ("" = any), ttl (0 = keep), k1, v1, ... */
 static const char lua_update[] =
 	"if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end "
@@ -481,8 +499,7 @@ int store_sandbox_update(struct store *st, const char *org, const char *id,
 {
 	char k1[256], ttl[32];
 	const char *argv[8 + 2 * STORE_MAX_FIELDS];
-	redisReply *r;
-	int argc = 0, rc;
+	int argc = 0;
 
 	if (nkv > 2 * STORE_MAX_FIELDS || nkv % 2)
 		return sp_err_set(e, SP_INTERNAL, "bad record: %d values, at most %d fields", nkv,
@@ -497,15 +514,7 @@ int store_sandbox_update(struct store *st, const char *org, const char *id,
 	argv[argc++] = ttl;
 	for (int i = 0; i < nkv; i++)
 		argv[argc++] = kv[i];
-	/* ONCE: run twice, a compare-and-set that applied answers "changed" */
-	r = store_cmd(st, argc, argv, NULL, e);
-	if (!r)
-		return -1;
-	rc = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
-	freeReplyObject(r);
-	if (rc == -1)
-		return sp_err_set(e, SP_NOT_FOUND, "Sandbox not found");
-	return rc == 1 ? 0 : 1;
+	return update_call(st, argc, argv, e);
 }
 
 /* KEYS[1] the record; ARGV[1] the number of expected pairs n, then n
@@ -525,8 +534,7 @@ int store_sandbox_update_if(struct store *st, const char *org, const char *id,
 {
 	char k1[256], n[16];
 	const char *argv[8 + 4 * STORE_MAX_FIELDS];
-	redisReply *r;
-	int argc = 0, rc;
+	int argc = 0;
 
 	if (nkv > 2 * STORE_MAX_FIELDS || nkv % 2 || nexpect > 2 * STORE_MAX_FIELDS || nexpect % 2)
 		return sp_err_set(e, SP_INTERNAL,
@@ -544,16 +552,7 @@ int store_sandbox_update_if(struct store *st, const char *org, const char *id,
 		argv[argc++] = expect[i];
 	for (int i = 0; i < nkv; i++)
 		argv[argc++] = kv[i];
-	/* ONCE, as store_sandbox_update: a compare-and-set that applied
-	 * answers "changed" when run twice */
-	r = store_cmd(st, argc, argv, NULL, e);
-	if (!r)
-		return -1;
-	rc = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
-	freeReplyObject(r);
-	if (rc == -1)
-		return sp_err_set(e, SP_NOT_FOUND, "Sandbox not found");
-	return rc == 1 ? 0 : 1;
+	return update_call(st, argc, argv, e);
 }
 
 int store_sandbox_get(struct store *st, const char *org, const char *id, struct store_rec *out,
