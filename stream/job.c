@@ -345,19 +345,7 @@ static int job_output(void *arg, int stream, const char *data, size_t len)
 	if (atomic_load(&j->stop))
 		return -1;
 	emit(j, stream == 2 ? 2 : 1, data, len, 0);
-	pthread_mutex_lock(&j->mu);
-	while (j->qbytes > STREAM_QUEUE_CAP && !atomic_load(&j->stop)) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 250 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&j->cv, &j->mu, &ts);
-	}
-	pthread_mutex_unlock(&j->mu);
-	return atomic_load(&j->stop) ? -1 : 0;
+	return stream_job_wait_room(j) ? -1 : 0;
 }
 
 static int job_should_stop(void *arg)
