@@ -145,10 +145,11 @@ int v1_processes_exec(struct handler_ctx *h, json_object *in, json_object **out,
 	if (sandbox_get_running(h->sb, h->r->org, hin_str(in, "sandbox", NULL), &sb, e) < 0 ||
 	    user_check(in, &sb, e) < 0)
 		goto out;
-	/* argv as given: sh only execs it (the wrapper's marker and cwd check
+	/* argv as given, no shell reading it: an empty command is the
+	 * wrapper's argv form (sandbox/sh/wrapper.sh; its marker and cwd check
 	 * stay) */
-	rq.cmd = "exec \"$@\"";
-	rq.cmd_len = strlen(rq.cmd);
+	rq.cmd = "";
+	rq.cmd_len = 0;
 	rq.args = argv;
 	rq.env = vars;
 	rq.cwd = hin_str(in, "workingDir", NULL);

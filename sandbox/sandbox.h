@@ -350,7 +350,8 @@ int sandbox_env_of_json(struct json_object *obj, const char *field, int max,
 #define SB_EXEC_OUTPUT_MAX (1024 * 1024)
 
 struct sandbox_exec_req {
-	const char *cmd;
+	const char
+		*cmd; /* a shell command; "" (cmd_len 0): args are the program and its arguments */
 	size_t cmd_len;
 	const char *cwd;		   /* NULL = the sandbox workdir */
 	const struct sandbox_env_var *env; /* nenv variables (checked here) */

@@ -267,6 +267,18 @@ test_exec() {
 		"$([ $rc = 3 ] && [ "$out" = "sh a b c
 fd9" ] && echo 0 || echo 1)" "rc $rc, $out"
 	check "wrapper: the marker file is gone after" "$([ ! -e "$T/state/x/$m" ] && echo 0 || echo 1)"
+	# an empty command: the arguments are a program and its arguments, run
+	# as they are (no shell reads them), with the marker on fd 9 and the
+	# program's status; a builtin's name is looked up as a program
+	m=a$RANDOM$RANDOM
+	out=$(cd "$d" && SANDPIT_EXEC=$m prog wrapper '' sh -c '[ "$(readlink /proc/$$/fd/9)" = "'"$T/state/x/$m"'" ] && echo "fd9 $1"; exit 4' sh 'a;b $c')
+	rc=$?
+	check "wrapper: an argv as it is (no shell between), the marker on fd 9, its status" \
+		"$([ $rc = 4 ] && [ "$out" = 'fd9 a;b $c' ] && [ ! -e "$T/state/x/$m" ] && echo 0 || echo 1)" "rc $rc, $out"
+	(cd "$d" && SANDPIT_EXEC=$m prog wrapper '' exit 3 2>/dev/null)
+	rc=$?
+	check "wrapper: an argv naming a builtin runs no builtin (exit 127, not 3)" \
+		"$([ $rc = 127 ] && echo 0 || echo 1)" "rc $rc"
 	(cd "$d/p" && SANDPIT_EXEC=$m prog wrapper ": >$d/ran")
 	rc=$?
 	check "wrapper: a working folder in /proc is exit 125, nothing run" \
