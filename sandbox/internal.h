@@ -235,8 +235,9 @@ int sandbox_settle_execs(struct sandbox_ctx *ctx, const struct sandbox *sb, stru
 void sandbox_catch_up_org(struct sandbox_ctx *ctx, const char *org);
 
 /* pool.c: claims a warm container for rq into sb (sets id, container id,
- * pooled) if one fits and is ready: 1 claimed, 0 none. activate arms it
- * with sb's limits and lifetimes. */
+ * pooled) if one fits and is ready: 1 claimed, 0 none. activate gives it
+ * sb's limits, then arms its lifetimes: at once, or with defer_expiry
+ * right after the answer (sandbox_pool_arm_pending). */
 int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req *rq,
 		       struct sandbox *sb);
 int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);

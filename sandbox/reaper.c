@@ -321,6 +321,7 @@ void sandbox_reap(struct sandbox_ctx *ctx)
 
 void sandbox_idle(struct sandbox_ctx *ctx)
 {
+	sandbox_pool_arm_pending(ctx);
 	sandbox_flush_expiry(ctx);
 	sandbox_snapshot_idle(ctx);
 	sandbox_pool_maintain(ctx);

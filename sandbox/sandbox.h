@@ -54,6 +54,12 @@ struct sandbox_ctx {
 		[33]; /* this installation's id, as its containers are labelled ("" = not read yet) */
 	/* a snapshot accepted and not yet captured (snapshot.c; "" none) */
 	char snap_pending_org[65], snap_pending_id[21];
+	/* a warm container claimed and answered whose lifetimes are armed
+	 * right after the answer (pool.c, with defer_expiry; id "" none) */
+	struct {
+		char org[65], id[21], cid[65];
+		int64_t deadline_at, expires_at, timeout_ms, max_lifetime_ms;
+	} arm_pending;
 };
 
 /* stopped: the container is paused (sandbox_stop), its processes and
@@ -279,8 +285,11 @@ int sandbox_touch_record(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t ex
 /* Tops the warm pools up (at most one container each), at most once a
  * second unless a claim made it urgent. Call between requests. */
 void sandbox_pool_maintain(struct sandbox_ctx *ctx);
-/* Work between requests: the deferred expiry write (defer_expiry), the
- * warm pools, and the reaper. Call when a request was answered and while
+/* Arms the warm container a create answered with (defer_expiry), if one
+ * waits: a Docker call the answer need not wait for. */
+void sandbox_pool_arm_pending(struct sandbox_ctx *ctx);
+/* Work between requests: a warm container's arming and the deferred
+ * expiry write (defer_expiry), the warm pools, and the reaper. Call when a request was answered and while
  * idle (about once a second). */
 void sandbox_idle(struct sandbox_ctx *ctx);
 /* Writes a deferred container expiry now, if one waits. */

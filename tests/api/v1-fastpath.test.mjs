@@ -236,10 +236,12 @@ test('the serving helper killed: the next command still answers (restarted); its
   assert.match(await who(fast, A), /serve 47011/);
   // a program of the sandbox's own holds the port (a durable process,
   // out of the killer's reach): no helper can serve, docker exec does.
-  // One persistent listener (busybox nc -ll -e), never a loop of one-shot
-  // ones: between two of those the port is free, a probe is refused, and
-  // a helper sandpit starts may take it (the test failed so under load)
-  const p = await ep(fast, A, 'POST', '/v1/processes', { body: { cmd: ['nc', '-ll', '-p', String(PORT), '-e', 'true'] } });
+  // It binds once the helper is killed (until then its bind fails and it
+  // tries again), then one persistent listener (busybox nc -ll -e) holds
+  // it, never a loop of one-shot ones: between two of those the port is
+  // free, a probe is refused, and a helper sandpit starts may take it
+  // (the test failed so under load)
+  const p = await ep(fast, A, 'POST', '/v1/processes', { body: { cmd: ['sh', '-c', `until nc -ll -p ${PORT} -e true 2>/dev/null; do sleep 0.1; done`] } });
   assert.equal(p.status, 201, p.text);
   assert.equal(b64((await exec(fast, A, ['sh', '-c', KILL_SERVER])).stdout), 'killed\n');
   const ip = await ipOf(A);

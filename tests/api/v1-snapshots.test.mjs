@@ -278,6 +278,7 @@ test('the capture\'s pause is no stop: commands meanwhile answer 200 or a retrya
     const k = `${x.status}${x.status === 503 ? ` retry-after ${x.headers['retry-after']}` : ''}`;
     seen.set(k, (seen.get(k) ?? 0) + 1);
     assert.ok(x.status === 200 || (x.status === 503 && x.headers['retry-after'] === '1' && /snapshot/.test(x.json?.message)), `exec during the capture: ${x.status} ${x.text}`);
+    assert.equal(g.status, 200, `the sandbox during the capture: ${g.status} ${JSON.stringify(g.headers)} ${g.text}`);
     assert.equal(g.json.core.status, 'running', `the sandbox during the capture: ${g.text}`);
     status = (await v1('GET', SNAP, { snapshot: r.json.uid })).json.status;
   }
