@@ -148,7 +148,7 @@ static void fast_secret(const struct sandbox_ctx *ctx, const char *cid,
 }
 
 /* The container's address on its sandbox network, from Docker. */
-static int fast_lookup_ip(struct sandbox_ctx *ctx, const struct sandbox *sb, char *ip, size_t cap)
+static int docker_ip(struct sandbox_ctx *ctx, const struct sandbox *sb, char *ip, size_t cap)
 {
 	json_object *info = NULL, *ns, *nets, *n, *a;
 	char net[128];
@@ -170,6 +170,31 @@ static int fast_lookup_ip(struct sandbox_ctx *ctx, const struct sandbox *sb, cha
 	}
 	json_object_put(info);
 	return rc;
+}
+
+/* The address the fast path tries first: this worker's, then the one
+ * another worker learnt (Redis), then Docker's (which it then shares). */
+static int fast_lookup_ip(struct sandbox_ctx *ctx, const struct sandbox *sb, int ask_docker,
+			  char *ip, size_t cap)
+{
+	struct in_addr probe;
+	struct sp_err e;
+
+	if (!ask_docker && store_fast_addr_get(ctx->st, sb->container_id, ip, cap, &e) == 1 &&
+	    inet_pton(AF_INET, ip, &probe) == 1)
+		return 0;
+	if (docker_ip(ctx, sb, ip, cap) < 0)
+		return -1;
+	store_fast_addr_set(ctx->st, sb->container_id, ip, SB_MAX_LIFETIME_MS / 1000 + 3600, &e);
+	return 0;
+}
+
+void sandbox_fast_prime(struct sandbox_ctx *ctx, const struct sandbox *sb)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	if (fast_lookup_ip(ctx, sb, 1, ip, sizeof(ip)) == 0)
+		slot_set(sb->container_id, ip, 0);
 }
 
 /* --- the socket ---------------------------------------------------------------- */
@@ -350,7 +375,7 @@ static int fast_open(struct sandbox_ctx *ctx, struct sandbox *sb)
 	if (bad_until > mono_ms())
 		return -1;
 	if (!ip[0]) {
-		if (fast_lookup_ip(ctx, sb, ip, sizeof(ip)) < 0) {
+		if (fast_lookup_ip(ctx, sb, 0, ip, sizeof(ip)) < 0) {
 			slot_set(sb->container_id, NULL, mono_ms() + FAST_RETRY_MS);
 			return -1;
 		}
@@ -360,7 +385,7 @@ static int fast_open(struct sandbox_ctx *ctx, struct sandbox *sb)
 	if (fd == FAST_FAILED) {
 		/* the address may have changed (a stop and start): look once more */
 		char now_ip[INET_ADDRSTRLEN];
-		if (fast_lookup_ip(ctx, sb, now_ip, sizeof(now_ip)) == 0 &&
+		if (fast_lookup_ip(ctx, sb, 1, now_ip, sizeof(now_ip)) == 0 &&
 		    strcmp(now_ip, ip) != 0) {
 			str_copy(ip, sizeof(ip), now_ip);
 			slot_set(sb->container_id, ip, 0);

@@ -311,6 +311,9 @@ struct sandbox_fast_result {
 };
 int sandbox_fast_possible(const struct sandbox_ctx *ctx, const struct sandbox *sb);
 int sandbox_fast_start(struct sandbox_ctx *ctx, struct sandbox *sb);
+/* Learns sb's address from Docker now (a warm container as it is made)
+ * and shares it, so no worker's first command waits on Docker for it. */
+void sandbox_fast_prime(struct sandbox_ctx *ctx, const struct sandbox *sb);
 int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, json_object *body,
 		      const struct sandbox_fast_io *io, struct sandbox_fast_result *res);
 

@@ -294,8 +294,8 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 	/* the fast path's helper serves from the start (fastpath.c): a
 	 * claim's first command needs no docker exec */
 	sb.status = SB_RUNNING;
-	if (sandbox_fast_possible(ctx, &sb))
-		sandbox_fast_start(ctx, &sb);
+	if (sandbox_fast_possible(ctx, &sb) && sandbox_fast_start(ctx, &sb) == 0)
+		sandbox_fast_prime(ctx, &sb);
 	snprintf(member, sizeof(member), "%s %s", sb.container_id, sb.id);
 	if (store_pool_add(ctx->st, key, until, member, e) < 0)
 		goto out;

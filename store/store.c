@@ -1239,6 +1239,17 @@ int store_preview_get(struct store *st, const char *uid, char *out, size_t cap, 
 	return string_get(st, "pv", uid, out, cap, e);
 }
 
+int store_fast_addr_set(struct store *st, const char *cid, const char *ip, int64_t ttl_s,
+			struct sp_err *e)
+{
+	return string_set(st, "fa", cid, ip, ttl_s, e);
+}
+
+int store_fast_addr_get(struct store *st, const char *cid, char *out, size_t cap, struct sp_err *e)
+{
+	return string_get(st, "fa", cid, out, cap, e);
+}
+
 int store_preview_del(struct store *st, const char *uid, struct sp_err *e)
 {
 	char k[256];

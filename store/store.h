@@ -180,6 +180,13 @@ int store_preview_set(struct store *st, const char *uid, const char *value, int6
 		      struct sp_err *e);
 int store_preview_get(struct store *st, const char *uid, char *out, size_t cap, struct sp_err *e);
 int store_preview_del(struct store *st, const char *uid, struct sp_err *e);
+/* A container's fast-path address (sandbox/fastpath.c), shared by every
+ * worker so only the first asks Docker: container id -> IPv4 text (TTL
+ * ttl_s). get: 1 found (into out), 0 absent. A cache only: the fast path's
+ * handshake proves which container answers there. */
+int store_fast_addr_set(struct store *st, const char *cid, const char *ip, int64_t ttl_s,
+			struct sp_err *e);
+int store_fast_addr_get(struct store *st, const char *cid, char *out, size_t cap, struct sp_err *e);
 int store_install_id(struct store *st, const char *fresh, char *out, size_t cap, struct sp_err *e);
 /* A lock that expires by itself: 1 taken (for ttl_ms), 0 someone holds it. */
 int store_lock(struct store *st, const char *name, int64_t ttl_ms, struct sp_err *e);
