@@ -40,7 +40,10 @@
  * code's user, in its namespaces and limits, and only what sandpit sends.
  *
  * Per worker, a small table remembers each container's address and when
- * the fast path last failed there (then docker exec only, for a minute).
+ * the fast path last failed there (then docker exec only, for a minute);
+ * the address is shared through Redis (store_fast_addr_*), so only the
+ * first worker asks Docker for it (a warm container's is learnt as it is
+ * made), and a stale one only fails the handshake, which looks again.
  * May call: spec.c (the keeper is never used here), helper.c (its path).
  */
 #include "internal.h"
