@@ -102,25 +102,23 @@ int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 	return 1;
 }
 
-/* Arms warm container cid with a sandbox's lifetimes: its main process
- * (pool.sh, the keeper's) computes the defaults itself on a signal;
- * others are handed over by arm.sh as the keeper. */
-static int pool_arm(struct sandbox_ctx *ctx, const char *cid, int64_t deadline_at,
-		    int64_t expires_at, int64_t timeout_ms, int64_t max_lifetime_ms,
-		    struct sp_err *e)
+/* Arms warm container a->cid with a sandbox's lifetimes: its main
+ * process (pool.sh, the keeper's) computes the defaults itself on a
+ * signal; others are handed over by arm.sh as the keeper. */
+static int pool_arm(struct sandbox_ctx *ctx, const struct sandbox_arm *a, struct sp_err *e)
 {
 	json_object *body = NULL, *cmd;
 	char eid[65], dl[32], dlms[8], exp[32], tsec[32], keeper[48];
 	int rc = -1;
 
-	if (max_lifetime_ms == SB_MAX_LIFETIME_MS && timeout_ms == SB_DEFAULT_TIMEOUT_MS)
-		return docker_container_kill(ctx->dk, cid, "USR1", e);
+	if (a->max_lifetime_ms == SB_MAX_LIFETIME_MS && a->timeout_ms == SB_DEFAULT_TIMEOUT_MS)
+		return docker_container_kill(ctx->dk, a->cid, "USR1", e);
 	/* the record's deadline itself: the container counts what is left
 	 * when it wakes, so the arming's own time is not added to it */
-	snprintf(dl, sizeof(dl), "%lld", (long long)(deadline_at / 1000));
-	snprintf(dlms, sizeof(dlms), "%03lld", (long long)(deadline_at % 1000));
-	snprintf(exp, sizeof(exp), "%lld", (long long)((expires_at + 999) / 1000));
-	snprintf(tsec, sizeof(tsec), "%lld", (long long)((timeout_ms + 999) / 1000));
+	snprintf(dl, sizeof(dl), "%lld", (long long)(a->deadline_at / 1000));
+	snprintf(dlms, sizeof(dlms), "%03lld", (long long)(a->deadline_at % 1000));
+	snprintf(exp, sizeof(exp), "%lld", (long long)((a->expires_at + 999) / 1000));
+	snprintf(tsec, sizeof(tsec), "%lld", (long long)((a->timeout_ms + 999) / 1000));
 	sandbox_keeper_user(ctx->cfg, keeper, sizeof(keeper));
 	body = json_object_new_object();
 	cmd = json_object_new_array();
@@ -135,7 +133,7 @@ static int pool_arm(struct sandbox_ctx *ctx, const char *cid, int64_t deadline_a
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(body, "User", json_object_new_string(keeper));
 	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
-	if (docker_exec_create(ctx->dk, cid, body, eid, e) == 0 &&
+	if (docker_exec_create(ctx->dk, a->cid, body, eid, e) == 0 &&
 	    docker_exec_start_detached(ctx->dk, eid, e) == 0)
 		rc = 0;
 	json_object_put(body);
@@ -144,6 +142,11 @@ static int pool_arm(struct sandbox_ctx *ctx, const char *cid, int64_t deadline_a
 
 int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
+	struct sandbox_arm a = { .deadline_at = sb->deadline_at,
+				 .expires_at = sb->expires_at,
+				 .timeout_ms = sb->timeout_ms,
+				 .max_lifetime_ms = sb->max_lifetime_ms };
+
 	/* the request's limits, before anything of the caller's runs; the
 	 * pool made its containers with the defaults */
 	if (sb->cpu != SB_DEFAULT_CPU || sb->memory_mb != SB_DEFAULT_MEMORY_MB ||
@@ -156,48 +159,40 @@ int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 		if (rc < 0)
 			return -1;
 	}
+	str_copy(a.org, sizeof(a.org), sb->org);
+	str_copy(a.id, sizeof(a.id), sb->id);
+	str_copy(a.cid, sizeof(a.cid), sb->container_id);
 	if (!ctx->defer_expiry)
-		return pool_arm(ctx, sb->container_id, sb->deadline_at, sb->expires_at,
-				sb->timeout_ms, sb->max_lifetime_ms, e);
+		return pool_arm(ctx, &a, e);
 	/* After the answer (sandbox_idle), a Docker call it need not wait
 	 * for. Until then the container keeps its pool lifetime: it still
 	 * ends on its own, at the latest ttl after it was made. */
 	sandbox_pool_arm_pending(ctx);
-	str_copy(ctx->arm_pending.org, sizeof(ctx->arm_pending.org), sb->org);
-	str_copy(ctx->arm_pending.id, sizeof(ctx->arm_pending.id), sb->id);
-	str_copy(ctx->arm_pending.cid, sizeof(ctx->arm_pending.cid), sb->container_id);
-	ctx->arm_pending.deadline_at = sb->deadline_at;
-	ctx->arm_pending.expires_at = sb->expires_at;
-	ctx->arm_pending.timeout_ms = sb->timeout_ms;
-	ctx->arm_pending.max_lifetime_ms = sb->max_lifetime_ms;
+	ctx->arm_pending = a;
 	return 0;
 }
 
 void sandbox_pool_arm_pending(struct sandbox_ctx *ctx)
 {
-	char org[65], id[SANDBOX_ID_LEN + 1];
+	struct sandbox_arm a = ctx->arm_pending;
 	struct sandbox gone;
 	struct sp_err e, ignore;
 
-	if (!ctx->arm_pending.id[0])
+	if (!a.id[0])
 		return;
-	str_copy(org, sizeof(org), ctx->arm_pending.org);
-	str_copy(id, sizeof(id), ctx->arm_pending.id);
 	ctx->arm_pending.id[0] = '\0';
+	sp_err_clear(&e);
 	/* warm containers are the local server's */
-	if (sandbox_select_server(ctx, "", &e) == 0 && ctx->dk &&
-	    pool_arm(ctx, ctx->arm_pending.cid, ctx->arm_pending.deadline_at,
-		     ctx->arm_pending.expires_at, ctx->arm_pending.timeout_ms,
-		     ctx->arm_pending.max_lifetime_ms, &e) == 0)
+	if (sandbox_select_server(ctx, "", &e) == 0 && ctx->dk && pool_arm(ctx, &a, &e) == 0)
 		return;
 	/* gone meanwhile (killed, removed): nothing to arm */
 	if (e.code == SP_NOT_FOUND || e.code == SP_CONFLICT)
 		return;
 	/* never a sandbox whose container keeps other lifetimes than its
 	 * record's: it ends now */
-	log_warn("sandbox %s: its warm container could not be armed (%s); killing it", id, e.msg);
-	if (sandbox_kill(ctx, org, id, &gone, &ignore) < 0)
-		log_warn("sandbox %s: kill after a failed arming: %s", id, ignore.msg);
+	log_warn("sandbox %s: its warm container could not be armed (%s); killing it", a.id, e.msg);
+	if (sandbox_kill(ctx, a.org, a.id, &gone, &ignore) < 0)
+		log_warn("sandbox %s: kill after a failed arming: %s", a.id, ignore.msg);
 }
 
 /* The container body of a pooled sandbox: the same spec as a cold create

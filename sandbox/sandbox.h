@@ -56,7 +56,7 @@ struct sandbox_ctx {
 	char snap_pending_org[65], snap_pending_id[21];
 	/* a warm container claimed and answered whose lifetimes are armed
 	 * right after the answer (pool.c, with defer_expiry; id "" none) */
-	struct {
+	struct sandbox_arm {
 		char org[65], id[21], cid[65];
 		int64_t deadline_at, expires_at, timeout_ms, max_lifetime_ms;
 	} arm_pending;
