@@ -53,6 +53,8 @@ void config_defaults(struct config *cfg)
 	cfg->drain_timeout_s = 660;
 	cfg->crash_limit = 10;
 	cfg->crash_window_s = 10;
+	cfg->worker_max_rss_mb = 256;
+	cfg->workers_reserved = 2;
 	str_copy(cfg->log_level, sizeof(cfg->log_level), "info");
 	str_copy(cfg->redis_url, sizeof(cfg->redis_url), "unix:///run/sandpit/redis.sock");
 	str_copy(cfg->redis_prefix, sizeof(cfg->redis_prefix), "sp");
@@ -132,6 +134,10 @@ static const struct key {
 	{ I(drain_timeout_s, 1, 86400) },
 	{ I(crash_limit, 1, 100000) },
 	{ I(crash_window_s, 1, 86400) },
+	{ I(worker_max_rss_mb, 0, 1048576) },
+	{ I(workers_reserved, 0, 64) },
+	{ S(listen_fast) },
+	{ I(org_long_requests, 0, 1024) },
 	{ S(log_level) },
 	{ "log_json", K_BOOL, offsetof(struct config, log_json), sizeof(int), 0, 1 },
 	{ S(redis_url) },
@@ -887,6 +893,27 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 		}
 	if (load_data_key(cfg, msg, sizeof(msg)) < 0) {
 		snprintf(err, errlen, "%s: %s", path, msg);
+		goto out;
+	}
+	/* the reserved workers' socket: beside listen, "-fast" before ".sock" */
+	if (cfg->workers_reserved > 0 && !cfg->listen_fast[0]) {
+		size_t n = strlen(cfg->listen);
+		int w;
+		if (n > 5 && strcmp(cfg->listen + n - 5, ".sock") == 0)
+			w = snprintf(cfg->listen_fast, sizeof(cfg->listen_fast), "%.*s-fast.sock",
+				     (int)(n - 5), cfg->listen);
+		else
+			w = snprintf(cfg->listen_fast, sizeof(cfg->listen_fast), "%s-fast",
+				     cfg->listen);
+		if (w < 0 || (size_t)w >= sizeof(cfg->listen_fast)) {
+			snprintf(err, errlen,
+				 "%s: listen_fast: the path made from listen is too long", path);
+			goto out;
+		}
+	}
+	if (cfg->workers_reserved > 0 && strcmp(cfg->listen_fast, cfg->listen) == 0) {
+		snprintf(err, errlen, "%s: listen_fast must differ from listen (%s)", path,
+			 cfg->listen);
 		goto out;
 	}
 	rc = 0;

@@ -43,6 +43,10 @@ struct config {
 	int drain_timeout_s; /* SIGTERM waits this long for in-flight requests, default 660 */
 	int crash_limit;     /* crashes within crash_window_s before backing off, default 10 */
 	int crash_window_s;  /* default 10 */
+	int worker_max_rss_mb; /* a worker over this after a request trims, then retires; default 256, 0 = off */
+	int workers_reserved; /* workers on listen_fast for the routes without Docker, default 2, 0 = none */
+	char listen_fast[4096]; /* their socket; default: listen with "-fast" before ".sock" */
+	int org_long_requests; /* long requests one org may hold (beyond, when few workers are left, 429); 0 = max(1, workers_max/4) */
 	/* logging */
 	char log_level[16]; /* error|warn|info|debug, default info */
 	int log_json;	    /* default 0 */

@@ -1,11 +1,14 @@
 /*
  * Process identities (proc.h): /proc/sys/kernel/random/boot_id, the
- * /proc/self/ns/pid link and field 22 (starttime) of /proc/PID/stat.
- * Never signals a process; a pid is only looked at.
+ * /proc/self/ns/pid link and field 22 (starttime) of /proc/PID/stat; the
+ * resident set of /proc/self/statm. Never signals a process; a pid is only
+ * looked at.
  */
 #include "proc.h"
 
+#include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -101,4 +104,38 @@ int proc_identity_gone(const char *id)
 	/* what follows the start time (":" and more) is the caller's */
 	return strncmp(st, colon + 1, strlen(st)) != 0 ||
 	       (colon[1 + strlen(st)] != '\0' && colon[1 + strlen(st)] != ':');
+}
+
+long long proc_rss_bytes(void)
+{
+	char line[128], *end;
+	const char *p;
+	long long pages;
+	long psz = sysconf(_SC_PAGESIZE);
+
+	if (psz <= 0 || read_line("/proc/self/statm", line, sizeof(line)) < 0)
+		return -1;
+	/* "size resident shared ...": the second field */
+	p = strchr(line, ' ');
+	if (!p)
+		return -1;
+	pages = strtoll(p + 1, &end, 10);
+	if (end == p + 1 || pages < 0)
+		return -1;
+	return pages * psz;
+}
+
+int proc_rss_settle(long long max_bytes, long long *rss_out)
+{
+	long long rss = proc_rss_bytes();
+
+	if (rss_out)
+		*rss_out = rss;
+	if (max_bytes <= 0 || rss < 0 || rss <= max_bytes)
+		return 0;
+	malloc_trim(0);
+	rss = proc_rss_bytes();
+	if (rss_out)
+		*rss_out = rss;
+	return rss > max_bytes ? 1 : 0;
 }

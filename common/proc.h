@@ -3,7 +3,9 @@
  * host's boot, the PID namespace, the pid and the process's start time,
  * so that a reused pid or another host is never taken for the same
  * process. Used by the Idempotency-Key ledger to know that the worker of
- * a first request is gone. Reads /proc only; never signals anything.
+ * a first request is gone. And a process's own resident memory, so that a
+ * worker gives back what a large request made it take. Reads /proc only;
+ * never signals anything.
  */
 #ifndef SANDPIT_PROC_H
 #define SANDPIT_PROC_H
@@ -21,5 +23,15 @@ void proc_identity(char *out, size_t cap);
  * namespace, an empty or malformed id). id may go on after the identity
  * with ':' and anything (a nonce). */
 int proc_identity_gone(const char *id);
+
+/* This process's resident set in bytes (/proc/self/statm, one small read);
+ * -1 when /proc cannot say. */
+long long proc_rss_bytes(void);
+/* For a worker after it answered: when the resident set is over max_bytes
+ * (> 0), gives freed heap back to the kernel (malloc_trim(0)) and looks
+ * again. Returns 1 when it is still over (the caller retires), 0 when it
+ * is within the bound (or /proc cannot say, or max_bytes is 0). *rss_out,
+ * when not NULL, receives the last figure read (-1 unknown). */
+int proc_rss_settle(long long max_bytes, long long *rss_out);
 
 #endif

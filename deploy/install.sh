@@ -185,6 +185,7 @@ render() {
 		-e "s|@REQ_TIMEOUT@|$REQ_TIMEOUT|g" -e "s|@HEADER_TIMEOUT@|$HEADER_TIMEOUT|g" \
 		-e "s|@METRICS_ALLOW@|$metrics_allow|g" -e "s|@AUTH_CACHE@|$NGINX_AUTH_CACHE|g" \
 		-e "s|@APP_SERVERS@|server unix:$RUNDIR/sandpitd.sock;|" \
+		-e "s|@FAST_SERVERS@|server unix:$RUNDIR/sandpitd-fast.sock; server unix:$RUNDIR/sandpitd.sock backup;|" \
 		-e '/@CONF@\/extra\//d'
 }
 ndir=$D$CONFDIR/nginx

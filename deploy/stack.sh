@@ -136,12 +136,12 @@ cmd_stop() {
 	rm -f "$dir/stream.sock"
 	stop_pid "$dir/nginx.pid" nginx QUIT 10
 	stop_pid "$dir/sandpitd.pid" sandpitd TERM 15 1
-	rm -f "$dir/sandpitd.sock"
+	rm -f "$dir/sandpitd.sock" "$dir/sandpitd-fast.sock"
 	local p
 	for p in "$dir"/sandpitd-*.pid; do
 		[ -e "$p" ] || continue
 		stop_pid "$p" sandpitd TERM 15 1
-		rm -f "${p%.pid}.sock"
+		rm -f "${p%.pid}.sock" "${p%.pid}-fast.sock"
 	done
 	if [ -f "$dir/redis.started" ]; then
 		stop_pid "$dir/redis.pid" redis-server TERM 10
@@ -369,7 +369,7 @@ cmd_start() {
 
 	# Instance 1 is sandpitd.*, instance i > 1 sandpitd-i.*: the same
 	# configuration but for its listen socket (workers are stateless).
-	local i name app_servers=""
+	local i name app_servers="" fast_servers="" fast_backup=""
 	for ((i = 1; i <= instances; i++)); do
 		name=sandpitd
 		[ $i -eq 1 ] || name=sandpitd-$i
@@ -379,7 +379,10 @@ cmd_start() {
 		setsid "$BIN/sandpitd" -c "$dir/$name.conf" </dev/null >>"$dir/$name.log" 2>&1 &
 		echo $! >"$dir/$name.pid"
 		app_servers="$app_servers\n\t\tserver unix:$dir/$name.sock;"
+		fast_servers="$fast_servers\n\t\tserver unix:$dir/$name-fast.sock;"
+		fast_backup="$fast_backup\n\t\tserver unix:$dir/$name.sock backup;"
 	done
+	fast_servers="$fast_servers$fast_backup"
 	for ((i = 1; i <= instances; i++)); do
 		name=sandpitd
 		[ $i -eq 1 ] || name=sandpitd-$i
@@ -447,6 +450,7 @@ cmd_start() {
 			-e "s|@HEADER_TIMEOUT@|$header_timeout|g" -e "s|@LOAD_MODULES@|$load_modules|g" \
 			-e "s|@METRICS_ALLOW@|$metrics_allow|g" -e "s|@AUTH_CACHE@|$auth_cache|g" \
 			-e "s|@WEB@|${SANDPIT_WEB:-$BIN/web}|g" -e "s|@USER@|$user_line|g" -e "s|^\([[:space:]]*\)@APP_SERVERS@|\1${app_servers#\\n\\t\\t}|" \
+			-e "s|^\([[:space:]]*\)@FAST_SERVERS@|\1${fast_servers#\\n\\t\\t}|" \
 			"$1" >"$2"
 	}
 	local f tries=0

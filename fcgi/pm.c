@@ -2,7 +2,10 @@
  * The process manager: the master binds the FastCGI socket, keeps a pool of
  * preforked workers alive, grows it while every worker is busy, shrinks it
  * when workers sit idle, backs off when workers crash in a loop, reloads its
- * configuration on SIGHUP and drains on SIGTERM. It talks to its workers
+ * configuration on SIGHUP and drains on SIGTERM. Beside the pool, a fixed
+ * set of reserved workers accepts on a second socket (listen_fast) that
+ * nginx uses only for the routes that need no Docker, so they answer while
+ * every pooled worker is busy. It talks to its workers
  * only through a shared-memory scoreboard (one slot per worker) and signals.
  * The master never serves a request, never calls into libfcgi's request
  * API, and does nothing in a signal handler but set a flag and write a byte
@@ -51,13 +54,17 @@ struct pm_slot {
 	_Atomic int state;
 	_Atomic unsigned long requests;
 	_Atomic long long since_ms; /* mono_ms() of the last state change */
+	_Atomic int reserved;	    /* accepts on listen_fast, outside the pool */
+	/* the organization (pm_org_hash) of the long request in hand, 0 none */
+	_Atomic unsigned long long long_org;
 };
 
 /* What only the master knows about a worker, indexed like the scoreboard. */
 struct pm_child {
 	pid_t pid;
 	enum pm_stop stop;
-	int killed; /* SIGKILLed by the master at the drain deadline */
+	int killed;   /* SIGKILLed by the master at the drain deadline */
+	int reserved; /* one of the workers_reserved on listen_fast */
 };
 
 static struct {
@@ -67,6 +74,7 @@ static struct {
 	pm_worker_fn worker;
 	pid_t master_pid;
 	int listen_fd;
+	int fast_fd; /* listen_fast, -1 without reserved workers */
 	int self_pipe[2];
 	struct pm_slot *board;
 	struct pm_child child[PM_WORKERS_HARD_MAX];
@@ -77,7 +85,7 @@ static struct {
 	int crashes;
 	int64_t backoff_ms;
 	int64_t spawn_after_ms;
-} pm = { .listen_fd = -1, .self_pipe = { -1, -1 } };
+} pm = { .listen_fd = -1, .fast_fd = -1, .self_pipe = { -1, -1 } };
 
 static volatile sig_atomic_t pm_got_term;
 static volatile sig_atomic_t pm_got_hup;
@@ -227,10 +235,18 @@ fail:
 }
 
 /* The child side of a fork: resets signals, arms parent-death, runs the
- * worker function and exits. Never returns. */
+ * worker function on its socket (listen, or listen_fast for a reserved
+ * worker) and exits. Never returns. */
 __attribute__((noreturn)) static void pm_worker_main(int slot, const sigset_t *mask)
 {
 	pm_me = &pm.board[slot];
+	if (pm_me->reserved) {
+		close(pm.listen_fd);
+		pm.listen_fd = pm.fast_fd;
+	} else if (pm.fast_fd >= 0) {
+		close(pm.fast_fd);
+	}
+	pm.fast_fd = -1;
 	close(pm.self_pipe[0]);
 	close(pm.self_pipe[1]);
 	pm.self_pipe[0] = pm.self_pipe[1] = -1;
@@ -256,9 +272,9 @@ __attribute__((noreturn)) static void pm_worker_main(int slot, const sigset_t *m
 	exit(0);
 }
 
-/* Forks one worker into a free slot. Returns 0, or -1 when no slot is free
- * or fork fails (logged). */
-static int pm_spawn(void)
+/* Forks one worker into a free slot, a reserved one (listen_fast) when
+ * reserved. Returns 0, or -1 when no slot is free or fork fails (logged). */
+static int pm_spawn(int reserved)
 {
 	sigset_t all, old;
 	struct pm_slot *s;
@@ -277,6 +293,8 @@ static int pm_spawn(void)
 	s->state = PM_IDLE;
 	s->requests = 0;
 	s->since_ms = mono_ms();
+	s->reserved = reserved;
+	s->long_org = 0;
 
 	/* Block every signal so the child cannot run the master's handlers
 	 * before it has installed its own. */
@@ -296,7 +314,8 @@ static int pm_spawn(void)
 	pm.child[i].pid = pid;
 	pm.child[i].stop = PM_RUN;
 	pm.child[i].killed = 0;
-	log_info("worker %d started (slot %d)", (int)pid, i);
+	pm.child[i].reserved = reserved;
+	log_info("worker %d started (slot %d%s)", (int)pid, i, reserved ? ", reserved" : "");
 	return 0;
 }
 
@@ -368,6 +387,7 @@ static void pm_reap(int64_t now)
 		}
 		memset(&pm.child[i], 0, sizeof(pm.child[i]));
 		pm.board[i].pid = 0;
+		pm.board[i].long_org = 0; /* a killed worker's long request ends with it */
 		pm.board[i].state = PM_FREE;
 	}
 	if (pid < 0 && errno != ECHILD && errno != EINTR)
@@ -377,7 +397,7 @@ static void pm_reap(int64_t now)
 /* Keeps workers_min alive, grows while all are busy, shrinks surplus idle. */
 static void pm_maintain(int64_t now)
 {
-	int live = 0, busy = 0, idle_long = 0, oldest = -1;
+	int live = 0, busy = 0, idle_long = 0, oldest = -1, reserved = 0;
 	int64_t idle_limit = (int64_t)pm.cfg.idle_timeout_s * 1000;
 	long long oldest_since = 0;
 
@@ -386,6 +406,10 @@ static void pm_maintain(int64_t now)
 
 		if (pm.child[i].pid == 0 || pm.child[i].stop != PM_RUN)
 			continue;
+		if (pm.child[i].reserved) {
+			reserved++;
+			continue;
+		}
 		live++;
 		if (pm.board[i].state == PM_BUSY) {
 			busy++;
@@ -401,9 +425,11 @@ static void pm_maintain(int64_t now)
 		}
 	}
 	if (now >= pm.spawn_after_ms) {
-		while (live < pm.cfg.workers_min && pm_spawn() == 0)
+		while (pm.fast_fd >= 0 && reserved < pm.cfg.workers_reserved && pm_spawn(1) == 0)
+			reserved++;
+		while (live < pm.cfg.workers_min && pm_spawn(0) == 0)
 			live++;
-		if (live > 0 && busy == live && live < pm.cfg.workers_max && pm_spawn() == 0)
+		if (live > 0 && busy == live && live < pm.cfg.workers_max && pm_spawn(0) == 0)
 			log_info("all %d workers busy: growing the pool to %d", live, live + 1);
 	}
 	if (live > pm.cfg.workers_min && idle_long > pm.cfg.workers_min && oldest >= 0) {
@@ -437,6 +463,11 @@ static void pm_reload(void)
 			 "reload, still listening on %s (restart to move it)",
 			 pm.cfg.listen, nc->listen, pm.cfg.listen);
 		str_copy(nc->listen, sizeof(nc->listen), pm.cfg.listen);
+	}
+	if (strcmp(nc->listen_fast, pm.cfg.listen_fast) != 0) {
+		log_warn("reload: listen_fast changed; still on %s (restart to move it)",
+			 pm.cfg.listen_fast);
+		str_copy(nc->listen_fast, sizeof(nc->listen_fast), pm.cfg.listen_fast);
 	}
 	if (nc->listen_mode != pm.cfg.listen_mode &&
 	    chmod(pm.cfg.listen, (mode_t)nc->listen_mode) < 0)
@@ -473,6 +504,12 @@ static void pm_drain_begin(int64_t now)
 		log_warn("unlink %s: %s", pm.cfg.listen, strerror(errno));
 	close(pm.listen_fd);
 	pm.listen_fd = -1;
+	if (pm.fast_fd >= 0) {
+		if (unlink(pm.cfg.listen_fast) < 0 && errno != ENOENT)
+			log_warn("unlink %s: %s", pm.cfg.listen_fast, strerror(errno));
+		close(pm.fast_fd);
+		pm.fast_fd = -1;
+	}
 	for (int i = 0; i < PM_WORKERS_HARD_MAX; i++) {
 		if (pm.child[i].pid == 0)
 			continue;
@@ -552,6 +589,10 @@ static void pm_cleanup(void)
 		close(pm.listen_fd);
 		pm.listen_fd = -1;
 	}
+	if (pm.fast_fd >= 0) {
+		close(pm.fast_fd);
+		pm.fast_fd = -1;
+	}
 	for (int i = 0; i < 2; i++) {
 		if (pm.self_pipe[i] >= 0)
 			close(pm.self_pipe[i]);
@@ -579,9 +620,17 @@ int pm_run(const struct config *cfg, pm_load_fn load, pm_worker_fn worker)
 	pm.listen_fd = pm_bind(pm.cfg.listen, pm.cfg.listen_mode);
 	if (pm.listen_fd < 0)
 		goto fail;
-	log_info("master listening on %s (mode %04o), workers %d..%d, max_requests %d",
+	if (pm.cfg.workers_reserved > 0 && pm.cfg.listen_fast[0]) {
+		pm.fast_fd = pm_bind(pm.cfg.listen_fast, pm.cfg.listen_mode);
+		if (pm.fast_fd < 0)
+			goto fail;
+	}
+	log_info("master listening on %s (mode %04o), workers %d..%d, max_requests %d; "
+		 "%d reserved on %s",
 		 pm.cfg.listen, (unsigned)pm.cfg.listen_mode, pm.cfg.workers_min,
-		 pm.cfg.workers_max, pm.cfg.max_requests);
+		 pm.cfg.workers_max, pm.cfg.max_requests,
+		 pm.fast_fd >= 0 ? pm.cfg.workers_reserved : 0,
+		 pm.fast_fd >= 0 ? pm.cfg.listen_fast : "-");
 
 	for (;;) {
 		now = mono_ms();
@@ -653,4 +702,70 @@ int pm_worker_should_stop(void)
 	if (!pm_me)
 		return 0;
 	return pm_stop_flag || getppid() != pm.master_pid;
+}
+
+int pm_worker_reserved(void)
+{
+	return pm_me && pm_me->reserved;
+}
+
+void pm_worker_retire(void)
+{
+	if (pm_me)
+		pm_worker_stop_now();
+}
+
+unsigned long long pm_org_hash(const char *org)
+{
+	unsigned long long h = 1469598103934665603ULL; /* FNV-1a 64 */
+
+	for (const unsigned char *c = (const unsigned char *)org; *c; c++) {
+		h ^= *c;
+		h *= 1099511628211ULL;
+	}
+	return h ? h : 1;
+}
+
+int pm_worker_long_begin(const char *org, int share, int *held, int *total)
+{
+	unsigned long long h = pm_org_hash(org);
+	int n_org = 0, n_all = 0;
+
+	if (held)
+		*held = 0;
+	if (total)
+		*total = 0;
+	if (!pm_me || pm_me->reserved)
+		return 0;
+	if (share < 1)
+		share = 1;
+	/* announce first, then count: two workers admitting at once each see
+	 * the other, so the bound is never passed (at worst both refuse) */
+	pm_me->long_org = h;
+	for (int i = 0; i < PM_WORKERS_HARD_MAX; i++) {
+		unsigned long long o;
+
+		if (pm.board[i].pid == 0 || pm.board[i].reserved)
+			continue;
+		o = pm.board[i].long_org;
+		if (!o)
+			continue;
+		n_all++;
+		if (o == h)
+			n_org++;
+	}
+	if (held)
+		*held = n_org - 1;
+	if (total)
+		*total = n_all - 1;
+	if (n_org <= share || n_all <= pm.cfg.workers_max - share)
+		return 0;
+	pm_me->long_org = 0;
+	return 1;
+}
+
+void pm_worker_long_end(void)
+{
+	if (pm_me)
+		pm_me->long_org = 0;
 }

@@ -64,5 +64,26 @@ void pm_worker_busy(int busy);
  * counts no request and keeps the idle time from before. */
 void pm_worker_background(int on);
 int pm_worker_should_stop(void);
+/* For workers: 1 in a reserved worker (listen_fast: the routes without
+ * Docker; it runs no background work). */
+int pm_worker_reserved(void);
+/* For workers: stop after the request in hand (the master starts another
+ * as needed); used when a worker's memory stays over worker_max_rss_mb. */
+void pm_worker_retire(void);
+
+/* A fair share of the workers (RELIABILITY T2). A worker about to run a
+ * long request (an exec, a file transfer, a capture) of org calls
+ * pm_worker_long_begin; it is admitted (0) while org holds at most share
+ * of this instance's pooled workers with long requests, or while the
+ * long requests of all organizations together leave share workers of
+ * workers_max for the others; else refused (1: answer 429). held and
+ * total (may be NULL) get what org and everyone held before this one. An
+ * admitted request calls pm_worker_long_end when it is done; a worker
+ * that dies ends its own (the master clears its slot). Reserved workers
+ * and processes outside the pool are always admitted. */
+int pm_worker_long_begin(const char *org, int share, int *held, int *total);
+void pm_worker_long_end(void);
+/* A 64-bit hash of an organization's name, never 0. */
+unsigned long long pm_org_hash(const char *org);
 
 #endif

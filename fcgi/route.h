@@ -108,6 +108,11 @@ enum route_kind { ROUTE_QUERY, ROUTE_MUTATION, ROUTE_PUBLIC, ROUTE_META };
 #define RF_IF_MATCH 8u
 #define RF_ETAG 16u
 #define RF_IDEMPOTENCY_RESOURCE 32u
+/* RF_LONG: the request may hold its worker long (an exec, a file's
+ * content, a transfer, an output wait): counted against the
+ * organization's fair share of the workers (org_long_requests; beyond it
+ * 429 SP_TOO_MANY, RELIABILITY T2). */
+#define RF_LONG 64u
 
 /* The names the behaviours deliver their header values under in `in`. */
 #define ROUTE_IN_IDEMPOTENCY_KEY "idempotencyKey"

@@ -16,6 +16,7 @@
 
 #include "../common/config.h"
 #include "../common/log.h"
+#include "../common/proc.h"
 #include "../docker/docker.h"
 #include "../handlers/handlers.h"
 #include "daemon.h"
@@ -50,12 +51,23 @@ static void idle_work(struct sandbox_ctx *ctx)
 	pm_worker_background(0);
 }
 
+/* A reserved worker's bound on one Docker call: its routes answer from
+ * the records, and a list's catch-up with Docker is skipped when Docker
+ * is slow, so a stalled daemon holds one at most this long. */
+#define RESERVED_DOCKER_TIMEOUT_S 2
+
 static void worker_main(const struct config *cfg, int listen_fd)
 {
+	static struct config reserved_cfg; /* too large for the stack */
 	struct sandbox_ctx ctx;
 	FCGX_Request fx;
 	struct sp_err e;
 
+	if (pm_worker_reserved() && cfg->docker_timeout_s > RESERVED_DOCKER_TIMEOUT_S) {
+		memcpy(&reserved_cfg, cfg, sizeof(reserved_cfg));
+		reserved_cfg.docker_timeout_s = RESERVED_DOCKER_TIMEOUT_S;
+		cfg = &reserved_cfg;
+	}
 	daemon_logging("sandpitd", cfg);
 	if (sandbox_ctx_init(&ctx, cfg, &e) < 0) {
 		log_error("worker start: %s", e.msg);
@@ -69,11 +81,16 @@ static void worker_main(const struct config *cfg, int listen_fd)
 	}
 	/* a container's expiry is moved after the answer went out */
 	ctx.defer_expiry = 1;
-	idle_work(&ctx);
+	/* a reserved worker (listen_fast) only answers: the background work
+	 * may wait on Docker, and it must not */
+	if (!pm_worker_reserved())
+		idle_work(&ctx);
 	while (!pm_worker_should_stop()) {
 		struct req r;
+		long long rss;
 		int big;
-		if ((cfg->npools || cfg->reaper_interval_s) && !connection_waiting(listen_fd)) {
+		if (!pm_worker_reserved() && (cfg->npools || cfg->reaper_interval_s) &&
+		    !connection_waiting(listen_fd)) {
 			/* idle: pools, the reaper */
 			idle_work(&ctx);
 			continue;
@@ -91,8 +108,20 @@ static void worker_main(const struct config *cfg, int listen_fd)
 		 * so an idle worker stays small */
 		if (big || req_last_answer_size() > BIG_REQUEST)
 			malloc_trim(64 * 1024);
-		/* between requests: a deferred expiry, pools, the reaper */
-		idle_work(&ctx);
+		/* a worker whose memory a request grew past worker_max_rss_mb
+		 * gives it back, or retires (the master starts a fresh one) */
+		if (proc_rss_settle((long long)cfg->worker_max_rss_mb << 20, &rss) == 1) {
+			log_info("worker memory %lld MiB after a request, over worker_max_rss_mb "
+				 "(%d): retiring",
+				 rss >> 20, cfg->worker_max_rss_mb);
+			pm_worker_retire();
+		}
+		/* between requests: a deferred expiry, pools, the reaper; a
+		 * reserved worker only moves the expiry its answer deferred */
+		if (!pm_worker_reserved())
+			idle_work(&ctx);
+		else
+			sandbox_flush_expiry(&ctx);
 	}
 	FCGX_Free(&fx, 1);
 	sandbox_ctx_cleanup(&ctx);

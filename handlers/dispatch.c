@@ -14,6 +14,7 @@
 #include "../common/metrics.h"
 #include "../common/proc.h"
 #include "../common/util.h"
+#include "../fcgi/pm.h"
 #include "../store/store.h"
 
 const char *hin_str(json_object *in, const char *name, size_t *len)
@@ -74,6 +75,20 @@ int handlers_call(struct handler_ctx *h, const struct route *rt, json_object *in
 			return -1;
 		if (b == 1) /* the replay of an Idempotency-Key's first answer */
 			return 0;
+	}
+	if (rt->flags & RF_LONG) {
+		int share = h->cfg->org_long_requests, held, total, rc;
+		if (share <= 0)
+			share = h->cfg->workers_max / 4 > 1 ? h->cfg->workers_max / 4 : 1;
+		if (pm_worker_long_begin(r->org, share, &held, &total) != 0)
+			return sp_err_set(e, SP_TOO_MANY,
+					  "Too many long-running requests of this organization at "
+					  "once (%d running, %d of %d workers busy with them; "
+					  "org_long_requests %d): retry shortly",
+					  held, total, h->cfg->workers_max, share);
+		rc = rt->fn(h, in, out, e);
+		pm_worker_long_end();
+		return rc;
 	}
 	return rt->fn(h, in, out, e);
 }

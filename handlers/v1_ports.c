@@ -5,7 +5,8 @@
  * that nginx then proxies to (proxy_pass http://$target, no reload). A
  * preview URL is <origin>/p/<number>-<uid>/ (path-based), or
  * <scheme>://<number>-<uid>.<preview_domain>/ when the operator set
- * preview_domain (host-based); <uid> is 32 random characters, the
+ * preview_domain (host-based; the path form is then refused, so no
+ * preview shares sandpit's origin); <uid> is 32 random characters, the
  * unguessable part. With preview_require_key, a request also needs an API
  * key of the port's organization holding sandboxesRead (x-api-key; nginx
  * never passes it on). The target comes only from the port's record and
@@ -259,6 +260,14 @@ void v1_ports_auth(struct sandbox_ctx *sb, struct req *r)
 	struct sp_err e;
 
 	sp_err_clear(&e);
+	/* with preview_domain every preview lives on an origin of its own:
+	 * the path form on sandpit's origin is not served (RELIABILITY T4) */
+	if (!host_mode && sb->cfg->preview_domain[0]) {
+		deny(r, 404,
+		     "No published port here: previews are served at "
+		     "<number>-<uid>.<preview_domain>, not under /p/");
+		return;
+	}
 	if (v1_ports_preview_split(sb->cfg->preview_domain, host_mode,
 				   req_param(r, "SANDPIT_AUTH_URI"), req_param(r, "HTTP_HOST"),
 				   label, sizeof(label), rest, sizeof(rest)) < 0) {

@@ -36,6 +36,10 @@ static int load_config(const char *path, struct config *cfg, char *err, size_t e
 	cfg->workers_min = cfg->stream_workers;
 	cfg->workers_max = cfg->stream_workers;
 	cfg->max_requests = 0;
+	/* threads of one process: no reserved pool, no recycling by size */
+	cfg->workers_reserved = 0;
+	cfg->listen_fast[0] = '\0';
+	cfg->worker_max_rss_mb = 0;
 	return 0;
 }
 

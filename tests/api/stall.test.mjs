@@ -60,10 +60,11 @@ test('L2: dockerd SIGSTOPped: Docker calls fail fast, other routes keep answerin
 
     d.resume();
     const rs = await Promise.all(execs);
-    // the calls that found the daemon silent failed as retryable 503s; the
-    // few that held a place waited (and ran once it came back, or timed out)
-    for (const r of rs) assert.ok(r.status === 200 || r.status === 503, `${r.status} ${r.text}`);
-    const fast = rs.filter((r) => r.status === 503 && /not answer/.test(r.json?.message || ''));
+    // the calls that found the daemon silent failed as retryable 503s, and
+    // those past the org's fair share of the workers as 429s (fairness.test.mjs);
+    // the few that held a place waited (and ran once it came back, or timed out)
+    for (const r of rs) assert.ok(r.status === 200 || r.status === 503 || r.status === 429, `${r.status} ${r.text}`);
+    const fast = rs.filter((r) => (r.status === 503 && /not answer/.test(r.json?.message || '')) || r.status === 429);
     assert.ok(fast.length >= 16, `at least 16 of 24 execs refused fast (${rs.map((r) => `${r.status}/${r.ms}ms`).join(' ')})`);
 
     // recovery: commands run again

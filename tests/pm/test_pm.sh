@@ -79,14 +79,15 @@ write_conf() { # write_conf key=value ... (over the test defaults)
 		echo "listen = $SOCK"
 		echo "data_key_file = $T/data.key"
 		echo "log_level = info"
+		echo "workers_reserved = 0" # check 8 has them
 		local kv
 		for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
 	} >"$CONF"
 }
 
-req() { # req [QUERY_STRING] -> prints the body line "hello PID"
+req() { # req [QUERY_STRING [SOCKET]] -> prints the body line "hello PID"
 	env -i PATH="$PATH" REQUEST_METHOD=GET SCRIPT_NAME=/ QUERY_STRING="${1:-}" \
-		SERVER_PROTOCOL=HTTP/1.1 timeout 30 cgi-fcgi -bind -connect "$SOCK" </dev/null 2>/dev/null |
+		SERVER_PROTOCOL=HTTP/1.1 timeout 30 cgi-fcgi -bind -connect "${2:-$SOCK}" </dev/null 2>/dev/null |
 		tr -d '\r' | grep -E '^hello [0-9]+$'
 }
 
@@ -310,6 +311,25 @@ check "7 crash loop backs off" $? \
 	"$forks forks in ~3 s (without back-off: ~900 measured); $(grep -o 'crashes within.*' "$LOG" | tail -1)"
 stop_hello
 check "7b master drains and exits 0 out of a crash loop" $?
+
+# ---- 8: reserved workers answer while every pooled worker is busy ---------------
+write_conf workers_min=1 workers_max=2 workers_reserved=1
+start_hello
+wait_until 10 answers
+FAST=$T/hello-fast.sock
+req "sleep=6" >/dev/null &
+c1=$!
+req "sleep=6" >/dev/null &
+c2=$!
+wait_until 5 sh -c "[ \$(grep -c 'serving sleep=6' '$LOG') -ge 2 ]"
+t0=$(date +%s%N)
+out=$(req "" "$FAST")
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+wait $c1 $c2
+[ -S "$FAST" ] && [ -n "$out" ] && [ $ms -lt 2000 ] && log_has "started (slot [0-9]*, reserved)"
+check "8 a reserved worker on listen_fast answers while both pooled workers sleep" $? \
+	"answer '$out' in $ms ms"
+stop_hello
 
 # ---- sanitizer reports --------------------------------------------------------
 if [ -n "${SANITIZE:-}" ]; then
