@@ -263,6 +263,11 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 		str_copy(sb->user, sizeof(sb->user), "1000:1000");
 		str_copy(sb->owner, sizeof(sb->owner), "1000:1000");
 	} else {
+		/* the image rules before any effect (sandbox_prepare_image checks
+		 * them again, and the labels, on the inspect) */
+		if (sandbox_image_admit(ctx, org, rq->image,
+					rq->image_field ? rq->image_field : "image", e) < 0)
+			return -1;
 		str_copy(sb->image, sizeof(sb->image), rq->image);
 	}
 	if (rq->nenv && sandbox_env_check(rq->env, rq->nenv, "environment", e) < 0)
@@ -472,7 +477,8 @@ static int container_check(struct sandbox_ctx *ctx, const struct sandbox_create_
 		return -1;
 	if (missing[0])
 		return sp_err_field(
-			e, SP_BAD_REQUEST, rq->image ? "image" : "template",
+			e, SP_BAD_REQUEST,
+			rq->image ? (rq->image_field ? rq->image_field : "image") : "template",
 			"Image %s lacks %s: sandbox images must include sh, sleep and date",
 			sb->image, missing);
 	if (!t)
@@ -510,7 +516,9 @@ static int create_cold(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 
 	/* the volumes first: exclusive, held from now (the record exists) */
 	if (sandbox_volumes_claim(ctx, sb, e) < 0 ||
-	    sandbox_prepare_image(ctx, sb, &img, e, &tm->pulled) < 0 ||
+	    sandbox_prepare_image(
+		    ctx, sb, rq->image ? (rq->image_field ? rq->image_field : "image") : "template",
+		    &img, e, &tm->pulled) < 0 ||
 	    sandbox_helper_ensure(ctx, sb->image, e) < 0)
 		goto out;
 	if (!t) {

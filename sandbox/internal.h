@@ -193,12 +193,22 @@ int sandbox_container_running(struct sandbox_ctx *ctx, struct sandbox *sb);
  * image is not there), for sandbox_templates. */
 void sandbox_template_info_note(const char *image, json_object *img);
 
-/* image.c. Inspects sb's image on the current server into *img (new),
- * pulling it first when it is missing (*pulled = 1; the record's
- * creatingUntil moved for the pull). 400 naming image when it cannot be
- * had. */
-int sandbox_prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_object **img,
-			  struct sp_err *e, int *pulled);
+/* image.c. The one gate of every create's image (both faces, a
+ * restore, the warm pool): sb's reference checked against the rules
+ * (sandbox_image_admit) unless it is sb's template's, inspected on the
+ * current server into *img (new), pulled first when it is missing and a
+ * pull is allowed (*pulled = 1; the record's creatingUntil moved for the
+ * pull), and its labels checked (no other organization's or
+ * installation's snapshot). 400 naming field when it cannot be had. */
+int sandbox_prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, const char *field,
+			  json_object **img, struct sp_err *e, int *pulled);
+/* The rules on a reference's name alone, before any effect: a template's
+ * image, an allowed one (image_allow, per organization where scoped), or
+ * org's own snapshot (its record) or registered image; never an image ID,
+ * a prefix of one or a sha256: ID. 400 naming field otherwise. Asks the
+ * store, never Docker. */
+int sandbox_image_admit(struct sandbox_ctx *ctx, const char *org, const char *ref,
+			const char *field, struct sp_err *e);
 /* Which of sh, sleep, date sb's created container (of image img) lacks,
  * into missing ("" when none). */
 int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
