@@ -2,7 +2,8 @@
  * A sandbox's image: which references a caller may name, inspected on the
  * current server, pulled when it is missing and a pull is allowed (the
  * record's creatingUntil moved for the pull), and checked for the sh
- * sandpit's programs need (remembered per image id).
+ * sandpit's programs need (remembered per image id; sleep and the clock
+ * are the read-only helper's, never the image's: sh/main.sh).
  * A reference names a template's image, an image the operator allows
  * (image_allow), or one of the caller's organization's snapshots or
  * registered images; never an image ID, a prefix of one or a sha256: ID,
@@ -33,7 +34,8 @@ enum { IMG_TEMPLATE, IMG_ALLOWED, IMG_SNAPSHOT, IMG_REGISTERED };
  * call. */
 static pthread_mutex_t tool_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* Which of sh, sleep, date the image lacks, remembered per image id so the
+/* Whether the image lacks sh (the one program of the image's that sandpit
+ * runs; the keeper's sleep and clock are the helper's), remembered per image id so the
  * look-up costs nothing after the first sandbox of an image. Under
  * tool_mu. */
 static struct {
@@ -42,7 +44,7 @@ static struct {
 } tool_cache[32];
 static unsigned tool_cache_next;
 
-static const char *image_path(json_object *img)
+const char *sandbox_image_path(json_object *img)
 {
 	json_object *cfg, *env;
 	static _Thread_local char path[1024]; /* per thread: valid until its next call */
@@ -60,12 +62,12 @@ static const char *image_path(json_object *img)
 	return path;
 }
 
-/* Checks sh, sleep and date through archive stats on the created (not yet
+/* Checks sh through archive stats on the created (not yet
  * started) container. Writes the names missing ("" when none) into out. */
 static int find_missing_tools(struct sandbox_ctx *ctx, const char *cid, const char *image_id,
 			      const char *path, char *out, size_t cap, struct sp_err *e)
 {
-	static const char *const tools[] = { "sh", "sleep", "date" };
+	static const char *const tools[] = { "sh" };
 	unsigned i;
 	int hit = 0;
 
@@ -79,7 +81,7 @@ static int find_missing_tools(struct sandbox_ctx *ctx, const char *cid, const ch
 	if (hit)
 		return 0;
 	out[0] = '\0';
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
 		const char *p = path;
 		int found = 0;
 		while (*p && !found) {
@@ -117,8 +119,8 @@ int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_
 
 	if (!json_object_object_get_ex(img, "Id", &v))
 		return sp_err_set(e, SP_INTERNAL, "Image has no id");
-	return find_missing_tools(ctx, sb->container_id, json_object_get_string(v), image_path(img),
-				  missing, cap, e);
+	return find_missing_tools(ctx, sb->container_id, json_object_get_string(v),
+				  sandbox_image_path(img), missing, cap, e);
 }
 
 void sandbox_template_info_note(const char *image, json_object *img);
