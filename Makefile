@@ -80,7 +80,7 @@ $(B)/gen/sh_programs.o: $(B)/gen/sh_programs.c
 HELPER_CC ?= musl-gcc
 $(B)/helper/sandpit-helper: sandbox/helper/sandpit-helper.c sandbox/helper/files.c \
 		sandbox/helper/files.h sandbox/helper/io.c sandbox/helper/io.h sandbox/helper/serve.c \
-		sandbox/helper/serve.h
+		sandbox/helper/serve.h sandbox/helper/clock.c sandbox/helper/clock.h
 	@mkdir -p $(dir $@)
 	@echo "  MUSL    $@"
 	@$(HELPER_CC) -static -Os -s -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes \

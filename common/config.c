@@ -73,6 +73,7 @@ void config_defaults(struct config *cfg)
 	str_copy(cfg->label_prefix, sizeof(cfg->label_prefix), "sandpit");
 	str_copy(cfg->deny_cidrs, sizeof(cfg->deny_cidrs), "169.254.0.0/16,100.100.100.200/32");
 	str_copy(cfg->probe_ports, sizeof(cfg->probe_ports), "22,80,443,2375,2376,6379");
+	str_copy(cfg->volume_dirs, sizeof(cfg->volume_dirs), "/data /mnt /srv /workspace");
 	cfg->retention_s = 7 * 24 * 3600;
 	cfg->transfer_max_mb = 1024;
 	cfg->request_timeout = 60;
@@ -163,6 +164,9 @@ static const struct key {
 	  0, 1 },
 	{ S(image_registry) },
 	{ S(image_registry_auth_file) },
+	{ S(image_allow) },
+	{ "image_pull", K_BOOL, offsetof(struct config, image_pull), sizeof(int), 0, 1 },
+	{ S(volume_dirs) },
 	{ "fast_path", K_BOOL, offsetof(struct config, fast_path), sizeof(int), 0, 1 },
 	{ S(data_key_file) },
 	{ S(naming) },
@@ -331,6 +335,43 @@ static int valid_list(const char *s, int (*ok)(const char *, size_t))
 		while (*s == ',' || *s == ' ' || *s == '\t')
 			s++;
 	}
+	return 1;
+}
+
+/* An image_allow entry: [ORG=]pattern, the pattern a repository's
+ * characters (lower-case letters, digits, . _ - / : @ and a digest's
+ * hex), a '*' only at its end, never a sha256: ID or a bare hex one. */
+static int valid_image_pattern(const char *s, size_t len)
+{
+	const char *eq = memchr(s, '=', len);
+	size_t n;
+
+	if (eq) {
+		n = (size_t)(eq - s);
+		if (n == 0 || n > 64)
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_')
+				return 0;
+		len -= n + 1;
+		s = eq + 1;
+	}
+	if (len == 0 || len > 255 || strncmp(s, "sha256:", 7) == 0)
+		return 0;
+	n = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-/:@");
+	if (n < len && !(n == len - 1 && s[n] == '*'))
+		return 0;
+	return 1;
+}
+
+/* A volume_dirs entry: an absolute, normalized folder other than /. */
+static int valid_volume_dir(const char *s, size_t len)
+{
+	if (len < 2 || s[0] != '/' || s[len - 1] == '/')
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == '/' && (s[i + 1] == '/' || s[i + 1] == '.'))
+			return 0;
 	return 1;
 }
 
@@ -803,6 +844,20 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	if (!valid_list(cfg->deny_cidrs, valid_cidr)) {
 		snprintf(err, errlen,
 			 "%s: deny_cidrs must be IPv4 ranges a.b.c.d/n separated by commas", path);
+		goto out;
+	}
+	if (!valid_list(cfg->image_allow, valid_image_pattern)) {
+		snprintf(
+			err, errlen,
+			"%s: image_allow must be patterns repository[:tag], repository@sha256:<digest> "
+			"or prefix* (lower-case; ORG= before one scopes it), separated by blanks",
+			path);
+		goto out;
+	}
+	if (!valid_list(cfg->volume_dirs, valid_volume_dir)) {
+		snprintf(err, errlen,
+			 "%s: volume_dirs must be absolute folders (not /), separated by blanks",
+			 path);
 		goto out;
 	}
 	if (!valid_list(cfg->probe_ports, valid_port)) {

@@ -85,6 +85,17 @@ struct config {
 	char image_registry_auth_file
 		[4096];		  /* USER:PASSWORD for it (chmod 600); "" = no credentials */
 	char registry_auth[1024]; /* derived: the X-Registry-Auth value (a secret, never logged) */
+	/* images a caller may name besides the templates' and its own
+	 * snapshots (sandbox/image.c): patterns repository[:tag],
+	 * repository@sha256:<digest> or prefix* (an optional ORG= before one
+	 * scopes it to that organization), separated by blanks or commas;
+	 * default none */
+	char image_allow[4096];
+	int image_pull; /* pull an allowed image that is not local, default 0 (never) */
+	/* the folders (and below) a managed volume may be mounted at besides
+	 * below the workdir (sandbox/volume.c), separated by blanks or commas;
+	 * default "/data /mnt /srv /workspace" */
+	char volume_dirs[1024];
 	int fast_path; /* commands through the helper over the bridge, not docker exec; default 1 */
 	char data_key_file[4096]; /* 32 random bytes, hex; encrypts env and hashes keys */
 	unsigned char data_key[32];

@@ -20,7 +20,8 @@
 #                        1); instance i > 1 uses sandpitd-i.{conf,sock,pid,log}
 #   SANDPIT_LOCAL_IMAGES 1 (default): map the templates to the test fixtures
 #                        (sandpit-test/*, tests/images/build.sh) that most
-#                        test files use; 0: no mapping, the built-in defaults:
+#                        test files use, and allow any sandpit-test/* image
+#                        (image_allow); 0: no mapping, the built-in defaults:
 #                        the real template images sandpit/* (images/build.sh;
 #                        make up and tests/api/templates.test.mjs use these)
 #   SANDPIT_EXTRA_CONF   more "key = value" lines appended to sandpitd.conf
@@ -350,6 +351,9 @@ cmd_start() {
 				esac
 				echo "template.$t = $img"
 			done
+			# the tests' own images (commits of the fixtures) are named
+			# sandpit-test/...: the operator's allow-list, not a hole in it
+			echo "image_allow = sandpit-test/*"
 		fi
 		echo "container_label = sandpit-stack=$(basename "$dir")${SANDPIT_RUN_LABEL:+ $SANDPIT_RUN_LABEL}"
 		if [ -n "${SANDPIT_EXTRA_CONF:-}" ]; then

@@ -31,7 +31,7 @@ static const struct field_spec create_fields[] = {
 	{ "template", FT_ID, 0, 1, 31, 0, 0, NULL, NULL,
 	  "A built-in template (see sandbox.templates); either template or image is required" },
 	{ "image", FT_STRING, 0, 1, 255, 0, 0, NULL, NULL,
-	  "A custom image with sh, sleep and date" },
+	  "A custom image with sh: a template's, an allowed one (image_allow) or the organization's snapshot" },
 	{ "name", FT_STRING, FF_TEXT, 1, 64, 0, 0, NULL, NULL,
 	  "A name for people (no control or bidirectional characters); default sandbox-<ms since the epoch, base 36>" },
 	{ "serverId", FT_ID, FF_NULLABLE, 1, 64, 0, 0, NULL, NULL,
@@ -188,7 +188,7 @@ static const struct field_spec v1_create_fields[] = {
 	  .type = FT_STRING,
 	  .min = 1,
 	  .max = 255,
-	  .desc = "A local image with sh, sleep and date" },
+	  .desc = "An image with sh: a template's, an allowed one (image_allow) or the organization's snapshot" },
 	END,
 };
 

@@ -704,6 +704,7 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 		rq.template_name = img + 7;
 	} else if (ref) {
 		rq.image = ref;
+		rq.image_field = "imageRef";
 	} else {
 		if (h->cfg->ntemplates < 1)
 			return sp_err_field(e, SP_BAD_REQUEST, "imageRef",

@@ -263,6 +263,11 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 		str_copy(sb->user, sizeof(sb->user), "1000:1000");
 		str_copy(sb->owner, sizeof(sb->owner), "1000:1000");
 	} else {
+		/* the image rules before any effect (sandbox_prepare_image checks
+		 * them again, and the labels, on the inspect) */
+		if (sandbox_image_admit(ctx, org, rq->image,
+					rq->image_field ? rq->image_field : "image", e) < 0)
+			return -1;
 		str_copy(sb->image, sizeof(sb->image), rq->image);
 	}
 	if (rq->nenv && sandbox_env_check(rq->env, rq->nenv, "environment", e) < 0)
@@ -311,7 +316,7 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 	str_copy(sb->network_mode, sizeof(sb->network_mode),
 		 rq->network_mode ? rq->network_mode : "isolated");
 	str_copy(sb->workdir, sizeof(sb->workdir), rq->workdir ? rq->workdir : TEMPLATE_HOME);
-	if (sandbox_volumes_fill(rq, sb, e) < 0)
+	if (sandbox_volumes_fill(ctx->cfg, rq, sb, e) < 0)
 		return -1;
 	str_copy(sb->runtime, sizeof(sb->runtime),
 		 rq->runtime ? rq->runtime : ctx->cfg->default_runtime);
@@ -459,8 +464,8 @@ static int container_create(struct sandbox_ctx *ctx, struct sandbox *sb, json_ob
 	return 0;
 }
 
-/* The created container checked and made ready to start: sh, sleep and
- * date in its image, its owner resolved (an image's user), that user not
+/* The created container checked and made ready to start: sh in its
+ * image, its owner resolved (an image's user), that user not
  * the keeper, the disk and the workdir given to the owner. */
 static int container_check(struct sandbox_ctx *ctx, const struct sandbox_create_req *rq,
 			   const struct template_conf *t, struct sandbox *sb, json_object *img,
@@ -472,9 +477,9 @@ static int container_check(struct sandbox_ctx *ctx, const struct sandbox_create_
 		return -1;
 	if (missing[0])
 		return sp_err_field(
-			e, SP_BAD_REQUEST, rq->image ? "image" : "template",
-			"Image %s lacks %s: sandbox images must include sh, sleep and date",
-			sb->image, missing);
+			e, SP_BAD_REQUEST,
+			rq->image ? (rq->image_field ? rq->image_field : "image") : "template",
+			"Image %s lacks %s: sandbox images must include sh", sb->image, missing);
 	if (!t)
 		sandbox_resolve_owner(ctx, sb);
 	if (!t && keeper_user(ctx->cfg, sb))
@@ -510,7 +515,9 @@ static int create_cold(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 
 	/* the volumes first: exclusive, held from now (the record exists) */
 	if (sandbox_volumes_claim(ctx, sb, e) < 0 ||
-	    sandbox_prepare_image(ctx, sb, &img, e, &tm->pulled) < 0 ||
+	    sandbox_prepare_image(
+		    ctx, sb, rq->image ? (rq->image_field ? rq->image_field : "image") : "template",
+		    &img, e, &tm->pulled) < 0 ||
 	    sandbox_helper_ensure(ctx, sb->image, e) < 0)
 		goto out;
 	if (!t) {
@@ -520,6 +527,9 @@ static int create_cold(struct sandbox_ctx *ctx, const struct sandbox_create_req 
 		if (!sb->user[0])
 			str_copy(sb->user, sizeof(sb->user), "root");
 	}
+	/* no volume on a folder of the image's PATH */
+	if (sb->volumes[0] && sandbox_volumes_path_check(sb, sandbox_image_path(img), e) < 0)
+		goto out;
 	tm->image_us = lap(mark);
 	if (sandbox_disk_prepare(ctx, sb, e) < 0)
 		goto taken;

@@ -193,13 +193,23 @@ int sandbox_container_running(struct sandbox_ctx *ctx, struct sandbox *sb);
  * image is not there), for sandbox_templates. */
 void sandbox_template_info_note(const char *image, json_object *img);
 
-/* image.c. Inspects sb's image on the current server into *img (new),
- * pulling it first when it is missing (*pulled = 1; the record's
- * creatingUntil moved for the pull). 400 naming image when it cannot be
- * had. */
-int sandbox_prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, json_object **img,
-			  struct sp_err *e, int *pulled);
-/* Which of sh, sleep, date sb's created container (of image img) lacks,
+/* image.c. The one gate of every create's image (both faces, a
+ * restore, the warm pool): sb's reference checked against the rules
+ * (sandbox_image_admit) unless it is sb's template's, inspected on the
+ * current server into *img (new), pulled first when it is missing and a
+ * pull is allowed (*pulled = 1; the record's creatingUntil moved for the
+ * pull), and its labels checked (no other organization's or
+ * installation's snapshot). 400 naming field when it cannot be had. */
+int sandbox_prepare_image(struct sandbox_ctx *ctx, struct sandbox *sb, const char *field,
+			  json_object **img, struct sp_err *e, int *pulled);
+/* The rules on a reference's name alone, before any effect: a template's
+ * image, an allowed one (image_allow, per organization where scoped), or
+ * org's own snapshot (its record) or registered image; never an image ID,
+ * a prefix of one or a sha256: ID. 400 naming field otherwise. Asks the
+ * store, never Docker. */
+int sandbox_image_admit(struct sandbox_ctx *ctx, const char *org, const char *ref,
+			const char *field, struct sp_err *e);
+/* Whether sb's created container (of image img) lacks sh ("sh"),
  * into missing ("" when none). */
 int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_object *img,
 			char *missing, size_t cap, struct sp_err *e);
@@ -322,10 +332,14 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, json_object *
 int sandbox_files_code_err(int code, const char *err, struct sp_err *e);
 
 /* volume.c. fill: checks a create's attachments (targets
- * absolute, normalized, at most SB_VOLUME_TARGET_MAX bytes, not /, /proc,
- * /sys, /dev, sandpit's own /.sandpit and /.sandpit-helper or below them,
- * not the workdir, /tmp or /var/tmp, no two overlapping, no volume twice)
- * and writes them into sb->volumes (400 naming the attachment's field).
+ * absolute, normalized, at most SB_VOLUME_TARGET_MAX bytes, never at or
+ * below /proc, /sys, /dev, sandpit's own /.sandpit and /.sandpit-helper or
+ * a system folder (/bin, /sbin, /usr, /lib*, /etc, /boot, /root, /var,
+ * /opt, /run, /nix, /tmp), only below the workdir or at or below one of
+ * cfg's volume_dirs, no two overlapping, no volume twice) and writes them
+ * into sb->volumes (400 naming the attachment's field). path_check: a
+ * target that holds a folder of the image's PATH (path, ':'-separated),
+ * or lies in one, is a 400 naming it.
  * claim: makes sb (its record written "creating" already) the holder of
  * all of them at once, then checks each is on sb's server and that Docker
  * has it (409 failedPrecondition naming it otherwise). own: gives each
@@ -334,7 +348,12 @@ int sandbox_files_code_err(int code, const char *err, struct sp_err *e);
  * sb holds (safe when it holds nothing). The Docker volume of a managed
  * volume is SB_VOLUME_DOCKER_PREFIX + its id. */
 #define SB_VOLUME_DOCKER_PREFIX "sandpit-vol-"
-int sandbox_volumes_fill(const struct sandbox_create_req *rq, struct sandbox *sb, struct sp_err *e);
+int sandbox_volumes_fill(const struct config *cfg, const struct sandbox_create_req *rq,
+			 struct sandbox *sb, struct sp_err *e);
+int sandbox_volumes_path_check(const struct sandbox *sb, const char *path, struct sp_err *e);
+/* image.c: the image's PATH (its Config.Env's, else Docker's default);
+ * valid until the thread's next call. */
+const char *sandbox_image_path(json_object *img);
 int sandbox_volumes_claim(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
 int sandbox_volumes_own(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e);
 void sandbox_volumes_release(struct sandbox_ctx *ctx, const struct sandbox *sb);

@@ -210,7 +210,7 @@ static json_object *pool_container_body(struct sandbox_ctx *ctx, struct sandbox 
 		return NULL;
 	env = json_object_new_array();
 	sandbox_template_env(t, sb->workdir, env);
-	if (sandbox_prepare_image(ctx, sb, img, e, &pulled) < 0 ||
+	if (sandbox_prepare_image(ctx, sb, "template", img, e, &pulled) < 0 ||
 	    sandbox_helper_ensure(ctx, sb->image, e) < 0) {
 		json_object_put(env);
 		return NULL;

@@ -281,6 +281,44 @@ int sandbox_image_register(struct sandbox_ctx *ctx, const char *org,
 	return rc;
 }
 
+/* --- a create's reference to a registered image ------------------------ */
+
+int sandbox_reg_image_ref(struct sandbox_ctx *ctx, const char *org, const char *ref,
+			  struct sp_err *e)
+{
+	char own[300], id[SANDBOX_ID_LEN + 1], *t = NULL;
+	size_t rl = strlen(ctx->cfg->image_registry), ol, n;
+	const char *rest;
+
+	if (!rl || strncmp(ref, ctx->cfg->image_registry, rl) != 0 || ref[rl] != '/')
+		return 0;
+	/* <image_registry>/<this org's key>/img-<id>[:latest | @sha256:<64 hex>] */
+	repo_name(ctx, org, "", own, sizeof(own));
+	ol = strlen(own);
+	if (strncmp(ref, own, ol) != 0 ||
+	    strncmp(ref + ol, SB_REG_IMAGE_PREFIX, strlen(SB_REG_IMAGE_PREFIX)) != 0)
+		return 2;
+	rest = ref + ol + strlen(SB_REG_IMAGE_PREFIX);
+	n = strspn(rest, "abcdefghijklmnopqrstuvwxyz0123456789");
+	if (n != SANDBOX_ID_LEN)
+		return 2;
+	memcpy(id, rest, n);
+	id[n] = '\0';
+	rest += n;
+	if (*rest && strcmp(rest, ":latest") != 0 &&
+	    !(strncmp(rest, "@sha256:", 8) == 0 && strlen(rest + 8) == 64 &&
+	      strspn(rest + 8, "0123456789abcdef") == 64))
+		return 2;
+	if (store_obj_get(ctx->st, org, REG_KIND, id, &t, e) < 0) {
+		if (e->code != SP_NOT_FOUND)
+			return -1;
+		sp_err_clear(e);
+		return 2;
+	}
+	free(t);
+	return 1;
+}
+
 /* --- pull specs ------------------------------------------------------------ */
 
 /* A snapshot's image pushed to its repository from the snapshot's server. */

@@ -167,7 +167,9 @@ struct sandbox_create_req {
 	const struct sandbox_env_var *env;
 	size_t nenv;
 	const char *template_name;
-	const char *image;
+	/* a reference the caller named (sandbox/image.c's rules); image_field
+	 * the field its refusals name, NULL: "image" */
+	const char *image, *image_field;
 	const char *name;
 	const char *server_id;
 	double cpu;
@@ -730,6 +732,13 @@ struct sandbox_pull_spec {
 	char media_type[128];
 };
 int sandbox_registry_configured(const struct sandbox_ctx *ctx);
+/* Whether a create's image reference names a registered image (createImage)
+ * of org: 0 when ref is not under image_registry at all, 1 when it is
+ * <image_registry>/<org's key>/img-<id> (":latest" or "@sha256:<digest>"
+ * or neither) and org holds that record, 2 when it is under the registry
+ * but not one of org's; -1 on a store error. */
+int sandbox_reg_image_ref(struct sandbox_ctx *ctx, const char *org, const char *ref,
+			  struct sp_err *e);
 int sandbox_image_register(struct sandbox_ctx *ctx, const char *org,
 			   const struct sandbox_image_reg *rq, struct sandbox_image *out,
 			   struct sp_err *e);

@@ -275,14 +275,42 @@ static int at_or_under(const char *path, const char *p)
 	return strncmp(path, p, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+/* 1 when t is at or below one of the folders of list (blanks or commas
+ * between them). */
+static int under_listed(const char *t, const char *list)
+{
+	for (const char *s = list; *s;) {
+		size_t n = strcspn(s, ", \t");
+		char dir[SB_VOLUME_TARGET_MAX + 1];
+		if (n && n < sizeof(dir)) {
+			memcpy(dir, s, n);
+			dir[n] = '\0';
+			if (at_or_under(t, dir))
+				return 1;
+		}
+		s += n;
+		while (*s == ',' || *s == ' ' || *s == '\t')
+			s++;
+	}
+	return 0;
+}
+
 /* A target: absolute, normalized ("/a/b": no empty, "." or ".."
- * component, no trailing '/'), printable, and none of the places that are
- * the kernel's, Docker's or sandpit's own. */
-static int target_check(const char *t, const char *workdir, const char *field, struct sp_err *e)
+ * component, no trailing '/'), printable, none of the places that are the
+ * kernel's, Docker's, sandpit's or the system's (programs, libraries,
+ * configuration: nothing a later process, the keeper's included, could run
+ * or read as the image's), and below the workdir or at or below one of
+ * the operator's data folders (volume_dirs). The image's PATH is checked
+ * once the image is known (sandbox_volumes_path_check). */
+static int target_check(const struct config *cfg, const char *t, const char *workdir,
+			const char *field, struct sp_err *e)
 {
 	static const char *const kernel[] = { "/proc", "/sys", "/dev", NULL };
 	static const char *const own[] = { "/.sandpit", SANDBOX_HELPER_DIR, NULL };
-	static const char *const mounted[] = { "/tmp", "/var/tmp", NULL };
+	static const char *const system[] = { "/bin",	"/sbin",  "/usr",    "/lib",
+					      "/lib32", "/lib64", "/libx32", "/etc",
+					      "/boot",	"/root",  "/var",    "/opt",
+					      "/run",	"/nix",	  "/tmp",    NULL };
 	size_t len = strlen(t);
 
 	if (t[0] != '/')
@@ -319,20 +347,62 @@ static int target_check(const char *t, const char *workdir, const char *field, s
 				e, SP_BAD_REQUEST, field,
 				"%s: %s is sandpit's own mount; a volume cannot go there", field,
 				own[i]);
-	for (int i = 0; mounted[i]; i++)
-		if (strcmp(t, mounted[i]) == 0)
-			return sp_err_field(
-				e, SP_BAD_REQUEST, field,
-				"%s: %s is the sandbox's own filesystem; mount below it", field, t);
+	for (int i = 0; system[i]; i++)
+		if (at_or_under(t, system[i]))
+			return sp_err_field(e, SP_BAD_REQUEST, field,
+					    "%s: %s is a system folder (programs, libraries, "
+					    "configuration); a volume cannot go at or below it",
+					    field, system[i]);
 	if (strcmp(t, workdir) == 0)
 		return sp_err_field(e, SP_BAD_REQUEST, field,
 				    "%s: %s is the sandbox's workdir (its own disk); mount below "
 				    "it, for example %s/data",
 				    field, t, strcmp(workdir, "/") == 0 ? "" : workdir);
+	if (!(strcmp(workdir, "/") != 0 && at_or_under(t, workdir)) &&
+	    !under_listed(t, cfg->volume_dirs))
+		return sp_err_field(e, SP_BAD_REQUEST, field,
+				    "%s: a volume goes below the workdir (%s/...) or at or below "
+				    "one of the data folders %s (volume_dirs)",
+				    field, workdir, cfg->volume_dirs);
 	return 0;
 }
 
-int sandbox_volumes_fill(const struct sandbox_create_req *rq, struct sandbox *sb, struct sp_err *e)
+int sandbox_volumes_path_check(const struct sandbox *sb, const char *path, struct sp_err *e)
+{
+	const char *ids[SB_VOLUME_ATTACH_MAX], *targets[SB_VOLUME_ATTACH_MAX];
+	json_object *list = NULL;
+	int n = parse_attachments(sb, &list, ids, targets), rc = 0;
+	char field[96], dir[SB_VOLUME_TARGET_MAX + 1];
+
+	for (int i = 0; i < n && rc == 0; i++)
+		for (const char *p = path; *p && rc == 0;) {
+			size_t k = strcspn(p, ":");
+			if (k && k < sizeof(dir)) {
+				memcpy(dir, p, k);
+				dir[k] = '\0';
+				while (k > 1 && dir[k - 1] == '/')
+					dir[--k] = '\0';
+				if (at_or_under(dir, targets[i]) || at_or_under(targets[i], dir)) {
+					snprintf(field, sizeof(field),
+						 "features.managedVolumes.attachments[%d].target",
+						 i);
+					rc = sp_err_field(
+						e, SP_BAD_REQUEST, field,
+						"%s: %s holds the image's PATH folder %s; "
+						"a volume cannot go there",
+						field, targets[i], dir);
+				}
+			}
+			p += k;
+			if (*p)
+				p++;
+		}
+	json_object_put(list);
+	return rc;
+}
+
+int sandbox_volumes_fill(const struct config *cfg, const struct sandbox_create_req *rq,
+			 struct sandbox *sb, struct sp_err *e)
 {
 	json_object *list;
 	const char *js;
@@ -354,7 +424,7 @@ int sandbox_volumes_fill(const struct sandbox_create_req *rq, struct sandbox *sb
 			return sp_err_field(e, SP_NOT_FOUND, field, "%s: no such volume", field);
 		snprintf(field, sizeof(field), "features.managedVolumes.attachments[%zu].target",
 			 i);
-		if (!a->target || target_check(a->target, sb->workdir, field, e) < 0)
+		if (!a->target || target_check(cfg, a->target, sb->workdir, field, e) < 0)
 			return a->target ? -1
 					 : sp_err_field(e, SP_BAD_REQUEST, field, "%s: Required",
 							field);

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "files.h"
 #include "io.h"
 #include "serve.h"
@@ -1294,6 +1295,11 @@ int main(int argc, char **argv)
 		return serve_main(argc - 2, argv + 2);
 	{
 		int rc = files_main(argv[1], argc - 2, argv + 2);
+		if (rc >= 0)
+			return rc;
+	}
+	{
+		int rc = clock_main(argv[1], argc - 2, argv + 2);
 		if (rc >= 0)
 			return rc;
 	}

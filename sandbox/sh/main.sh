@@ -7,14 +7,16 @@
 # keeper can write (mode 0755), unless sandpit did first, and starts the
 # watcher (watcher.sh). The main process itself is `sleep` until the
 # deadline: it needs no fork, and the container stops then even with
-# nothing of sandpit running. sleep and date are looked up once, before any
-# command of the sandbox runs. Exit 127: the image lacks sleep or date.
-for c in sleep date; do command -v $c >/dev/null 2>&1 || { echo "sandpit: image lacks $c" >&2; exit 127; }; done
-S=$(command -v sleep) D=$(command -v date)
+# nothing of sandpit running. It runs no program of the image's or of a
+# volume's, and resolves nothing through PATH: sleep and the clock are the
+# read-only helper's (H, by its absolute path), the rest builtins. Exit
+# 127: the helper is not there.
+H=/.sandpit-helper/sandpit-helper
+[ -x "$H" ] || { echo "sandpit: no helper at $H" >&2; exit 127; }
 d=$1 m=$2 e=$3 t=$4 k=$5
 # a docker start of a stopped container (stop_mode discard) runs this
 # again with the same arguments: an expiry already past counts from now
-n=$("$D" +%s) && [ "$e" -le "$n" ] && { e=$((n + t)); [ "$e" -le "$d" ] || e=$d; }
+n=$("$H" now) && n=${n%%.*} && [ "$e" -le "$n" ] && { e=$((n + t)); [ "$e" -le "$d" ] || e=$d; }
 # only where sandpit has not written them yet: a setTimeout or an expiry
 # move may land between the start and this line (set -C: O_EXCL)
 set -C

@@ -10,20 +10,22 @@
 # record's own deadline, so the time the arming took is not added to it.
 # The defaults are written as main.sh writes them: only where sandpit has
 # not written a timeout or an expiry first. Then it becomes the usual main process: the watcher (watcher.sh) plus
-# sleep until the deadline (sleepto.sh). Exit 127: the image lacks sleep
-# or date; exit 0 at the pool expiry.
+# sleep until the deadline (sleepto.sh). Like main.sh, it resolves nothing
+# through PATH: sleep and the clock are the read-only helper's (H). Exit
+# 127: the helper is not there; exit 0 at the pool expiry.
 trap 'go=1' USR1
 trap 'go=2' USR2
-for c in sleep date; do command -v $c >/dev/null 2>&1 || exit 127; done
-S=$(command -v sleep) D=$(command -v date) k=$4
+H=/.sandpit-helper/sandpit-helper k=$4
+[ -x "$H" ] || exit 127
 echo $$ >/.sandpit/main.pid
 go=; e=$1
 while [ -z "$go" ]; do
-  n=$("$D" +%s) || exit 0
+  n=$("$H" now) || exit 0
+  n=${n%%.*}
   [ "$n" -lt "$e" ] || exit 0
-  "$S" $((e - n)) & w=$!
+  "$H" sleep $((e - n)) & w=$!
   wait $w; kill $w 2>/dev/null
 done
-if [ "$go" = 1 ]; then n=$("$D" +%s); d=$((n + $2 - 1)); m=000; e=$((n + $3)); t=$3; set -C; { printf '%s\n' "$t" >/.sandpit/timeout; printf '%s\n' "$e" >/.sandpit/expires; } 2>/dev/null; set +C; else read -r d m e t </.sandpit/activate; fi
+if [ "$go" = 1 ]; then n=$("$H" now); n=${n%%.*}; d=$((n + $2 - 1)); m=000; e=$((n + $3)); t=$3; set -C; { printf '%s\n' "$t" >/.sandpit/timeout; printf '%s\n' "$e" >/.sandpit/expires; } 2>/dev/null; set +C; else read -r d m e t </.sandpit/activate; fi
 . ./watcher.sh
 . ./sleepto.sh

@@ -4,7 +4,7 @@
 # process, out of the sandbox user's reach (another uid, every capability
 # dropped: it cannot be signalled, stopped or traced from inside). Expects
 # d (deadline, epoch s), e (expiry, epoch s), t (timeout, s), k (the keeper
-# uid), S and D (the paths of sleep and date). Every 5 s it re-reads
+# uid) and H (the read-only helper: its sleep and now). Every 5 s it re-reads
 # /.sandpit/expires and /.sandpit/timeout (written by sandpit as the
 # keeper; a value it cannot read keeps the last one), counts as activity a
 # process other than PID 1 with PPid 0 that is not the keeper's (only
@@ -12,11 +12,12 @@
 # moves the expiry to now + timeout (never past the deadline; the file is
 # read again just before, so that an expiry sandpit wrote during the scan
 # is not lowered), and stops
-# the main process ($$) once the expiry passes. Only builtins, sleep and
-# date: if it cannot fork it ends, and the deadline sleep and sandpit's
+# the main process ($$) once the expiry passes. Only builtins and the
+# helper, by its absolute path (never PATH): if it cannot fork it ends, and the deadline sleep and sandpit's
 # reaper still end the sandbox.
-# shellcheck shell=sh disable=SC2154 # d e t k S D: set by the includer
-(while "$S" 5; do n=$("$D" +%s) || exit 0
+# shellcheck shell=sh disable=SC2154 # d e t k H: set by the includer
+(while "$H" sleep 5; do n=$("$H" now) || exit 0
+n=${n%%.*}
 x=; read -r x </.sandpit/expires 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) e=$x;; esac
 x=; read -r x </.sandpit/timeout 2>/dev/null; case $x in ''|*[!0-9]*) ;; *) t=$x;; esac
 a=0

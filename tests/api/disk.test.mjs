@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startStack, waitFor } from './lib/stack.mjs';
-import { docker } from './lib/docker.mjs';
+import { docker, noShImage, removeNoShImage } from './lib/docker.mjs';
 
 const GVISOR = process.env.SANDPIT_TEST_RUNTIME === 'gvisor';
 const MiB = 1024 * 1024;
@@ -28,6 +28,7 @@ before(async () => {
   s = await startStack({ extraConf: [`disk_dir = ${diskDir}`, `disk_reserve_mb = ${floorMb}`] });
 });
 after(async () => {
+  await removeNoShImage();
   for (const id of made) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
   await s?.stop();
   fs.rmSync(diskDir, { recursive: true, force: true });
@@ -216,10 +217,10 @@ test('A3: cleanup: when the sandbox ends, its loop device, file and volume are g
 
 test('A3: a create that fails after its disk was made leaves no loop device and no file', async () => {
   const loops = loopsIn(diskDir);
-  // an image without date: refused after the container exists
-  const c = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/nodate:latest', diskMb: 32 } });
+  // an image without sh: refused after the container exists
+  const c = await s.api('POST', '/api/sandbox.create', { body: { image: await noShImage(), diskMb: 32 } });
   assert.equal(c.status, 400, c.text);
-  assert.match(c.json.message, /lacks date/);
+  assert.match(c.json.message, /lacks sh/);
   assert.deepEqual(fs.readdirSync(diskDir), []);
   // none new (one of an earlier sandbox may have gone meanwhile)
   assert.deepEqual(loopsIn(diskDir).filter((l) => !loops.includes(l)), []);

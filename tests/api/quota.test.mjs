@@ -3,11 +3,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './lib/stack.mjs';
-import { docker } from './lib/docker.mjs';
+import { docker, noShImage, removeNoShImage } from './lib/docker.mjs';
 
 let s;
 before(async () => { s = await startStack({ env: { SANDPIT_RATE: '1000r/s', SANDPIT_BURST: '1000' } }); });
-after(async () => { await s?.stop(); });
+after(async () => { await removeNoShImage(); await s?.stop(); });
 
 async function running(org) {
   const r = await docker('GET', '/containers/json?filters=' + encodeURIComponent(JSON.stringify({ label: [`sandpit.organizationId=${org}`] })));
@@ -77,10 +77,10 @@ test('quota 0 removes a limit; failed and removed sandboxes release their share'
   await create({ template: 'alpine' }, 200);
   assert.equal(await running('zero-org'), 3);
   for (const id of made.splice(0)) await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: id }, key });
-  // back to 1: a create that fails (an image without date) does not keep
+  // back to 1: a create that fails (an image without sh) does not keep
   // the share, nor does a removed sandbox
   await s.cli('quota', 'set', '--org', 'zero-org', '--sandboxes', '1');
-  const failed = await s.api('POST', '/api/sandbox.create', { body: { image: 'sandpit-test/nodate:latest' }, key });
+  const failed = await s.api('POST', '/api/sandbox.create', { body: { image: await noShImage() }, key });
   assert.equal(failed.status, 400, failed.text);
   const b = await create({ template: 'alpine' }, 200);
   await create({ template: 'alpine' }, 429);

@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startStack, waitFor } from './lib/stack.mjs';
 import { dockerProxy } from './lib/dockerproxy.mjs';
+import { noShImage, removeNoShImage } from './lib/docker.mjs';
 import { v1Call, v1Checked } from './lib/v1seed.mjs';
 
 let s;
@@ -55,6 +56,7 @@ before(async () => {
   s = await startStack({ env: { SANDPIT_RATE: '200r/s', SANDPIT_BURST: '100' } });
 });
 after(async () => {
+  await removeNoShImage();
   for (const id of sandboxes) await s?.api('POST', '/api/sandbox.remove', { body: { sandboxId: id } }).catch(() => {});
   for (const id of volumes) {
     const g = await s?.api('GET', `/v1/volumes/${id}`).catch(() => null);
@@ -239,7 +241,7 @@ test('createSandbox checks the attachments before any effect', { timeout: 120000
     [[{ volume: V, target: '/a\nb' }], 'features.managedVolumes.attachments[0].target'],
     [[{ volume: V, target: '/data' }, { volume: `volumes/${w.uid}`, target: '/data/sub' }], 'features.managedVolumes.attachments[1].target'],
     [[{ volume: V, target: '/data' }, { volume: `volumes/${w.uid}`, target: '/data' }], 'features.managedVolumes.attachments[1].target'],
-    [[{ volume: V, target: '/data' }, { volume: V, target: '/other' }], 'features.managedVolumes.attachments'],
+    [[{ volume: V, target: '/data' }, { volume: V, target: '/mnt' }], 'features.managedVolumes.attachments'],
     [[{ volume: V, target: '/data', mode: 'shared' }], 'features.managedVolumes.attachments[0]'],
     [[{ volume: V, target: '/data', readOnly: true }], 'features.managedVolumes.attachments[0]'],
     [[{ volume: v.uid, target: '/data' }], 'features.managedVolumes.attachments[0]'],
@@ -258,18 +260,18 @@ test('createSandbox checks the attachments before any effect', { timeout: 120000
   assert.equal(r.status, 404, r.text);
   // the volumes are free still: nothing claimed them
   assert.equal((await s.api('GET', '/api/sandbox.list')).json.length, before);
-  // below the workdir (the sandbox's own disk) and below /tmp is fine
+  // below the workdir (the sandbox's own disk) and below a data folder is fine
   const x = await mkVolume('checks3');
   r = await mkSandbox([{ volume: V, target: '/data' }, { volume: `volumes/${w.uid}`, target: '/home/user/cache', mode: 'exclusive' },
-    { volume: `volumes/${x.uid}`, target: '/tmp/x', mode: 'unspecified' }]);
+    { volume: `volumes/${x.uid}`, target: '/mnt/x', mode: 'unspecified' }]);
   assert.equal(r.status, 201, r.text);
   assert.deepEqual(r.json.effectiveFeatures.managedVolumes.attachments, [
     { volume: V, volumeUid: v.uid, target: '/data', mode: 'exclusive' },
     { volume: `volumes/${w.uid}`, volumeUid: w.uid, target: '/home/user/cache', mode: 'exclusive' },
-    { volume: `volumes/${x.uid}`, volumeUid: x.uid, target: '/tmp/x', mode: 'exclusive' },
+    { volume: `volumes/${x.uid}`, volumeUid: x.uid, target: '/mnt/x', mode: 'exclusive' },
   ]);
-  const e = await exec(r.json.uid, 'for d in /data /home/user/cache /tmp/x; do echo $d > $d/f && cat $d/f; done; echo home > /home/user/h && cat /home/user/h');
-  assert.equal(e.json.stdout, '/data\n/home/user/cache\n/tmp/x\nhome\n', e.text);
+  const e = await exec(r.json.uid, 'for d in /data /home/user/cache /mnt/x; do echo $d > $d/f && cat $d/f; done; echo home > /home/user/h && cat /home/user/h');
+  assert.equal(e.json.stdout, '/data\n/home/user/cache\n/mnt/x\nhome\n', e.text);
   assert.equal(e.json.exitCode, 0);
   const got = await v1('GET', ONE, { sandbox: r.json.uid });
   assert.deepEqual(got.json.effectiveFeatures.managedVolumes, r.json.effectiveFeatures.managedVolumes);
@@ -346,27 +348,27 @@ test('exclusive under 20 parallel creates: exactly one wins; the volume is free 
 test('a volume survives stop and start; a failed holder does not keep it', { timeout: 180000 }, async () => {
   const v = await mkVolume('cycle');
   const V = `volumes/${v.uid}`;
-  const a = await mkSandbox([{ volume: V, target: '/work' }]);
+  const a = await mkSandbox([{ volume: V, target: '/workspace' }]);
   assert.equal(a.status, 201, a.text);
   const A = a.json.uid;
-  assert.equal((await exec(A, 'echo before > /work/f')).json.exitCode, 0);
+  assert.equal((await exec(A, 'echo before > /workspace/f')).json.exitCode, 0);
   let r = await v1('POST', `${ONE}/stop`, { sandbox: A }, { body: {}, headers: { 'if-match': await etagOf(ONE, A) } });
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json.core.status, 'stopped');
-  assert.equal(r.json.effectiveFeatures.managedVolumes.attachments[0].target, '/work');
+  assert.equal(r.json.effectiveFeatures.managedVolumes.attachments[0].target, '/workspace');
   // stopped still holds it
-  r = await mkSandbox([{ volume: V, target: '/work' }]);
+  r = await mkSandbox([{ volume: V, target: '/workspace' }]);
   assert.equal(r.status, 409, r.text);
   r = await v1('POST', `${ONE}/start`, { sandbox: A }, { body: {}, headers: { 'if-match': await etagOf(ONE, A) } });
   assert.equal(r.status, 200, r.text);
-  r = await exec(A, 'cat /work/f && echo after >> /work/f && cat /work/f');
+  r = await exec(A, 'cat /workspace/f && echo after >> /workspace/f && cat /workspace/f');
   assert.equal(r.json.stdout, 'before\nbefore\nafter\n', r.text);
   // a killed sandbox (failed) no longer holds it: the next create takes it over
   r = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: A } });
   assert.equal(r.status, 200, r.text);
-  const b = await mkSandbox([{ volume: V, target: '/work' }]);
+  const b = await mkSandbox([{ volume: V, target: '/workspace' }]);
   assert.equal(b.status, 201, b.text);
-  r = await exec(b.json.uid, 'cat /work/f');
+  r = await exec(b.json.uid, 'cat /workspace/f');
   assert.equal(r.json.stdout, 'before\nafter\n', r.text);
   await rmSandbox(b.json.uid);
   await rmSandbox(A);
@@ -376,10 +378,10 @@ test('a volume survives stop and start; a failed holder does not keep it', { tim
 test('a create that fails after claiming, or whose worker died, leaves the volume free', { timeout: 120000 }, async () => {
   const v = await mkVolume('leak');
   const V = `volumes/${v.uid}`;
-  // the image lacks date: the create fails after the claim, at the container's check
-  let r = await v1('POST', SBX, {}, { body: { imageRef: 'sandpit-test/nodate', features: { managedVolumes: { attachments: [{ volume: V, target: '/data' }] } } } });
+  // the image lacks sh: the create fails after the claim, at the container's check
+  let r = await v1('POST', SBX, {}, { body: { imageRef: await noShImage(), features: { managedVolumes: { attachments: [{ volume: V, target: '/data' }] } } } });
   assert.equal(r.status, 400, r.text);
-  assert.match(r.json.message, /date/);
+  assert.match(r.json.message, /lacks sh/);
   const cli = (...a) => execFileSync('redis-cli', ['-s', `${s.dir}/redis.sock`, '--raw', ...a], { encoding: 'utf8', timeout: 10000 }).trim();
   const [key] = cli('--scan', '--pattern', `*:vol:${v.uid}`).split('\n');
   assert.ok(key, 'the record is in Redis');

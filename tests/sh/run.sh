@@ -63,6 +63,14 @@ fi
 for f in "$T"/prog/*.sh; do
 	sed "s|/\.sandpit|$T/state|g" "$f" >"$f.run"
 done
+# the read-only helper the keeper's programs run by its absolute path
+# (/.sandpit-helper/sandpit-helper, moved with /.sandpit): the build's
+mkdir -p "$T/state-helper"
+if ! cp "$REPO/build/helper/sandpit-helper" "$T/state-helper/sandpit-helper"; then
+	echo "FAIL the helper (build/helper/sandpit-helper: make all first)"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
 
 BUSYBOX=$(command -v busybox || true)
 mkdir -p "$T/bb"
@@ -351,14 +359,35 @@ test_main() {
 	check "main: a deadline already past ends at once, exit 0" "$([ "$rc" = 0 ] && echo 0 || echo 1)" "rc $rc"
 	check "main: writes the timeout and the expiry" \
 		"$([ "$(cat "$T/state/timeout")" = 30 ] && [ "$(cat "$T/state/expires")" = $((n + 100)) ] && echo 0 || echo 1)"
-	if [ "$SH" = dash ]; then
-		mkdir -p "$T/onlydate"
-		ln -sf "$(command -v date)" "$T/onlydate/date"
-		out=$(PATH=$T/onlydate "${SHELL_CMD[@]}" -c "$(cat "$T/prog/main.sh.run")" sandpit $((n + 9)) 000 $((n + 9)) 5 4242 2>&1)
-		rc=$?
-		check "main: an image without sleep is exit 127, said on stderr" \
-			"$([ $rc = 127 ] && [ "$out" = "sandpit: image lacks sleep" ] && echo 0 || echo 1)" "rc $rc, $out"
-	fi
+	# nothing through PATH: with only a planted sleep and date there (as a
+	# volume on PATH once held), the main process still sleeps to its
+	# deadline and never runs them
+	mkdir -p "$T/planted"
+	printf '#!/bin/sh\necho planted >>%s\nexec %s "$@"\n' "$T/planted.log" "$(command -v sleep)" >"$T/planted/sleep"
+	printf '#!/bin/sh\necho planted >>%s\necho 1\n' "$T/planted.log" >"$T/planted/date"
+	chmod 755 "$T/planted/sleep" "$T/planted/date"
+	rm -f "$T/planted.log" "$T/state/timeout" "$T/state/expires"
+	n=$(now)
+	t0=$n
+	setsid env PATH="$T/planted" "${SHELL_CMD[@]}" -c "$(cat "$T/prog/main.sh.run")" sandpit $((n + 9)) 000 $((n + 100)) 100 4242 &
+	pid=$!
+	PIDS+=("$pid")
+	sleep 6.5
+	check "main: with a planted sleep and date first on PATH, still sleeps to the deadline" "$(alive "$pid" && echo 0 || echo 1)"
+	wait_for 6 gone "$pid"
+	wait_status "$pid"
+	rc=$ST
+	check "main: never runs a planted sleep or date, ends by the deadline" \
+		"$([ "$rc" = 0 ] && [ ! -e "$T/planted.log" ] && [ "$(now)" -le $((t0 + 10)) ] && echo 0 || echo 1)" \
+		"rc $rc, $(wc -l <"$T/planted.log" 2>/dev/null || echo 0) planted runs, $(($(now) - t0)) s"
+	reap "$pid"
+	# no helper: exit 127, said on stderr
+	mv "$T/state-helper/sandpit-helper" "$T/state-helper/gone"
+	out=$(prog main $((n + 9)) 000 $((n + 9)) 5 4242 2>&1)
+	rc=$?
+	mv "$T/state-helper/gone" "$T/state-helper/sandpit-helper"
+	check "main: no helper is exit 127, said on stderr" \
+		"$([ $rc = 127 ] && [ "$out" = "sandpit: no helper at $T/state-helper/sandpit-helper" ] && echo 0 || echo 1)" "rc $rc, $out"
 	# a setTimeout landing between the container's start and main.sh's
 	# first write: what sandpit wrote holds (it is newer)
 	n=$(now)

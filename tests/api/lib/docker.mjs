@@ -132,3 +132,33 @@ export async function procs(cid, user = '1000:1000') {
     return { pid: Number(pid), marked: marked === '1', state: stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3), cmd };
   });
 }
+
+/**
+ * An image that a create refuses after its container exists (it lacks
+ * sh, the one program of the image's that sandpit runs): the busybox
+ * fixture without /bin/sh, committed as sandpit-test/nosh:t<pid> (the test
+ * stacks' image_allow covers sandpit-test/*). Made once per process;
+ * resolves to its name. Remove it with removeNoShImage() after.
+ */
+let noSh;
+export async function noShImage() {
+  if (noSh) return noSh;
+  const name = `sandpit-test/nosh:t${process.pid}`;
+  const c = await docker('POST', '/containers/create', { Image: 'sandpit-test/busybox:latest', Entrypoint: ['/bin/rm'], Cmd: ['/bin/sh'], NetworkDisabled: true });
+  if (c.status !== 201) throw new Error(`noShImage: create: ${c.text}`);
+  try {
+    const st = await docker('POST', `/containers/${c.json.Id}/start`);
+    if (st.status !== 204) throw new Error(`noShImage: start: ${st.text}`);
+    await docker('POST', `/containers/${c.json.Id}/wait`);
+    const m = await docker('POST', `/commit?container=${c.json.Id}&repo=sandpit-test/nosh&tag=t${process.pid}&changes=${encodeURIComponent('ENTRYPOINT []')}&changes=${encodeURIComponent('CMD []')}`);
+    if (m.status !== 201) throw new Error(`noShImage: commit: ${m.text}`);
+  } finally {
+    await docker('DELETE', `/containers/${c.json.Id}?force=1`);
+  }
+  noSh = name;
+  return name;
+}
+export async function removeNoShImage() {
+  if (noSh) await docker('DELETE', `/images/${encodeURIComponent(noSh)}?force=1`);
+  noSh = undefined;
+}
