@@ -63,11 +63,12 @@ $(B)/%.o: %.c $(wildcard */*.h)
 # build/gen/sh_programs.{c,h} (sh_NAME), and each program as it runs, its
 # comments out and its includes in, as build/sh/NAME.sh (sandbox/sh/embed.awk).
 SH_SRC = $(sort $(wildcard sandbox/sh/*.sh))
-$(B)/gen/sh_programs.h: $(SH_SRC) sandbox/sh/embed.awk
+# one awk run makes both files: a grouped target (&:), so a changed
+# program remakes sh_programs.c and its object in the same make
+$(B)/gen/sh_programs.h $(B)/gen/sh_programs.c &: $(SH_SRC) sandbox/sh/embed.awk
 	@mkdir -p $(B)/gen $(B)/sh
 	@echo "  GEN     $@"
 	@awk -v gen=$(B)/gen -v sh=$(B)/sh -f sandbox/sh/embed.awk $(SH_SRC)
-$(B)/gen/sh_programs.c: $(B)/gen/sh_programs.h
 $(SANDBOX_SRC:%.c=$(B)/%.o): $(B)/gen/sh_programs.h
 $(B)/gen/sh_programs.o: $(B)/gen/sh_programs.c
 	@echo "  CC      $<"
