@@ -23,6 +23,13 @@
 #define LIST_PAGE_DEFAULT 100
 #define LIST_PAGE_MAX 1000
 #define INFO_ANSWER_MAX (64 * 1024)
+/* The structural tokens (sandbox_helper_json) a helper answer may hold:
+ * a FileInfo is 13 ({, 5 commas, 6 colons, and the comma before the
+ * next); {"info":…} and the small answers well under 64; rm shows at most
+ * 1000 paths (REMOVE_SHOWN in sandbox/helper/files.c), 2 each. */
+#define LIST_ENTRY_TOKENS 16
+#define SMALL_ANSWER_TOKENS 64
+#define REMOVE_ANSWER_TOKENS 4096
 
 static const char *mstr(json_object *o, const char *k)
 {
@@ -78,7 +85,7 @@ static int info_answer(json_object *rep, json_object **out, struct sp_err *e)
 	json_object_object_get_ex(rep, "info", &hi);
 	fi = info_json(hi);
 	if (!fi)
-		return sp_err_set(e, SP_INTERNAL, "The sandbox's helper answered no FileInfo");
+		return sp_err_set(e, SP_UNAVAILABLE, "The sandbox's helper answered no FileInfo");
 	*out = json_object_new_object();
 	json_object_object_add(*out, "info", fi);
 	return 0;
@@ -111,11 +118,11 @@ int v1_files_list(struct handler_ctx *h, json_object *in, json_object **out, str
 	snprintf(s, sizeof(s), "%zu", skip);
 	snprintf(m, sizeof(m), "%zu", size);
 	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0,
-			       size * 32768 + 65536, &rep, e) < 0)
+			       size * 32768 + 65536, size * LIST_ENTRY_TOKENS + 64, &rep, e) < 0)
 		return -1;
 	if (!json_object_object_get_ex(rep, "entries", &ents) ||
 	    !json_object_is_type(ents, json_type_array)) {
-		sp_err_set(e, SP_INTERNAL, "The sandbox's helper answered no entries");
+		sp_err_set(e, SP_UNAVAILABLE, "The sandbox's helper answered no entries");
 		goto done;
 	}
 	arr = json_object_new_array();
@@ -148,7 +155,7 @@ int v1_files_stat(struct handler_ctx *h, json_object *in, json_object **out, str
 	int rc;
 
 	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, INFO_ANSWER_MAX,
-			       &rep, e) < 0)
+			       SMALL_ANSWER_TOKENS, &rep, e) < 0)
 		return -1;
 	rc = info_answer(rep, out, e);
 	json_object_put(rep);
@@ -261,14 +268,14 @@ int v1_files_write(struct handler_ctx *h, json_object *in, json_object **out, st
 		snprintf(len, sizeof(len), "%zu", h->r->body.len);
 		rc = sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv,
 					h->r->body.data ? h->r->body.data : "", h->r->body.len,
-					INFO_ANSWER_MAX, &rep, e);
+					INFO_ANSWER_MAX, SMALL_ANSWER_TOKENS, &rep, e);
 	} else {
 		if (src.left > SB_FILE_UNARY_MAX)
 			return sp_err_set(e, SP_TOO_LARGE, "Request body exceeds the %d byte limit",
 					  SB_FILE_UNARY_MAX);
 		snprintf(len, sizeof(len), "%lld", src.left);
 		rc = sandbox_files_json_stream(h->sb, h->r->org, sandbox_of(in), argv, body_in,
-					       &src, INFO_ANSWER_MAX, &rep, e);
+					       &src, INFO_ANSWER_MAX, SMALL_ANSWER_TOKENS, &rep, e);
 	}
 	if (rc < 0)
 		return -1;
@@ -287,8 +294,8 @@ int v1_files_mkdir(struct handler_ctx *h, json_object *in, json_object **out, st
 			       NULL };
 
 	snprintf(mode, sizeof(mode), "%lld", (long long)(hin_i64(in, "mode", 0) & 0777));
-	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, 1024, &rep, e) <
-	    0) {
+	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, 1024,
+			       SMALL_ANSWER_TOKENS, &rep, e) < 0) {
 		if (e->code == SP_NOT_FOUND)
 			sp_err_field(e, SP_NOT_FOUND, "path",
 				     "path: a parent is missing (parents creates it)");
@@ -305,7 +312,8 @@ int v1_files_move(struct handler_ctx *h, json_object *in, json_object **out, str
 	const char *argv[] = { "mv", hin_str(in, "from", NULL), hin_str(in, "to", NULL), NULL };
 	json_object *rep = NULL;
 
-	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, 1024, &rep, e) < 0)
+	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, 1024,
+			       SMALL_ANSWER_TOKENS, &rep, e) < 0)
 		return -1;
 	json_object_put(rep);
 	*out = json_object_new_object();
@@ -323,14 +331,14 @@ int v1_files_remove(struct handler_ctx *h, json_object *in, json_object **out, s
 	int64_t count;
 
 	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, 32 * 1024 * 1024,
-			       &rep, e) < 0)
+			       REMOVE_ANSWER_TOKENS, &rep, e) < 0)
 		return -1;
 	failed = mstr(rep, "failedPath");
 	count = mi64(rep, "completedCount");
 	if (!json_object_object_get_ex(rep, "completedPaths", &done) ||
 	    !json_object_is_type(done, json_type_array) || !failed || count < 0) {
 		json_object_put(rep);
-		return sp_err_set(e, SP_INTERNAL, "The sandbox's helper answered no removal");
+		return sp_err_set(e, SP_UNAVAILABLE, "The sandbox's helper answered no removal");
 	}
 	arr = json_object_new_array();
 	for (size_t i = 0; i < json_object_array_length(done) && i < 1000; i++) {

@@ -344,7 +344,7 @@ int v1_processes_create(struct handler_ctx *h, json_object *in, json_object **ou
 		goto out;
 	*out = process_json(rep, "fresh");
 	if (!*out) {
-		sp_err_set(e, SP_INTERNAL, "The helper's report of the new process is not one");
+		sp_err_set(e, SP_UNAVAILABLE, "The helper's report of the new process is not one");
 		goto out;
 	}
 	rc = 0;
@@ -415,7 +415,7 @@ int v1_processes_list(struct handler_ctx *h, json_object *in, json_object **out,
 	if (!json_object_object_get_ex(rep, "processes", &arr) ||
 	    !json_object_is_type(arr, json_type_array)) {
 		json_object_put(rep);
-		return sp_err_set(e, SP_INTERNAL, "The helper's process list is not one");
+		return sp_err_set(e, SP_UNAVAILABLE, "The helper's process list is not one");
 	}
 	count = json_object_array_length(arr);
 	items = calloc(count + 1, sizeof(*items));
@@ -501,7 +501,7 @@ int v1_processes_read(struct handler_ctx *h, json_object *in, json_object **out,
 	last = member_i64(rep, "last");
 	if (!json_object_object_get_ex(page, "chunks", &chunks) ||
 	    !json_object_is_type(chunks, json_type_array) || last < 0) {
-		sp_err_set(e, SP_INTERNAL, "The helper's output page is not one");
+		sp_err_set(e, SP_UNAVAILABLE, "The helper's output page is not one");
 		goto out;
 	}
 	next = from;

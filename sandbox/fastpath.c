@@ -31,7 +31,16 @@
  * sandpit checks the helper's proof (so an address that came to belong to
  * another container is never talked to) and its uid:gid against the
  * sandbox's owner. Whatever a helper answers is the sandbox's own: it is
- * read like any input (frame sizes bounded).
+ * read like any input (frame sizes bounded, one fixed buffer, a frame of a
+ * type out of order or unknown ends the command as lost, the whole under
+ * the caller's deadline).
+ *
+ * The secret is written to the serving helper's stdin only after it said
+ * it is not dumpable (FAST_READY), and the binary it runs is execute-only
+ * (helper.c), so no process of the sandbox's reads it (serve.c explains;
+ * review D5): a peer that passes the handshake is sandpit's own helper,
+ * and an exec's output through it is the command's. Where that cannot be
+ * had (gVisor, which needs a readable binary), there is no fast path.
  *
  * Why no other sandbox reaches it: sandbox networks have inter-container
  * traffic off (docker/networks.c), so only the host reaches a container's
@@ -75,6 +84,8 @@
 #define FAST_FRAME_MAX (1u << 20)
 #define FAST_HDR_MAX (4u << 20)
 #define FAST_KEEP_MS 10000
+#define FAST_READY_MS 3000
+#define FAST_READY 'R' /* serve.h's SERVE_READY */
 
 struct fast_slot {
 	char cid[65];
@@ -319,26 +330,69 @@ fail:
 	return FAST_FAILED;
 }
 
-static int discard_out(void *arg, int stream, const char *data, size_t len)
+/* The start of a serving helper: its secret goes to its stdin only once it
+ * said, with FAST_READY on its stdout, that it is not dumpable (serve.c
+ * explains why); until then peek offers nothing. A helper that does not
+ * say it within FAST_READY_MS (an older helper, one the sandbox's code
+ * stopped) never gets the secret. */
+struct fast_boot {
+	char line[2 * crypto_auth_hmacsha256_BYTES + 2];
+	size_t sent;
+	int ready, other;
+	int64_t give_up; /* mono ms */
+};
+
+static int boot_out(void *arg, int stream, const char *data, size_t len)
 {
-	(void)arg;
-	(void)stream;
-	(void)data;
-	(void)len;
-	return 0;
+	struct fast_boot *b = arg;
+
+	if (stream != 1 || !len)
+		return 0;
+	/* exactly one byte, FAST_READY, before the secret; anything else and
+	 * the secret is never sent */
+	if (!b->ready && !b->other && len == 1 && data[0] == FAST_READY)
+		b->ready = 1;
+	else
+		b->other = 1;
+	return b->other ? -1 : 0;
+}
+
+static size_t boot_peek(void *arg, const char **p)
+{
+	struct fast_boot *b = arg;
+
+	if (!b->ready || b->other)
+		return 0;
+	*p = b->line + b->sent;
+	return sizeof(b->line) - 1 - b->sent;
+}
+
+static void boot_consume(void *arg, size_t n)
+{
+	struct fast_boot *b = arg;
+
+	b->sent += n;
+}
+
+static int boot_stop(void *arg)
+{
+	const struct fast_boot *b = arg;
+
+	return !b->ready && mono_ms() >= b->give_up;
 }
 
 int sandbox_fast_start(struct sandbox_ctx *ctx, struct sandbox *sb)
 {
 	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
 	unsigned char secret[crypto_auth_hmacsha256_BYTES];
-	char line[2 * sizeof(secret) + 2], port[16], eid[65];
+	struct fast_boot boot;
+	struct docker_input in = { boot_peek, boot_consume, -1, &boot };
+	char port[16], eid[65];
 	int timed_out = 0, code = -1, running = 0;
 	struct sp_err e;
 
 	snprintf(port, sizeof(port), "%d", SANDBOX_FAST_PORT);
-	json_object_array_add(cmd,
-			      json_object_new_string(SANDBOX_HELPER_DIR "/" SANDBOX_HELPER_NAME));
+	json_object_array_add(cmd, json_object_new_string(sandbox_helper_path(sb)));
 	json_object_array_add(cmd, json_object_new_string("serve"));
 	json_object_array_add(cmd, json_object_new_string(port));
 	json_object_object_add(body, "Cmd", cmd);
@@ -349,17 +403,25 @@ int sandbox_fast_start(struct sandbox_ctx *ctx, struct sandbox *sb)
 	json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	memset(&boot, 0, sizeof(boot));
 	fast_secret(ctx, sb->container_id, secret);
-	sodium_bin2hex(line, sizeof(line) - 1, secret, sizeof(secret));
+	sodium_bin2hex(boot.line, sizeof(boot.line) - 1, secret, sizeof(secret));
 	sodium_memzero(secret, sizeof(secret));
-	line[sizeof(line) - 2] = '\n';
-	line[sizeof(line) - 1] = '\0';
+	boot.line[sizeof(boot.line) - 2] = '\n';
+	boot.line[sizeof(boot.line) - 1] = '\0';
+	boot.give_up = mono_ms() + FAST_READY_MS;
 	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, &e) < 0 ||
-	    docker_exec_start_input(ctx->dk, eid, 10000, line, sizeof(line) - 1, discard_out, NULL,
-				    NULL, &timed_out, NULL, &e) < 0 ||
-	    timed_out || docker_exec_inspect(ctx->dk, eid, &code, &running, &e) < 0)
+	    docker_exec_start_interactive(ctx->dk, eid, 10000, &in, boot_out, boot_stop, &boot,
+					  &timed_out, &e) < 0 ||
+	    timed_out || !boot.ready || boot.other ||
+	    docker_exec_inspect(ctx->dk, eid, &code, &running, &e) < 0 || running)
 		code = -1;
-	sodium_memzero(line, sizeof(line));
+	if (code < 0)
+		log_debug("sandbox %s: fast path: the serving helper did not start (%s)", sb->id,
+			  boot.other	? "it wrote something else than it is ready"
+			  : !boot.ready ? "it never said it is ready"
+					: "its exec failed");
+	sodium_memzero(boot.line, sizeof(boot.line));
 	json_object_put(body);
 	/* 9: the port is taken (a helper already serves, or the sandbox's own
 	 * program holds it: the handshake tells) */
@@ -601,8 +663,11 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, json_object *
 				res->code = (int)be32((unsigned char *)data);
 				break;
 			}
-			if ((t == '1' || t == '2') && n &&
-			    io->on_data(io->arg, t == '2' ? 2 : 1, data, n) < 0) {
+			if (t != '1' && t != '2') {
+				res->lost = 1; /* no such frame: not the helper's protocol */
+				break;
+			}
+			if (n && io->on_data(io->arg, t == '2' ? 2 : 1, data, n) < 0) {
 				res->stopped = 1;
 				break;
 			}

@@ -372,8 +372,8 @@ static void helper_stats(struct sandbox_ctx *ctx, const struct sandbox *sb, cons
 	struct sp_err e;
 
 	snprintf(max, sizeof(max), "%zu", l->n);
-	if (!l->n ||
-	    sandbox_files_json(ctx, sb->org, sb->id, argv, NULL, 0, SB_LIST_MAX * 2u, &rep, &e) < 0)
+	if (!l->n || sandbox_files_json(ctx, sb->org, sb->id, argv, NULL, 0, SB_LIST_MAX * 2u,
+					l->n * 16 + 64, &rep, &e) < 0)
 		return;
 	if (json_object_object_get_ex(rep, "entries", &ents) &&
 	    json_object_is_type(ents, json_type_array))

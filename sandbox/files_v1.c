@@ -5,7 +5,11 @@
  * user, so nothing reached here is beyond that user's rights (F2, F3).
  * The helper's refusals (exit statuses) become the document's errors,
  * their reasons as the message prefix. Answers are the helper's JSON (or
- * raw bytes for readFile), which the handlers check and rebuild.
+ * raw bytes for readFile), parsed within a budget (helper.c,
+ * sandbox_helper_json), which the handlers check and rebuild. A helper
+ * that dies (the sandbox's code can kill it: status 137) or answers what
+ * it should not is the sandbox's doing: SP_UNAVAILABLE naming the sandbox,
+ * never SP_INTERNAL.
  */
 #include "internal.h"
 
@@ -35,7 +39,7 @@ enum {
 	HF_CHANGED,
 };
 
-int sandbox_files_code_err(int code, const char *err, struct sp_err *e)
+int sandbox_files_code_err(const char *sid, int code, const char *err, struct sp_err *e)
 {
 	switch (code) {
 	case HF_NOT_FOUND:
@@ -91,9 +95,37 @@ int sandbox_files_code_err(int code, const char *err, struct sp_err *e)
 				  "This sandbox has no helper (it was created before sandpit "
 				  "had one); create a new sandbox");
 	default:
-		log_warn("files helper exit %d: %s", code, err);
-		return sp_err_set(e, SP_INTERNAL, "The sandbox's helper failed (status %d)", code);
+		/* killed (137), or a status it never gives: the sandbox's code
+		 * interfered with it */
+		log_warn("sandbox %s: files helper exit %d: %s", sid, code, err);
+		return sp_err_set(e, SP_UNAVAILABLE,
+				  "sandbox %s: its helper failed (status %d); the sandbox's own "
+				  "code may be interfering with it",
+				  sid, code);
 	}
+}
+
+/* sandbox_files_raw, with the sandbox it ran in in *sb. */
+static int sandbox_files_raw_sb(struct sandbox_ctx *ctx, const char *org, const char *id,
+				const char *const *argv, const void *in, size_t in_len,
+				struct buf *out, struct sandbox *sb, struct sp_err *e)
+{
+	char err[256] = "";
+	int code = -1;
+
+	if (sandbox_get_running(ctx, org, id, sb, e) < 0)
+		return -1;
+	if (sandbox_helper_run_input(ctx, sb, argv, NULL, NULL, in, in_len, out, err, sizeof(err),
+				     &code, e) < 0)
+		return -1;
+	{
+		struct sp_err ignore;
+		sandbox_touch_record(ctx, sb, 0, &ignore);
+	}
+	err[strcspn(err, "\n")] = '\0';
+	if (code != 0)
+		return sandbox_files_code_err(sb->id, code, err, e);
+	return 0;
 }
 
 int sandbox_files_raw(struct sandbox_ctx *ctx, const char *org, const char *id,
@@ -101,22 +133,8 @@ int sandbox_files_raw(struct sandbox_ctx *ctx, const char *org, const char *id,
 		      struct sp_err *e)
 {
 	struct sandbox sb;
-	char err[256] = "";
-	int code = -1;
 
-	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
-		return -1;
-	if (sandbox_helper_run_input(ctx, &sb, argv, NULL, NULL, in, in_len, out, err, sizeof(err),
-				     &code, e) < 0)
-		return -1;
-	{
-		struct sp_err ignore;
-		sandbox_touch_record(ctx, &sb, 0, &ignore);
-	}
-	err[strcspn(err, "\n")] = '\0';
-	if (code != 0)
-		return sandbox_files_code_err(code, err, e);
-	return 0;
+	return sandbox_files_raw_sb(ctx, org, id, argv, in, in_len, out, &sb, e);
 }
 
 struct streamed {
@@ -131,8 +149,10 @@ static int streamed_out(void *arg, int stream, const char *data, size_t len)
 	struct streamed *s = arg;
 
 	if (stream == 1) {
-		if (buf_append(s->out, data, len) < 0)
+		if (buf_append(s->out, data, len) < 0) {
 			s->over = 1;
+			return -1; /* nothing past the cap is read */
+		}
 		return 0;
 	}
 	while (len && s->err_len + 1 < sizeof(s->err)) {
@@ -146,7 +166,8 @@ static int streamed_out(void *arg, int stream, const char *data, size_t len)
 int sandbox_files_json_stream(struct sandbox_ctx *ctx, const char *org, const char *id,
 			      const char *const *argv,
 			      long (*in_fn)(void *arg, char *buf, size_t cap), void *in_arg,
-			      size_t out_max, json_object **out, struct sp_err *e)
+			      size_t out_max, size_t max_tokens, json_object **out,
+			      struct sp_err *e)
 {
 	struct sandbox sb;
 	struct buf o;
@@ -165,22 +186,18 @@ int sandbox_files_json_stream(struct sandbox_ctx *ctx, const char *org, const ch
 		sandbox_touch_record(ctx, &sb, 0, &ignore);
 	}
 	s.err[strcspn(s.err, "\n")] = '\0';
+	if (s.over) {
+		sp_err_set(e, SP_UNAVAILABLE,
+			   "sandbox %s: its helper's answer to %s is over %zu bytes; the sandbox's "
+			   "own code may be interfering with it",
+			   sb.id, argv[0], out_max);
+		goto done;
+	}
 	if (code != 0) {
-		sandbox_files_code_err(code, s.err, e);
+		sandbox_files_code_err(sb.id, code, s.err, e);
 		goto done;
 	}
-	if (!s.over && o.data) {
-		json_tokener *tok = json_tokener_new();
-		*out = json_tokener_parse_ex(tok, o.data, (int)o.len);
-		json_tokener_free(tok);
-	}
-	if (!*out || !json_object_is_type(*out, json_type_object)) {
-		json_object_put(*out);
-		*out = NULL;
-		sp_err_set(e, SP_INTERNAL, "The sandbox's helper answered no JSON object");
-		goto done;
-	}
-	rc = 0;
+	rc = sandbox_helper_json(&sb, argv[0], o.data, o.len, max_tokens, out, e);
 done:
 	buf_free(&o);
 	return rc;
@@ -188,27 +205,17 @@ done:
 
 int sandbox_files_json(struct sandbox_ctx *ctx, const char *org, const char *id,
 		       const char *const *argv, const void *in, size_t in_len, size_t out_max,
-		       json_object **out, struct sp_err *e)
+		       size_t max_tokens, json_object **out, struct sp_err *e)
 {
+	struct sandbox sb;
 	struct buf o;
 	int rc = -1;
 
 	*out = NULL;
 	buf_init(&o, out_max);
-	if (sandbox_files_raw(ctx, org, id, argv, in, in_len, &o, e) < 0)
+	if (sandbox_files_raw_sb(ctx, org, id, argv, in, in_len, &o, &sb, e) < 0)
 		goto done;
-	if (o.data) {
-		json_tokener *tok = json_tokener_new();
-		*out = json_tokener_parse_ex(tok, o.data, (int)o.len);
-		json_tokener_free(tok);
-	}
-	if (!*out || !json_object_is_type(*out, json_type_object)) {
-		json_object_put(*out);
-		*out = NULL;
-		sp_err_set(e, SP_INTERNAL, "The sandbox's helper answered no JSON object");
-		goto done;
-	}
-	rc = 0;
+	rc = sandbox_helper_json(&sb, argv[0], o.data, o.len, max_tokens, out, e);
 done:
 	buf_free(&o);
 	return rc;

@@ -12,9 +12,23 @@
  * read-only at /.sandpit-helper (spec.c). A newer helper is a new volume; old
  * ones stay until an operator removes them (README).
  *
+ * The volume holds the binary twice: SANDBOX_HELPER_NAME execute-only
+ * (mode 0111), and SANDBOX_HELPER_NAME_READABLE (0555) for gVisor, whose
+ * execve needs read permission. An execve of a file the caller may not
+ * read leaves the process non-dumpable from its first instruction, so no
+ * process of the sandbox's opens its /proc/PID/fd (writes into the stdout
+ * sandpit parses, reads the fast path's secret: review D3, D5); sandbox
+ * containers drop every capability, so this holds for a root user too.
+ * The layout is part of the volume's name (HELPER_LAYOUT), so a volume
+ * filled by an older sandpit is never reused with other modes.
+ *
  * The helper runs through docker exec as the sandbox user, never anyone
- * else; what it answers comes from files the sandbox user can write, so
- * callers check it like any input.
+ * else; what it answers comes from files the sandbox user can write, and
+ * from a program the sandbox's code can kill, so callers check it like any
+ * input: its stdout is read under a cap and a deadline, its JSON parsed
+ * only within a budget of values and depth (sandbox_helper_json), and a
+ * helper that fails or answers what it should not is SP_UNAVAILABLE (503)
+ * naming the sandbox, never SP_INTERNAL.
  */
 #include "internal.h"
 
@@ -54,6 +68,8 @@ extern const uint64_t sandpit_helper_len;
 
 #define FILL_DIR "/h"
 #define FILL_WAIT_MS 15000
+/* the files' names and modes: changing them makes a new volume */
+#define HELPER_LAYOUT "sandpit-helper 0111, sandpit-helper-r 0555\n"
 
 static size_t helper_len(void)
 {
@@ -65,37 +81,59 @@ void sandbox_helper_volume(char *out, size_t cap)
 	unsigned char h[crypto_hash_sha256_BYTES];
 	char hex[2 * sizeof(h) + 1];
 
-	crypto_hash_sha256(h, sandpit_helper_bin, helper_len());
+	crypto_hash_sha256_state st;
+
+	crypto_hash_sha256_init(&st);
+	crypto_hash_sha256_update(&st, (const unsigned char *)HELPER_LAYOUT,
+				  sizeof(HELPER_LAYOUT) - 1);
+	crypto_hash_sha256_update(&st, sandpit_helper_bin, helper_len());
+	crypto_hash_sha256_final(&st, h);
 	sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
 	snprintf(out, cap, "sandpit-helper-%.16s", hex);
 }
 
-/* 1 when the marker container's volume holds the whole binary, 0 when not
- * (yet), -1 on a Docker error other than "missing". */
+const char *sandbox_helper_path(const struct sandbox *sb)
+{
+	return strcmp(sb->runtime, "gvisor") == 0 ? SANDBOX_HELPER_DIR
+		       "/" SANDBOX_HELPER_NAME_READABLE
+						  : SANDBOX_HELPER_DIR "/" SANDBOX_HELPER_NAME;
+}
+
+/* 1 when the marker container's volume holds both whole copies (the
+ * readable one is written last), 0 when not (yet), -1 on a Docker error
+ * other than "missing". */
 static int volume_filled(struct sandbox_ctx *ctx, const char *name, struct sp_err *e)
 {
+	static const char *const files[] = { FILL_DIR "/" SANDBOX_HELPER_NAME,
+					     FILL_DIR "/" SANDBOX_HELPER_NAME_READABLE };
 	struct docker_stat st;
 
-	if (docker_archive_stat(ctx->dk, name, FILL_DIR "/" SANDBOX_HELPER_NAME, &st, e) < 0) {
-		if (e->code != SP_NOT_FOUND)
-			return -1;
-		sp_err_clear(e);
-		return 0;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (docker_archive_stat(ctx->dk, name, files[i], &st, e) < 0) {
+			if (e->code != SP_NOT_FOUND)
+				return -1;
+			sp_err_clear(e);
+			return 0;
+		}
+		if (st.size != (int64_t)helper_len())
+			return 0;
 	}
-	return st.size == (int64_t)helper_len();
+	return 1;
 }
 
 static int volume_put(struct sandbox_ctx *ctx, const char *name, struct sp_err *e)
 {
-	struct docker_tar_entry ent = {
-		SANDBOX_HELPER_NAME, 0, 0755, 0, 0, sandpit_helper_bin, helper_len(),
-		(int64_t)time(NULL)
+	struct docker_tar_entry ents[] = {
+		{ SANDBOX_HELPER_NAME, 0, 0111, 0, 0, sandpit_helper_bin, helper_len(),
+		  (int64_t)time(NULL) },
+		{ SANDBOX_HELPER_NAME_READABLE, 0, 0555, 0, 0, sandpit_helper_bin, helper_len(),
+		  (int64_t)time(NULL) },
 	};
 	struct buf tar;
 	int rc;
 
-	buf_init(&tar, helper_len() + 65536);
-	rc = docker_tar_build(&ent, 1, &tar, e) < 0
+	buf_init(&tar, 2 * helper_len() + 65536);
+	rc = docker_tar_build(ents, 2, &tar, e) < 0
 		     ? -1
 		     : docker_archive_put(ctx->dk, name, FILL_DIR, tar.data, tar.len, e);
 	buf_free(&tar);
@@ -183,7 +221,88 @@ void sandbox_helper_mount(json_object *hc)
 	json_object_array_add(mounts, m);
 }
 
-/* Collects the helper's stdout (capped) and stderr (one line's worth). */
+/* The structure of a JSON text, checked without building it: 0 when it
+ * fits the budget (see sandbox_helper_json), else -1 with why. */
+static int json_shape(const char *p, size_t n, size_t max_tokens, const char **why)
+{
+	size_t tokens = 0, str_at = 0;
+	int depth = 0, in_str = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+			else if (i - str_at > SANDBOX_HELPER_JSON_STRING)
+				return *why = "a string over its bound", -1;
+			continue;
+		}
+		switch (c) {
+		case '"':
+			in_str = 1;
+			str_at = i;
+			break;
+		case '{':
+		case '[':
+			if (++depth > SANDBOX_HELPER_JSON_DEPTH)
+				return *why = "nesting over its bound", -1;
+			/* fall through */
+		case ',':
+		case ':':
+			if (++tokens > max_tokens)
+				return *why = "more values than the answer can hold", -1;
+			break;
+		case '}':
+		case ']':
+			if (--depth < 0)
+				return *why = "no JSON object", -1;
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+int sandbox_helper_json(const struct sandbox *sb, const char *what, const char *data, size_t len,
+			size_t max_tokens, json_object **out, struct sp_err *e)
+{
+	const char *why = "no JSON object";
+	json_tokener *tok;
+	json_object *o = NULL;
+
+	*out = NULL;
+	if (data && len && len <= INT32_MAX && json_shape(data, len, max_tokens, &why) == 0 &&
+	    (tok = json_tokener_new_ex(SANDBOX_HELPER_JSON_DEPTH + 1))) {
+		o = json_tokener_parse_ex(tok, data, (int)len);
+		/* one object, then nothing but white space */
+		if (o && json_tokener_get_error(tok) == json_tokener_success) {
+			size_t at = json_tokener_get_parse_end(tok);
+			while (at < len && data[at] && strchr(" \t\r\n", data[at]))
+				at++;
+			if (at != len) {
+				json_object_put(o);
+				o = NULL;
+			}
+		}
+		json_tokener_free(tok);
+	}
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		log_warn("sandbox %s: helper %s: %s (%zu bytes)", sb->id, what, why, len);
+		return sp_err_set(e, SP_UNAVAILABLE,
+				  "sandbox %s: its helper's answer to %s was refused (%s); the "
+				  "sandbox's own code may be interfering with it",
+				  sb->id, what, why);
+	}
+	*out = o;
+	return 0;
+}
+
+/* Collects the helper's stdout (capped: the read stops past the cap) and
+ * stderr (one line's worth). */
 struct collect {
 	struct buf *out;
 	char err[512];
@@ -196,8 +315,10 @@ static int collect(void *arg, int stream, const char *data, size_t len)
 	struct collect *c = arg;
 
 	if (stream == 1) {
-		if (buf_append(c->out, data, len) < 0)
+		if (buf_append(c->out, data, len) < 0) {
 			c->over = 1;
+			return -1; /* nothing past the cap is read */
+		}
 		return 0;
 	}
 	while (len && c->err_len + 1 < sizeof(c->err)) {
@@ -227,8 +348,7 @@ int sandbox_helper_run_input(struct sandbox_ctx *ctx, struct sandbox *sb, const 
 	int timed_out = 0, running = 0, rc = -1;
 
 	*code = -1;
-	json_object_array_add(cmd,
-			      json_object_new_string(SANDBOX_HELPER_DIR "/" SANDBOX_HELPER_NAME));
+	json_object_array_add(cmd, json_object_new_string(sandbox_helper_path(sb)));
 	for (const char *const *a = argv; *a; a++)
 		json_object_array_add(cmd, json_object_new_string(*a));
 	json_object_object_add(body, "Cmd", cmd);
@@ -248,9 +368,11 @@ int sandbox_helper_run_input(struct sandbox_ctx *ctx, struct sandbox *sb, const 
 					       &c, 1 };
 		struct sandbox_fast_result fres;
 		if (sandbox_fast_exec(ctx, sb, body, &fio, &fres) == 1) {
+			if (c.over)
+				goto answered;
 			if (fres.code < 0) {
 				sp_err_set(e, SP_UNAVAILABLE,
-					   "the sandbox's helper did not answer in %d s",
+					   "sandbox %s: its helper did not answer in %d s", sb->id,
 					   SANDBOX_HELPER_TIMEOUT_MS / 1000);
 				goto out;
 			}
@@ -273,16 +395,23 @@ int sandbox_helper_run_input(struct sandbox_ctx *ctx, struct sandbox *sb, const 
 		}
 		goto out;
 	}
+	if (c.over)
+		goto answered;
 	if (timed_out) {
-		sp_err_set(e, SP_UNAVAILABLE, "the sandbox's helper did not answer in %d s",
-			   SANDBOX_HELPER_TIMEOUT_MS / 1000);
+		sp_err_set(e, SP_UNAVAILABLE, "sandbox %s: its helper did not answer in %d s",
+			   sb->id, SANDBOX_HELPER_TIMEOUT_MS / 1000);
 		goto out;
 	}
 	if (docker_exec_inspect(ctx->dk, eid, code, &running, e) < 0)
 		goto out;
 answered:
 	if (c.over) {
-		sp_err_set(e, SP_INTERNAL, "the helper's answer is over %zu bytes", out->max);
+		log_warn("sandbox %s: helper %s: an answer over %zu bytes", sb->id, argv[0],
+			 out->max);
+		sp_err_set(e, SP_UNAVAILABLE,
+			   "sandbox %s: its helper's answer to %s is over %zu bytes; the "
+			   "sandbox's own code may be interfering with it",
+			   sb->id, argv[0], out->max);
 		goto out;
 	}
 	if (err && err_cap)
@@ -303,8 +432,7 @@ int sandbox_helper_run_stream(struct sandbox_ctx *ctx, struct sandbox *sb, const
 	int timed_out = 0, running = 0, rc = -1;
 
 	*code = -1;
-	json_object_array_add(cmd,
-			      json_object_new_string(SANDBOX_HELPER_DIR "/" SANDBOX_HELPER_NAME));
+	json_object_array_add(cmd, json_object_new_string(sandbox_helper_path(sb)));
 	for (const char *const *a = argv; *a; a++)
 		json_object_array_add(cmd, json_object_new_string(*a));
 	json_object_object_add(body, "Cmd", cmd);

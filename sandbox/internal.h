@@ -266,13 +266,28 @@ int sandbox_pooled_env(struct sandbox_ctx *ctx, const struct sandbox *sb, json_o
  * it added to a container's HostConfig. run: argv (NULL-terminated) run
  * as `sandpit-helper ARGV` in sb as its user, env (an array, not
  * consumed; NULL = none) and cwd (NULL = /); *code its exit status, out
- * its stdout (under out's cap, else SP_INTERNAL), err (may be NULL) the
- * start of its stderr. */
+ * its stdout (over out's cap the read stops: SP_UNAVAILABLE), err (may be
+ * NULL) the start of its stderr. path: the helper's path in sb (the
+ * execute-only copy, or the readable one under gVisor). json: one JSON
+ * object out of a helper's answer of len bytes at data, parsed only when
+ * it holds at most max_tokens structural tokens (each '{', '[', ',' and
+ * ':' outside strings: every value json-c would allocate is one of them or
+ * the first), nests at most SANDBOX_HELPER_JSON_DEPTH deep and has no
+ * string over SANDBOX_HELPER_JSON_STRING bytes, so that parsing costs at
+ * most about max_tokens KiB besides the input (json-c takes ~800 bytes for
+ * `{}`); anything else is SP_UNAVAILABLE naming the sandbox and what (the
+ * helper's operation). */
 #define SANDBOX_HELPER_DIR \
 	"/.sandpit-helper" /* not under the /.sandpit tmpfs: gVisor refuses that */
-#define SANDBOX_HELPER_NAME "sandpit-helper"
+#define SANDBOX_HELPER_NAME "sandpit-helper"		/* mode 0111 */
+#define SANDBOX_HELPER_NAME_READABLE "sandpit-helper-r" /* mode 0555, for gVisor */
 #define SANDBOX_HELPER_TIMEOUT_MS 30000
+#define SANDBOX_HELPER_JSON_DEPTH 8
+#define SANDBOX_HELPER_JSON_STRING (64 * 1024)
 void sandbox_helper_volume(char *out, size_t cap);
+const char *sandbox_helper_path(const struct sandbox *sb);
+int sandbox_helper_json(const struct sandbox *sb, const char *what, const char *data, size_t len,
+			size_t max_tokens, json_object **out, struct sp_err *e);
 int sandbox_helper_ensure(struct sandbox_ctx *ctx, const char *image, struct sp_err *e);
 void sandbox_helper_mount(json_object *hc);
 int sandbox_helper_run(struct sandbox_ctx *ctx, struct sandbox *sb, const char *const *argv,
@@ -329,7 +344,7 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, json_object *
 
 /* files_v1.c: the document's error of a helper file command's refusal
  * (its exit status code, err its stderr line). Returns -1. */
-int sandbox_files_code_err(int code, const char *err, struct sp_err *e);
+int sandbox_files_code_err(const char *sid, int code, const char *err, struct sp_err *e);
 
 /* volume.c. fill: checks a create's attachments (targets
  * absolute, normalized, at most SB_VOLUME_TARGET_MAX bytes, never at or

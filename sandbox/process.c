@@ -36,12 +36,23 @@ enum {
 	HX_CWD
 };
 
+/* The structural tokens (helper.c, sandbox_helper_json) of the helper's
+ * answers: a report has 9 members and an exit of 2 (about 26 tokens); a
+ * list at most LIST_MAX (1000) reports; a read's page at most
+ * READ_CHUNKS_MAX (4096) chunks of 3 members (8 tokens each); both in
+ * sandbox/helper/sandpit-helper.c. */
+#define REPORT_TOKENS 64
+#define LIST_TOKENS (1000 * 32 + 64)
+#define PAGE_TOKENS (4096 * 8 + 64)
+
 /* Runs the helper in the running sandbox org/id and parses its answer: the
- * first line into *out, the second (when page is not NULL) into *page.
- * The helper's refusals become errors. */
+ * first line into *out (within out_tokens), the second (when page is not
+ * NULL) into *page (within PAGE_TOKENS). The helper's refusals become
+ * errors; a helper killed or answering past a bound is SP_UNAVAILABLE. */
 static int helper_call(struct sandbox_ctx *ctx, const char *org, const char *id,
 		       const char *const *argv, const struct sandbox_process_req *rq,
-		       size_t out_max, json_object **out, json_object **page, struct sp_err *e)
+		       size_t out_max, size_t out_tokens, json_object **out, json_object **page,
+		       struct sp_err *e)
 {
 	struct sandbox sb;
 	struct buf o;
@@ -127,26 +138,28 @@ static int helper_call(struct sandbox_ctx *ctx, const char *org, const char *id,
 		goto out;
 	default:
 unexpected:
+		/* killed (137), or a status it never gives: the sandbox's code
+		 * interfered with it */
 		log_warn("sandbox %s: helper exit %d: %s", sb.id, code, err);
-		sp_err_set(e, SP_INTERNAL, "The sandbox's process helper failed (status %d)", code);
+		sp_err_set(e, SP_UNAVAILABLE,
+			   "sandbox %s: its process helper failed (status %d); the sandbox's own "
+			   "code may be interfering with it",
+			   sb.id, code);
 		goto out;
 	}
 	{
-		char *nl = memchr(o.data ? o.data : "", '\n', o.len);
-		json_tokener *tok = json_tokener_new();
-		if (nl)
-			*nl = '\0';
-		*out = o.data ? json_tokener_parse_ex(tok, o.data, (int)strlen(o.data)) : NULL;
-		json_tokener_reset(tok);
-		if (page && nl)
-			*page = json_tokener_parse_ex(tok, nl + 1,
-						      (int)(o.len - (size_t)(nl + 1 - o.data)));
-		json_tokener_free(tok);
-	}
-	if (!*out || !json_object_is_type(*out, json_type_object) ||
-	    (page && (!*page || !json_object_is_type(*page, json_type_object)))) {
-		sp_err_set(e, SP_INTERNAL, "The sandbox's process helper answered no JSON object");
-		goto out;
+		const char *nl = memchr(o.data ? o.data : "", '\n', o.len);
+		size_t first = nl ? (size_t)(nl - o.data) : o.len;
+		if (sandbox_helper_json(&sb, argv[0], o.data, first, out_tokens, out, e) < 0)
+			goto out;
+		if (page && (!nl || sandbox_helper_json(&sb, argv[0], nl + 1, o.len - first - 1,
+							PAGE_TOKENS, page, e) < 0)) {
+			if (!nl)
+				sp_err_set(e, SP_UNAVAILABLE,
+					   "sandbox %s: its process helper answered no page",
+					   sb.id);
+			goto out;
+		}
 	}
 	rc = 0;
 out:
@@ -194,7 +207,7 @@ int sandbox_process_create(struct sandbox_ctx *ctx, const char *org, const char 
 		argv[n++] = *a;
 	}
 	argv[n] = NULL;
-	return helper_call(ctx, org, id, argv, rq, 65536, out, NULL, e);
+	return helper_call(ctx, org, id, argv, rq, 65536, REPORT_TOKENS, out, NULL, e);
 }
 
 int sandbox_process_get(struct sandbox_ctx *ctx, const char *org, const char *id, const char *puid,
@@ -202,7 +215,7 @@ int sandbox_process_get(struct sandbox_ctx *ctx, const char *org, const char *id
 {
 	const char *argv[] = { "get", puid, NULL };
 
-	return helper_call(ctx, org, id, argv, NULL, 65536, out, NULL, e);
+	return helper_call(ctx, org, id, argv, NULL, 65536, REPORT_TOKENS, out, NULL, e);
 }
 
 int sandbox_process_list(struct sandbox_ctx *ctx, const char *org, const char *id,
@@ -210,7 +223,7 @@ int sandbox_process_list(struct sandbox_ctx *ctx, const char *org, const char *i
 {
 	const char *argv[] = { "list", NULL };
 
-	return helper_call(ctx, org, id, argv, NULL, 8 * 1024 * 1024, out, NULL, e);
+	return helper_call(ctx, org, id, argv, NULL, 8 * 1024 * 1024, LIST_TOKENS, out, NULL, e);
 }
 
 int sandbox_process_read(struct sandbox_ctx *ctx, const char *org, const char *id, const char *puid,
@@ -223,7 +236,8 @@ int sandbox_process_read(struct sandbox_ctx *ctx, const char *org, const char *i
 	snprintf(f, sizeof(f), "%lld", (long long)from);
 	snprintf(m, sizeof(m), "%lld", (long long)max);
 	/* base64 of max bytes, plus one whole chunk, plus the framing */
-	return helper_call(ctx, org, id, argv, NULL, (size_t)max * 2 + 1024 * 1024, out, page, e);
+	return helper_call(ctx, org, id, argv, NULL, (size_t)max * 2 + 1024 * 1024, REPORT_TOKENS,
+			   out, page, e);
 }
 
 int sandbox_process_signal(struct sandbox_ctx *ctx, const char *org, const char *id,
@@ -235,7 +249,7 @@ int sandbox_process_signal(struct sandbox_ctx *ctx, const char *org, const char 
 	int rc;
 
 	snprintf(s, sizeof(s), "%d", signo);
-	rc = helper_call(ctx, org, id, argv, NULL, 65536, &o, NULL, e);
+	rc = helper_call(ctx, org, id, argv, NULL, 65536, REPORT_TOKENS, &o, NULL, e);
 	json_object_put(o);
 	return rc;
 }
@@ -255,8 +269,7 @@ int sandbox_process_attach(struct sandbox_ctx *ctx, const char *org, const char 
 	snprintf(f, sizeof(f), "%lld", (long long)from);
 	body = json_object_new_object();
 	cmd = json_object_new_array();
-	json_object_array_add(cmd,
-			      json_object_new_string(SANDBOX_HELPER_DIR "/" SANDBOX_HELPER_NAME));
+	json_object_array_add(cmd, json_object_new_string(sandbox_helper_path(&sb)));
 	json_object_array_add(cmd, json_object_new_string("attach"));
 	json_object_array_add(cmd, json_object_new_string(puid));
 	json_object_array_add(cmd, json_object_new_string(f));

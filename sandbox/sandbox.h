@@ -596,9 +596,13 @@ int sandbox_process_attach(struct sandbox_ctx *ctx, const char *org, const char 
 /* The /v1 file operations (sandbox/files_v1.c): the helper's file command
  * argv ("stat", "ls", "cat", "put", "mkdir", "mv", "rm", then its
  * arguments) run as the sandbox's user, in_len bytes at in (may be NULL)
- * on its stdin. raw: its stdout appended to out (out's cap; beyond it is
- * SP_INTERNAL). json: its answer, one JSON object (new; check every
- * member). The helper's refusals become the document's errors. */
+ * on its stdin. raw: its stdout appended to out (out's cap; beyond it the
+ * read stops: SP_UNAVAILABLE). json: its answer, one JSON object (new;
+ * check every member), parsed only within max_tokens structural tokens
+ * (sandbox_helper_json in helper.c: about max_tokens KiB of memory at
+ * most; the caller's bound follows from what it asked for). The helper's
+ * refusals become the document's errors; a helper that was killed or
+ * answers past a bound is SP_UNAVAILABLE. */
 struct buf;
 #define SB_FILE_UNARY_MAX (10 * 1024 * 1024) /* readFile/writeFile, bytes */
 int sandbox_files_raw(struct sandbox_ctx *ctx, const char *org, const char *id,
@@ -609,10 +613,11 @@ int sandbox_files_raw(struct sandbox_ctx *ctx, const char *org, const char *id,
 int sandbox_files_json_stream(struct sandbox_ctx *ctx, const char *org, const char *id,
 			      const char *const *argv,
 			      long (*in_fn)(void *arg, char *buf, size_t cap), void *in_arg,
-			      size_t out_max, struct json_object **out, struct sp_err *e);
+			      size_t out_max, size_t max_tokens, struct json_object **out,
+			      struct sp_err *e);
 int sandbox_files_json(struct sandbox_ctx *ctx, const char *org, const char *id,
 		       const char *const *argv, const void *in, size_t in_len, size_t out_max,
-		       struct json_object **out, struct sp_err *e);
+		       size_t max_tokens, struct json_object **out, struct sp_err *e);
 
 /* Snapshots (sandbox/snapshot.c, /v1): a running sandbox's disk as a
  * local image <SB_SNAP_REPO>:<id> on its server, the org's record moving

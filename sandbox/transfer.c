@@ -190,7 +190,7 @@ int sandbox_files_upload(struct sandbox_ctx *ctx, const char *org, const char *i
 				     idx, (long long)cap, (long long)*written);
 		else {
 			size_t n;
-			sandbox_files_code_err(code, sp ? sp + 1 : u.err, e);
+			sandbox_files_code_err(sb.id, code, sp ? sp + 1 : u.err, e);
 			n = strlen(e->msg);
 			snprintf(e->msg + n, sizeof(e->msg) - n,
 				 " (item %lld; %lld files written before it)", idx,
@@ -199,13 +199,15 @@ int sandbox_files_upload(struct sandbox_ctx *ctx, const char *org, const char *i
 		return -1;
 	}
 	if (w < 0 || !u.ended)
-		return sp_err_set(e, SP_INTERNAL, "The sandbox's helper answered no upload result");
+		return sp_err_set(e, SP_UNAVAILABLE,
+				  "sandbox %s: its helper answered no upload result", sb.id);
 	return 0;
 }
 
 /* --- download -------------------------------------------------------------- */
 
 struct down {
+	const char *sid; /* the sandbox's id, for messages */
 	const struct sb_down_sink *sink;
 	void *arg;
 	size_t n, item; /* paths asked for; the item under way (or next) */
@@ -225,14 +227,17 @@ struct down {
 static int down_broken(struct down *d, const char *why)
 {
 	if (!d->broken)
-		sp_err_set(&d->fatal, SP_INTERNAL,
-			   "The sandbox's helper sent a malformed stream (%s)", why);
+		sp_err_set(&d->fatal, SP_UNAVAILABLE,
+			   "sandbox %s: its helper sent a malformed stream (%s); the sandbox's own "
+			   "code may be interfering with it",
+			   d->sid, why);
 	d->broken = 1;
 	return -1;
 }
 
 /* The error of an 'E' or 'X' payload (code, message) into fe. */
-static void down_err(const unsigned char *p, size_t n, int64_t cap, struct sp_err *fe)
+static void down_err(const char *sid, const unsigned char *p, size_t n, int64_t cap,
+		     struct sp_err *fe)
 {
 	char msg[300];
 	size_t k = n > 1 ? n - 1 : 0;
@@ -249,7 +254,7 @@ static void down_err(const unsigned char *p, size_t n, int64_t cap, struct sp_er
 			     "bytes (transfer_max_mb)",
 			     (long long)cap);
 	else
-		sandbox_files_code_err(n ? p[0] : 1, msg, fe);
+		sandbox_files_code_err(sid, n ? p[0] : 1, msg, fe);
 }
 
 /* One whole small frame (tag in d->head[0], payload in d->small). */
@@ -272,10 +277,10 @@ static int down_frame(struct down *d)
 	case 'E':
 		if (d->in_item || d->item >= d->n || d->small_have < 1)
 			return down_broken(d, "an error out of place");
-		down_err(d->small, d->small_have, d->cap, &fe);
+		down_err(d->sid, d->small, d->small_have, d->cap, &fe);
 		return d->sink->item_error(d->arg, d->item++, &fe);
 	case 'X':
-		down_err(d->small, d->small_have, d->cap, &d->fatal);
+		down_err(d->sid, d->small, d->small_have, d->cap, &d->fatal);
 		d->broken = 1;
 		return -1;
 	default:
@@ -386,6 +391,7 @@ int sandbox_files_download(struct sandbox_ctx *ctx, const char *org, const char 
 	for (size_t i = 0; i < n; i++)
 		argv[2 + i] = paths[i];
 	memset(&d, 0, sizeof(d));
+	d.sid = sb.id;
 	d.sink = sink;
 	d.arg = arg;
 	d.n = n;
@@ -406,14 +412,16 @@ int sandbox_files_download(struct sandbox_ctx *ctx, const char *org, const char 
 		goto done;
 	}
 	if (code == 126 || code == 127) {
-		sandbox_files_code_err(code, "", e);
+		sandbox_files_code_err(sb.id, code, "", e);
 		goto done;
 	}
 	if (code != 0 || d.in_item || d.item != n || d.head_have || d.left) {
 		if (code != 0)
 			log_warn("download helper exit %d: %.200s", code, d.err);
-		sp_err_set(e, SP_INTERNAL,
-			   "The sandbox's helper ended the stream early (status %d)", code);
+		sp_err_set(e, SP_UNAVAILABLE,
+			   "sandbox %s: its helper ended the stream early (status %d); the "
+			   "sandbox's own code may be interfering with it",
+			   sb.id, code);
 		goto done;
 	}
 	rc = 0;
@@ -515,14 +523,20 @@ int sandbox_files_read_stream(struct sandbox_ctx *ctx, const char *org, const ch
 	if (d.stopped)
 		return sp_err_set(e, SP_UNAVAILABLE, "The client went away");
 	if (d.broken)
-		return sp_err_set(e, SP_INTERNAL,
-				  "The sandbox's helper sent more than the file's size");
+		return sp_err_set(e, SP_UNAVAILABLE,
+				  "sandbox %s: its helper sent more than the file's size; the "
+				  "sandbox's own code may be interfering with it",
+				  sb.id);
 	if (code != 0 && !d.started) {
 		d.err[strcspn(d.err, "\n")] = '\0';
-		return sandbox_files_code_err(code, d.err, e);
+		return sandbox_files_code_err(sb.id, code, d.err, e);
 	}
+	if (code == 0 && d.started && d.got != d.size)
+		return sp_err_set(e, SP_CONFLICT, "The file changed while it was read");
 	if (code != 0 || !d.started || d.got != d.size)
-		return sp_err_set(e, SP_INTERNAL, "The file changed while it was read (status %d)",
-				  code);
+		return sp_err_set(e, SP_UNAVAILABLE,
+				  "sandbox %s: its helper ended the file early (status %d); the "
+				  "sandbox's own code may be interfering with it",
+				  sb.id, code);
 	return 0;
 }

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -51,6 +52,9 @@
 #define CHUNK_MAX 32768
 #define LABEL_MAX 128
 #define LIST_MAX 1000
+/* a read's page holds at most this many chunks, so that sandpit parses it
+ * within a fixed budget (sandbox/process.c) */
+#define READ_CHUNKS_MAX 4096
 
 /* exit statuses sandpit maps (sandbox/process.c) */
 #define HX_OK 0
@@ -990,7 +994,7 @@ static int cmd_list(void)
 }
 
 /* read UID FROM MAXBYTES: the chunks after sequence FROM, whole, at least
- * one, then about MAXBYTES of data; HX_DROPPED when chunks after FROM are
+ * one, then about MAXBYTES of data in at most READ_CHUNKS_MAX; HX_DROPPED when chunks after FROM are
  * no longer kept. */
 static int cmd_read(int argc, char **argv)
 {
@@ -1031,7 +1035,7 @@ static int cmd_read(int argc, char **argv)
 	       h.len <= CHUNK_MAX) {
 		at += (off_t)sizeof(h);
 		if (h.seq > from) {
-			if (n && bytes + h.len > max)
+			if (n && (bytes + h.len > max || n >= READ_CHUNKS_MAX))
 				break;
 			if (pread(fd, buf, h.len, at) != (ssize_t)h.len)
 				break;
@@ -1274,6 +1278,16 @@ static int cmd_attach(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* Not dumpable, first thing, in every command: a process of the
+	 * sandbox's (the same uid, no CAP_SYS_PTRACE) can then neither open
+	 * this one's /proc/PID/fd (write into the stdout sandpit parses, read
+	 * the secret `serve` is given) nor its memory. Under runc the binary
+	 * is installed execute-only (mode 0111, helper.c), which already makes
+	 * execve leave the process non-dumpable from its first instruction:
+	 * this call is what holds where the runtime needs read permission to
+	 * execute (gVisor runs a readable copy), and it narrows the window
+	 * there to the few instructions before it. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (argc < 2)
 		return fail(HX_USAGE, "usage: sandpit-helper spawn|get|list|read|signal ...");
 	errno = 0;

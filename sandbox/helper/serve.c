@@ -9,10 +9,23 @@
  * the sandbox's network namespace, detaches (its own session, stdio on
  * /dev/null) and exits 0, so the exec ends; 9 when the port is taken
  * (another serving helper, or the sandbox's own program: then sandpit
- * uses docker exec). It is not dumpable, so that no process of the
- * sandbox's (the same uid, no CAP_SYS_PTRACE) reads the secret out of its
- * memory; the sandbox's code can still kill it, and sandpit then falls
- * back to docker exec.
+ * uses docker exec).
+ *
+ * The secret must never be where the sandbox's uid can read it. A
+ * process of the sandbox's (the same uid, no CAP_SYS_PTRACE) can open
+ * /proc/PID/fd/0 of a dumpable helper and read its stdin, and a helper is
+ * dumpable from runc's execve until its prctl(PR_SET_DUMPABLE, 0): a red
+ * team won that race 3 times in 4 (review D5). Two things close it. The
+ * binary is execute-only in its volume (mode 0111, helper.c): an execve
+ * of a file its caller cannot read leaves the process non-dumpable from
+ * the first instruction (the kernel's would_dump), for root too, whose
+ * capabilities sandpit drops. And the secret is not in the pipe until
+ * this process is non-dumpable: main() calls prctl first, then this one
+ * says so with one byte, SERVE_READY, on stdout, and sandpit writes the
+ * secret only after that byte (fastpath.c). Where the runtime needs read
+ * permission to execute (gVisor) the fast path is off. The sandbox's code
+ * can still kill this process; sandpit then starts another or uses
+ * docker exec.
  *
  * Each connection is served by a child of its own, at most MAX_CONNS at
  * once (more are closed at once). A peer must prove it knows the secret
@@ -635,15 +648,20 @@ int serve_main(int argc, char **argv)
 	char *end;
 	pid_t pid;
 
-	/* first of all: from here on no process of the sandbox's (the same
-	 * uid, no CAP_SYS_PTRACE) opens this one's memory or descriptors,
+	/* main() made this process non-dumpable first thing; again here, so
+	 * the promise below never depends on the caller: from here on no
+	 * process of the sandbox's opens this one's memory or descriptors,
 	 * the stdin the secret comes on among them */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return fprintf(stderr, "serve: prctl: %s\n", strerror(errno)), 1;
 	if (argc < 1)
 		return fprintf(stderr, "usage: serve PORT\n"), 2;
 	port = strtol(argv[0], &end, 10);
 	if (*end || port < 1024 || port > 65535)
 		return fprintf(stderr, "serve: a bad port\n"), 2;
+	/* only now may the secret come: sandpit waits for this byte */
+	if (io_write_all(1, SERVE_READY, 1) < 0)
+		return 1;
 	if (io_read_all(0, line, sizeof(line) - 1) < 0 || line[64] != '\n')
 		return fprintf(stderr, "serve: no secret on stdin\n"), 2;
 	for (int i = 0; i < 32; i++) {
