@@ -793,13 +793,13 @@ int docker_perform_pipe(struct docker_client *c, struct docker_req *src, struct 
 	req_metrics(src, ts, t0us);
 	req_metrics(dst, td, t0us);
 	if (pr.over_limit) {
-		sp_err_set(e, SP_TOO_LARGE, "the copy is larger than %lld bytes",
-			   (long long)limit);
+		sp_err_set(e, SP_TOO_LARGE, "the copy is larger than %lld bytes", (long long)limit);
 		goto done;
 	}
 	if (stalled || too_long) {
 		sp_err_set(e, SP_UNAVAILABLE, "%sDocker %s %lld s", c->label,
-			   stalled ? "moved no byte of the copy for" : "did not finish the copy within",
+			   stalled ? "moved no byte of the copy for"
+				   : "did not finish the copy within",
 			   (long long)((stalled ? stall_ms : total_ms) + 999) / 1000);
 		log_warn("docker: GET %s into PUT %s: %s", src->path, dst->path, e->msg);
 		goto done;

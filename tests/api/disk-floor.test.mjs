@@ -100,7 +100,7 @@ test('D8: a snapshot whose workdir\'s used bytes would take the host below the f
   // nothing was made: no snapshot record
   const list = await s.api('GET', '/v1/snapshots');
   assert.equal(list.status, 200, list.text);
-  assert.deepEqual(list.json.items ?? list.json.snapshots ?? [], []);
+  assert.equal((list.json.snapshots ?? []).length, 0, list.text);
   await remove(b);
 });
 
