@@ -93,6 +93,7 @@ void config_defaults(struct config *cfg)
 	cfg->disk_max_mb = 16384;
 	cfg->disk_reserve_mb = 2048;
 	cfg->disk_reserve_inodes = 100000;
+	cfg->disk_overcommit_pct = 100;
 	cfg->disk_readonly_rootfs = 1;
 	cfg->fast_path = 1;
 	str_copy(cfg->stream_listen, sizeof(cfg->stream_listen), "/run/sandpit/stream.sock");
@@ -195,6 +196,7 @@ static const struct key {
 	{ I(disk_max_mb, 16, 1048576) },
 	{ I(disk_reserve_mb, 0, 1 << 30) },
 	{ I(disk_reserve_inodes, 0, 1 << 30) },
+	{ I(disk_overcommit_pct, 0, 100000) },
 	{ "disk_preallocate", K_BOOL, offsetof(struct config, disk_preallocate), sizeof(int), 0,
 	  1 },
 	{ "disk_readonly_rootfs", K_BOOL, offsetof(struct config, disk_readonly_rootfs),

@@ -143,6 +143,9 @@ struct config {
 	int disk_max_mb;     /* the largest diskMb, default 16384 */
 	int disk_reserve_mb; /* creates get 503 while the local host has less free space, default 2048 */
 	int disk_reserve_inodes; /* ... or fewer free inodes, default 100000 */
+	int disk_overcommit_pct; /* the local server's loop disks (diskMb, sparse) may promise at
+				  * most this % of the free space above the reserve plus what
+				  * they use; 0 = no bound; default 100 */
 	int disk_preallocate;	 /* take each sandbox's diskMb from the host at create, default 0 */
 	int disk_readonly_rootfs; /* with a loop disk, the image's own files are read-only, default 1 */
 	int disk_require_limit; /* refuse creates on a server that cannot limit disk, default 0 */

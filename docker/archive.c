@@ -1,7 +1,8 @@
 /*
- * Archive endpoints (put, get, stat) and the tar builder behind put. A get
- * lands in the caller's capped buffer and is aborted the moment the cap is
- * crossed, never buffered whole. Paths are absolute, free of control bytes,
+ * Archive endpoints (put, get, stat, and a get piped into a put) and the
+ * tar builder behind put. A get lands in the caller's capped buffer and is
+ * aborted the moment the cap is crossed, never buffered whole; a copy
+ * passes through a fixed ring. Paths are absolute, free of control bytes,
  * and escaped into the query. The tar builder never writes setuid or
  * setgid bits (RELIABILITY H4; the sticky bit is kept, for shared staging
  * folders) and refuses entry names that climb out with "..".
@@ -73,6 +74,44 @@ int docker_archive_get(struct docker_client *c, const char *id, const char *path
 	}
 done:
 	docker_req_cleanup(&r);
+	return rc;
+}
+
+/* Mapping: as docker_archive_get for the source (a missing one 404
+ * SP_NOT_FOUND), as docker_archive_put for the target. */
+int docker_archive_copy(struct docker_client *c, const char *src_id, const char *src_path,
+			const char *dst_id, const char *dst_dir, int64_t total_ms, int64_t limit,
+			struct sp_err *e)
+{
+	struct docker_req g, p;
+	int rc = -1;
+
+	if (archive_req(&g, "GET", src_id, src_path, e) < 0) {
+		docker_req_init(&p, "PUT");
+		goto done;
+	}
+	if (archive_req(&p, "PUT", dst_id, dst_dir, e) < 0 ||
+	    docker_req_query(&p, "noOverwriteDirNonDir", "true", e) < 0)
+		goto done;
+	p.ctype = "application/x-tar";
+	if (docker_perform_pipe(c, &g, &p, total_ms, limit, e) < 0)
+		goto done;
+	if (!g.aborted && (g.status < 200 || g.status > 299)) {
+		docker_status_err(&g, e);
+		goto done;
+	}
+	if (p.status < 200 || p.status > 299) {
+		docker_status_err(&p, e);
+		goto done;
+	}
+	if (g.aborted) {
+		sp_err_set(e, SP_INTERNAL, "Docker took the archive before its end");
+		goto done;
+	}
+	rc = 0;
+done:
+	docker_req_cleanup(&g);
+	docker_req_cleanup(&p);
 	return rc;
 }
 

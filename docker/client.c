@@ -452,61 +452,50 @@ int docker_req_url(struct docker_client *c, const struct docker_req *r, struct b
 	return 0;
 }
 
-int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struct sp_err *e)
+/* Builds r's URL and headers and sets every option of h for it (after a
+ * reset, which keeps h's live connection). *hdrs is new (req_release
+ * frees it); errbuf must outlive the transfer. */
+static int req_prepare(struct docker_client *c, CURL *h, struct docker_req *r, int64_t timeout_ms,
+		       char *errbuf, struct curl_slist **hdrs, struct buf *url, const char **tmpl,
+		       struct sp_err *e)
 {
-	char errbuf[CURL_ERROR_SIZE], series[96], label[80];
-	const char *tmpl;
-	int64_t t0;
-	struct curl_slist *hdrs = NULL, *tmp;
-	struct buf url;
-	int64_t timeout_ms = r->timeout_ms > 0	      ? r->timeout_ms
-			     : c->next_timeout_ms > 0 ? c->next_timeout_ms
-						      : (int64_t)c->timeout_s * 1000;
-	CURLcode rc;
-	int ret = -1;
+	struct curl_slist *tmp;
 
-	c->next_timeout_ms = 0;
-
-	buf_init(&url, DOCKER_URL_MAX);
-	if (!h)
-		h = c->h;
 	r->h = h;
-	if (docker_req_url(c, r, &url, &tmpl, e) < 0)
-		goto done;
-	tmp = curl_slist_append(hdrs, "Expect:");
+	if (docker_req_url(c, r, url, tmpl, e) < 0)
+		return -1;
+	tmp = curl_slist_append(*hdrs, "Expect:");
 	if (tmp)
-		hdrs = tmp;
-	if (tmp && r->body) {
+		*hdrs = tmp;
+	if (tmp && (r->body || r->ctype)) {
 		char ct[128];
 		snprintf(ct, sizeof(ct), "Content-Type: %s",
 			 r->ctype ? r->ctype : "application/json");
-		tmp = curl_slist_append(hdrs, ct);
+		tmp = curl_slist_append(*hdrs, ct);
 		if (tmp)
-			hdrs = tmp;
+			*hdrs = tmp;
 	}
 	if (tmp && r->auth) {
 		struct buf ah;
 		buf_init(&ah, 8192);
 		tmp = buf_printf(&ah, "X-Registry-Auth: %s", r->auth) == 0
-			      ? curl_slist_append(hdrs, ah.data)
+			      ? curl_slist_append(*hdrs, ah.data)
 			      : NULL;
 		buf_wipe(&ah);
 		if (tmp)
-			hdrs = tmp;
+			*hdrs = tmp;
 	}
-	if (!tmp) {
-		sp_err_set(e, SP_INTERNAL, "out of memory");
-		goto done;
-	}
+	if (!tmp)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
 
 	/* reset keeps the live connection, drops every option of the last request */
 	curl_easy_reset(h);
 	errbuf[0] = '\0';
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_URL, url.data);
+	curl_easy_setopt(h, CURLOPT_URL, url->data);
 	docker_transport_apply(c, h);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -533,18 +522,16 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 		if (strcmp(r->method, "PUT") == 0)
 			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
 	}
+	return 0;
+}
 
-	if (!r->unguarded && docker_guard_enter(c, r, timeout_ms, e) < 0) {
-		log_warn("docker: %s %s: %s", r->method, r->path, e ? e->msg : "");
-		goto done;
-	}
-	t0 = mono_us();
-	rc = curl_easy_perform(h);
-	docker_guard_leave(r);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-	pathtmpl_label(tmpl, label, sizeof(label));
-	snprintf(series, sizeof(series), "%s %s", r->method, label);
-	metrics_observe(METRICS_DOCKER, series, (int)r->status, mono_us() - t0);
+/* Maps the end of r's transfer (rc) as docker_perform documents; returns 0
+ * when an HTTP answer came (or the caller aborted), -1 with e set. */
+static int req_result(struct docker_client *c, struct docker_req *r, CURLcode rc,
+		      int64_t timeout_ms, const char *errbuf, struct sp_err *e)
+{
+	int ret = -1;
+
 	if (rc == CURLE_OK ||
 	    ((rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK) && r->aborted)) {
 		ret = 0;
@@ -566,14 +553,291 @@ int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struc
 	}
 	if (ret < 0 && e && e->code == SP_UNAVAILABLE)
 		log_warn("docker: %s %s: %s", r->method, r->path, e->msg);
-done:
+	return ret;
+}
+
+/* Unhooks h from this frame's buffers and frees what req_prepare made. */
+static void req_release(CURL *h, const struct docker_req *r, struct curl_slist *hdrs,
+			struct buf *url)
+{
+	struct curl_slist *tmp;
+
 	/* the handle must not keep pointers into this frame */
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	for (tmp = r->auth ? hdrs : NULL; tmp; tmp = tmp->next)
 		explicit_bzero(tmp->data, strlen(tmp->data));
 	curl_slist_free_all(hdrs);
-	buf_free(&url);
+	buf_free(url);
+}
+
+static void req_metrics(const struct docker_req *r, const char *tmpl, int64_t t0)
+{
+	char series[96], label[80];
+
+	pathtmpl_label(tmpl, label, sizeof(label));
+	snprintf(series, sizeof(series), "%s %s", r->method, label);
+	metrics_observe(METRICS_DOCKER, series, (int)r->status, mono_us() - t0);
+}
+
+int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struct sp_err *e)
+{
+	char errbuf[CURL_ERROR_SIZE];
+	const char *tmpl = NULL;
+	int64_t t0;
+	struct curl_slist *hdrs = NULL;
+	struct buf url;
+	int64_t timeout_ms = r->timeout_ms > 0	      ? r->timeout_ms
+			     : c->next_timeout_ms > 0 ? c->next_timeout_ms
+						      : (int64_t)c->timeout_s * 1000;
+	CURLcode rc;
+	int ret = -1;
+
+	c->next_timeout_ms = 0;
+	buf_init(&url, DOCKER_URL_MAX);
+	if (!h)
+		h = c->h;
+	errbuf[0] = '\0';
+	if (req_prepare(c, h, r, timeout_ms, errbuf, &hdrs, &url, &tmpl, e) < 0)
+		goto done;
+	if (!r->unguarded && docker_guard_enter(c, r, timeout_ms, e) < 0) {
+		log_warn("docker: %s %s: %s", r->method, r->path, e ? e->msg : "");
+		goto done;
+	}
+	t0 = mono_us();
+	rc = curl_easy_perform(h);
+	docker_guard_leave(r);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+	req_metrics(r, tmpl, t0);
+	ret = req_result(c, r, rc, timeout_ms, errbuf, e);
+done:
+	req_release(h, r, hdrs, &url);
+	return ret;
+}
+
+/* --- a GET's answer piped into a PUT's body ------------------------------- */
+
+#define PIPE_RING ((size_t)4 << 20) /* the bytes in flight between the two */
+#define PIPE_TICK_MS 200
+
+struct pipe_ring {
+	char *data;
+	size_t head, len; /* the unread bytes: data[head..head+len) modulo PIPE_RING */
+	struct docker_req *src;
+	CURL *hs;
+	int src_paused, dst_paused, src_done, src_failed;
+	int64_t moved, taken, limit; /* bytes in, bytes out, the most that may come in */
+	int over_limit;
+};
+
+/* The GET's answer: into the ring, or a pause while it is full. */
+static size_t pipe_write(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct pipe_ring *pr = arg;
+	size_t n = size * nmemb, at, k;
+
+	curl_easy_getinfo(pr->hs, CURLINFO_RESPONSE_CODE, &pr->src->status);
+	if (pr->src->status < 200 || pr->src->status > 299) {
+		buf_append_head(&pr->src->err, p, n);
+		return n;
+	}
+	if (pr->limit > 0 && pr->moved + (int64_t)n > pr->limit) {
+		pr->over_limit = 1;
+		return 0;
+	}
+	if (n > PIPE_RING)
+		return 0; /* never: libcurl hands at most CURL_MAX_WRITE_SIZE */
+	if (n > PIPE_RING - pr->len) {
+		pr->src_paused = 1;
+		return CURL_WRITEFUNC_PAUSE;
+	}
+	at = (pr->head + pr->len) % PIPE_RING;
+	k = n < PIPE_RING - at ? n : PIPE_RING - at;
+	memcpy(pr->data + at, p, k);
+	memcpy(pr->data, p + k, n - k);
+	pr->len += n;
+	pr->moved += (int64_t)n;
+	return n;
+}
+
+/* The PUT's body: from the ring, a pause while it is empty, the end once
+ * the GET is done, an abort when the GET failed. */
+static size_t pipe_read(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct pipe_ring *pr = arg;
+	size_t cap = size * nmemb, k;
+
+	if (pr->src_failed)
+		return CURL_READFUNC_ABORT;
+	if (!pr->len) {
+		if (pr->src_done)
+			return 0;
+		pr->dst_paused = 1;
+		return CURL_READFUNC_PAUSE;
+	}
+	k = pr->len < cap ? pr->len : cap;
+	if (k > PIPE_RING - pr->head)
+		k = PIPE_RING - pr->head;
+	memcpy(p, pr->data + pr->head, k);
+	pr->head = (pr->head + k) % PIPE_RING;
+	pr->len -= k;
+	pr->taken += (int64_t)k;
+	return k;
+}
+
+int docker_perform_pipe(struct docker_client *c, struct docker_req *src, struct docker_req *dst,
+			int64_t total_ms, int64_t limit, struct sp_err *e)
+{
+	char errs[CURL_ERROR_SIZE], errd[CURL_ERROR_SIZE];
+	const char *ts = NULL, *td = NULL;
+	struct curl_slist *hs_hdrs = NULL, *hd_hdrs = NULL;
+	struct buf us, ud;
+	struct pipe_ring pr;
+	CURL *hs = curl_easy_init(), *hd = curl_easy_init();
+	CURLM *m = curl_multi_init();
+	CURLcode rs = CURLE_OK, rd = CURLE_OK;
+	int64_t stall_ms = (int64_t)c->timeout_s * 1000, t0 = mono_ms(), t0us = mono_us(),
+		last_moved = -1, last_t = t0;
+	int still = 1, dst_done = 0, stalled = 0, too_long = 0, ret = -1;
+
+	c->next_timeout_ms = 0;
+	memset(&pr, 0, sizeof(pr));
+	buf_init(&us, DOCKER_URL_MAX);
+	buf_init(&ud, DOCKER_URL_MAX);
+	errs[0] = errd[0] = '\0';
+	pr.data = malloc(PIPE_RING);
+	pr.src = src;
+	pr.hs = hs;
+	pr.limit = limit;
+	if (!hs || !hd || !m || !pr.data) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto done;
+	}
+	if (strcmp(src->method, "GET") != 0 || strcmp(dst->method, "PUT") != 0) {
+		sp_err_set(e, SP_INTERNAL, "a pipe runs a GET into a PUT");
+		goto done;
+	}
+	/* no total bound on either (a big copy takes its time): the pipe's
+	 * own stall and total bounds below instead */
+	if (req_prepare(c, hs, src, 0, errs, &hs_hdrs, &us, &ts, e) < 0 ||
+	    req_prepare(c, hd, dst, 0, errd, &hd_hdrs, &ud, &td, e) < 0)
+		goto done;
+	curl_easy_setopt(hs, CURLOPT_WRITEFUNCTION, pipe_write);
+	curl_easy_setopt(hs, CURLOPT_WRITEDATA, &pr);
+	curl_easy_setopt(hd, CURLOPT_POSTFIELDS, NULL);
+	curl_easy_setopt(hd, CURLOPT_UPLOAD, 1L); /* chunked: the length is unknown */
+	curl_easy_setopt(hd, CURLOPT_READFUNCTION, pipe_read);
+	curl_easy_setopt(hd, CURLOPT_READDATA, &pr);
+	/* the PUT's answer comes only after its whole body: it holds no
+	 * guard place (its silence is the copy, not a stuck daemon) */
+	if (docker_guard_enter(c, src, stall_ms, e) < 0)
+		goto done;
+	if (curl_multi_add_handle(m, hs) != CURLM_OK || curl_multi_add_handle(m, hd) != CURLM_OK) {
+		sp_err_set(e, SP_INTERNAL, "curl_multi_add_handle failed");
+		goto done;
+	}
+	while (still) {
+		CURLMsg *msg;
+		int q;
+		int64_t now;
+
+		if (curl_multi_perform(m, &still) != CURLM_OK) {
+			sp_err_set(e, SP_INTERNAL, "curl_multi_perform failed");
+			goto done;
+		}
+		while ((msg = curl_multi_info_read(m, &q))) {
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			if (msg->easy_handle == hs) {
+				rs = msg->data.result;
+				pr.src_done = 1;
+				curl_easy_getinfo(hs, CURLINFO_RESPONSE_CODE, &src->status);
+				if (rs != CURLE_OK || src->status < 200 || src->status > 299)
+					pr.src_failed = 1;
+			} else {
+				rd = msg->data.result;
+				dst_done = 1;
+				curl_easy_getinfo(hd, CURLINFO_RESPONSE_CODE, &dst->status);
+			}
+		}
+		if (dst_done && !pr.src_done) {
+			src->aborted = 1; /* the PUT's answer tells (a refusal) */
+			break;
+		}
+		if (pr.src_paused && !pr.src_failed && pr.len <= PIPE_RING / 2) {
+			pr.src_paused = 0;
+			curl_easy_pause(hs, CURLPAUSE_CONT);
+		}
+		if (pr.dst_paused && (pr.len || pr.src_done)) {
+			pr.dst_paused = 0;
+			curl_easy_pause(hd, CURLPAUSE_CONT);
+		}
+		if (!still)
+			break;
+		now = mono_ms();
+		if (pr.moved + pr.taken != last_moved) { /* bytes came or went */
+			last_moved = pr.moved + pr.taken;
+			last_t = now;
+		}
+		if (now - last_t > stall_ms) {
+			stalled = 1;
+			break;
+		}
+		if (total_ms > 0 && now - t0 > total_ms) {
+			too_long = 1;
+			break;
+		}
+		curl_multi_poll(m, NULL, 0, PIPE_TICK_MS, NULL);
+	}
+	docker_guard_leave(src);
+	req_metrics(src, ts, t0us);
+	req_metrics(dst, td, t0us);
+	if (pr.over_limit) {
+		sp_err_set(e, SP_TOO_LARGE, "the copy is larger than %lld bytes", (long long)limit);
+		goto done;
+	}
+	if (stalled || too_long) {
+		sp_err_set(e, SP_UNAVAILABLE, "%sDocker %s %lld s", c->label,
+			   stalled ? "moved no byte of the copy for"
+				   : "did not finish the copy within",
+			   (long long)((stalled ? stall_ms : total_ms) + 999) / 1000);
+		log_warn("docker: GET %s into PUT %s: %s", src->path, dst->path, e->msg);
+		goto done;
+	}
+	if (pr.src_done && req_result(c, src, rs, stall_ms, errs, e) < 0)
+		goto done;
+	if (!dst_done) {
+		sp_err_set(e, SP_INTERNAL, "the copy ended without Docker's answer");
+		goto done;
+	}
+	if (rd == CURLE_ABORTED_BY_CALLBACK && pr.src_failed) {
+		ret = 0; /* the GET's answer tells */
+		goto done;
+	}
+	ret = req_result(c, dst, rd, stall_ms, errd, e);
+done:
+	docker_guard_leave(src);
+	if (m) {
+		if (hs)
+			curl_multi_remove_handle(m, hs);
+		if (hd)
+			curl_multi_remove_handle(m, hd);
+		curl_multi_cleanup(m);
+	}
+	if (hs) {
+		req_release(hs, src, hs_hdrs, &us);
+		curl_easy_cleanup(hs);
+	} else {
+		buf_free(&us);
+	}
+	if (hd) {
+		req_release(hd, dst, hd_hdrs, &ud);
+		curl_easy_cleanup(hd);
+	} else {
+		buf_free(&ud);
+	}
+	src->h = dst->h = NULL;
+	free(pr.data);
 	return ret;
 }
 

@@ -183,6 +183,16 @@ int docker_archive_get(struct docker_client *c, const char *id, const char *path
 		       struct sp_err *e);
 int docker_archive_stat(struct docker_client *c, const char *id, const char *path,
 			struct docker_stat *st, struct sp_err *e);
+/* GET archive of src_path in src_id piped into PUT archive at dst_dir in
+ * dst_id (noOverwriteDirNonDir=true), through a fixed buffer (4 MiB):
+ * never more of the tar held, whatever its size. No total timeout but
+ * total_ms (0: none); fails SP_UNAVAILABLE once no byte moved for the
+ * client's timeout, SP_TOO_LARGE once the tar passed limit bytes (0: no
+ * limit; Docker keeps what it extracted in dst_id, the caller removes it).
+ * Errors map as get's (source) and put's (target). */
+int docker_archive_copy(struct docker_client *c, const char *src_id, const char *src_path,
+			const char *dst_id, const char *dst_dir, int64_t total_ms, int64_t limit,
+			struct sp_err *e);
 /* Owner, permission bits and tar type ('5' directory, '2' symlink, ...) of
  * path itself, from the first header of its archive; the transfer stops
  * there, whatever lies below. A header it cannot read (a PAX one) gives

@@ -130,6 +130,21 @@ int docker_req_url(struct docker_client *c, const struct docker_req *r, struct b
  * or the answer crossed out's cap (SP_TOO_LARGE). */
 int docker_perform(struct docker_client *c, CURL *h, struct docker_req *r, struct sp_err *e);
 
+/* Sends src (a GET) and dst (a PUT whose body is src's answer) at once, on
+ * two connections of their own driven by one curl multi: src's answer
+ * passes through a fixed ring (4 MiB) into dst's body (chunked), src
+ * paused while the ring is full and dst while it is empty, so an answer
+ * of any size moves through bounded memory. Neither has a total timeout:
+ * the pair fails (SP_UNAVAILABLE) once no byte moved either way for the
+ * client's timeout, or once total_ms passed (0: never); SP_TOO_LARGE once
+ * more than limit bytes came (0: no limit). src holds a guard place until
+ * its headers, dst none (its answer comes after its whole body). Returns
+ * 0 when dst got an HTTP answer (src->status and dst->status tell; a
+ * failed src aborts dst, src->aborted when dst ended first), -1 with e
+ * set otherwise. */
+int docker_perform_pipe(struct docker_client *c, struct docker_req *src, struct docker_req *dst,
+			int64_t total_ms, int64_t limit, struct sp_err *e);
+
 /* Sends r (a POST that Docker answers by hijacking the connection: exec
  * start) on a connection of its own with "Connection: Upgrade", waits for
  * the 101 (or 200) header block, then writes the in_len bytes at in to the

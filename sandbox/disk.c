@@ -18,7 +18,10 @@
  * - none: the server cannot limit; an explicit diskMb there is a 400, and
  *   disk_require_limit refuses every create there.
  * The host floor (disk_reserve_mb, disk_reserve_inodes) is checked on the
- * local server at each create, on Docker's root dir and on disk_dir.
+ * local server at each create, on Docker's root dir and on disk_dir; the
+ * sparse loop disks' sizes together are bounded by disk_overcommit_pct of
+ * the free space above it (plus what they use); a snapshot checks the
+ * floor with the workdir's used bytes and bounds its copy by it.
  *
  * Must never: hand a container a loop device it did not attach for that
  * sandbox, leave a loop device attached after a failed create, or put a
@@ -177,6 +180,92 @@ static int floor_ok(const struct config *cfg, const char *path, int64_t need_mb,
 	return 0;
 }
 
+/* The loop disks of disk_dir now attached: their sizes (what they
+ * promise) and the bytes their filesystems use (already taken from the
+ * host), in MiB. A disk whose mount sandpit cannot see counts as unused. */
+static void loops_promised(const struct config *cfg, int64_t *size_mb, int64_t *used_mb)
+{
+	DIR *dir = opendir("/sys/block");
+	struct dirent *de;
+	size_t dlen = strlen(cfg->disk_dir);
+	int64_t size = 0, used = 0;
+
+	*size_mb = *used_mb = 0;
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		char p[300], back[1200], line[4096], dev[64], mnt[4096];
+		unsigned long long sectors = 0;
+		FILE *f;
+		size_t n;
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", de->d_name);
+		f = fopen(p, "re");
+		if (!f)
+			continue;
+		n = fread(back, 1, sizeof(back) - 1, f);
+		fclose(f);
+		back[n] = '\0';
+		if (!dlen || strncmp(back, cfg->disk_dir, dlen) != 0 || back[dlen] != '/')
+			continue;
+		snprintf(p, sizeof(p), "/sys/block/%s/size", de->d_name);
+		f = fopen(p, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu", &sectors) != 1)
+			sectors = 0;
+		fclose(f);
+		size += (int64_t)(sectors * 512);
+		/* its mount on the host (the volume's folder): how much it holds */
+		snprintf(dev, sizeof(dev), " /dev/%s ", de->d_name);
+		f = fopen("/proc/self/mountinfo", "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			const char *sep = strstr(line, " - ");
+			struct statvfs v;
+			if (!sep || !strstr(sep, dev) ||
+			    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+				continue;
+			if (statvfs(mnt, &v) == 0 && v.f_blocks >= v.f_bfree)
+				used += (int64_t)((unsigned long long)(v.f_blocks - v.f_bfree) *
+						  v.f_frsize);
+			break;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	*size_mb = size >> 20;
+	*used_mb = used >> 20;
+}
+
+/* -1 (503 naming disk_overcommit_pct) when a loop disk of need_mb more
+ * would make the local server's disks promise more than the bound. */
+static int overcommit_ok(const struct config *cfg, const char *path, int64_t need_mb,
+			 struct sp_err *e)
+{
+	struct statvfs v;
+	int64_t free_mb, size_mb, used_mb, bound;
+
+	if (!cfg->disk_overcommit_pct || !path[0] || statvfs(path, &v) < 0)
+		return 0;
+	free_mb = (int64_t)((unsigned long long)v.f_bavail * v.f_frsize / (1024 * 1024));
+	loops_promised(cfg, &size_mb, &used_mb);
+	bound = (free_mb - cfg->disk_reserve_mb + used_mb) * cfg->disk_overcommit_pct / 100;
+	if (size_mb + need_mb > bound)
+		return sp_err_set(
+			e, SP_UNAVAILABLE,
+			"The host's disk is promised: this server's sandbox disks hold %lld MiB "
+			"and this one asks %lld MiB more, past disk_overcommit_pct (%d%%) of the "
+			"%lld MiB free above disk_reserve_mb (%d) plus the %lld MiB they use; "
+			"creates with a disk are refused until sandboxes end",
+			(long long)size_mb, (long long)need_mb, cfg->disk_overcommit_pct,
+			(long long)(free_mb - cfg->disk_reserve_mb), cfg->disk_reserve_mb,
+			(long long)used_mb);
+	return 0;
+}
+
 int sandbox_disk_plan(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t rq_mb, struct sp_err *e)
 {
 	const struct config *cfg = ctx->cfg;
@@ -215,11 +304,55 @@ int sandbox_disk_plan(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t rq_mb
 		int64_t need = how == SB_DISK_LOOP && cfg->disk_preallocate ? sb->disk_mb : 0;
 		if (floor_ok(cfg, root_dir, 0, e) < 0 || floor_ok(cfg, cfg->disk_dir, need, e) < 0)
 			return -1;
+		/* a sparse disk takes its space later: what all of them promise
+		 * is bounded (a preallocated one took it above) */
+		if (how == SB_DISK_LOOP && !cfg->disk_preallocate &&
+		    overcommit_ok(cfg, cfg->disk_dir, sb->disk_mb, e) < 0)
+			return -1;
 		if (mono_ms() - swept_at > DISK_SWEEP_MS || !swept_at) {
 			swept_at = mono_ms();
 			sandbox_disk_sweep(ctx);
 		}
 	}
+	return 0;
+}
+
+int sandbox_disk_snapshot_room(struct sandbox_ctx *ctx, const char *wd_src, int64_t *limit,
+			       struct sp_err *e)
+{
+	const struct config *cfg = ctx->cfg;
+	const char *root_dir = "";
+	struct statvfs v;
+	int64_t used = 0, room;
+	int how;
+
+	if (limit)
+		*limit = 0;
+	if (!is_local(ctx))
+		return 0;
+	if (server_caps(ctx, &how, &root_dir, e) < 0)
+		return -1;
+	if (!root_dir[0] || statvfs(root_dir, &v) < 0)
+		return 0; /* not visible from here: nothing to check */
+	if (wd_src && wd_src[0]) {
+		struct statvfs w;
+		/* used blocks, not the files' apparent sizes: a sparse file's
+		 * zeros are written out whole, and the copy's limit stops
+		 * them */
+		if (statvfs(wd_src, &w) == 0 && w.f_blocks >= w.f_bfree)
+			used = (int64_t)((unsigned long long)(w.f_blocks - w.f_bfree) * w.f_frsize);
+	}
+	room = (int64_t)((unsigned long long)v.f_bavail * v.f_frsize) -
+	       (int64_t)cfg->disk_reserve_mb * 1024 * 1024;
+	if (room - used < 0)
+		return sp_err_set(e, SP_QUOTA,
+				  "The host is low on disk space: %lld MiB free at %s, and a "
+				  "snapshot of this sandbox (%lld MiB used) would take it below "
+				  "disk_reserve_mb (%d); delete snapshots or sandboxes first",
+				  (long long)((unsigned long long)v.f_bavail * v.f_frsize >> 20),
+				  root_dir, (long long)(used >> 20), cfg->disk_reserve_mb);
+	if (limit)
+		*limit = room / 2 > 1 ? room / 2 : 1;
 	return 0;
 }
 

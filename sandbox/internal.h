@@ -92,6 +92,16 @@ void sandbox_disk_hostconfig(const struct config *cfg, const struct sandbox *sb,
 int sandbox_disk_owner(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
 void sandbox_disk_started(struct sandbox_ctx *ctx, struct sandbox *sb);
 void sandbox_disk_abort(struct sandbox_ctx *ctx, struct sandbox *sb);
+/* The host floor before a snapshot of sb (its server must be ctx's): on
+ * the local server, -1 (SP_QUOTA, naming disk_reserve_mb) when Docker's
+ * root dir has less free than the floor plus the workdir's used bytes
+ * (wd_src: the host folder of the workdir's loop disk, "" when the
+ * workdir is no volume: then the floor alone). *limit (may be NULL) gets
+ * the most bytes the capture's copy of the workdir may bring: half the
+ * free space above the floor (a commit holds its layer twice for a
+ * moment); 0 (no bound) on a server sandpit cannot see. */
+int sandbox_disk_snapshot_room(struct sandbox_ctx *ctx, const char *wd_src, int64_t *limit,
+			       struct sp_err *e);
 /* Names diskMb (400) when Docker could not create the container because
  * the image's content at the workdir does not fit in the disk. */
 void sandbox_disk_refused(const struct sandbox *sb, struct sp_err *e);

@@ -6,10 +6,12 @@
  * writes it creating and leaves the capture to the same worker once the
  * answer is out (sandbox_snapshot_idle): the container paused (a
  * consistent cut of the image's layer and of the workdir's own disk),
- * `docker commit` of its layer, the workdir's files read whole while it
- * is paused (a loop-disk workdir is a volume, which a commit skips), the
- * container thawed, and the workdir's files put into a container of the
- * commit and committed again as <SNAP_REPO>:<id>. While it is paused a
+ * `docker commit` of its layer, the workdir's files streamed while it is
+ * paused (a loop-disk workdir is a volume, which a commit skips) into a
+ * container of that commit through a fixed buffer (never held whole), the
+ * source thawed, and that container committed again as <SNAP_REPO>:<id>.
+ * The host's floor (disk_reserve_mb) is checked at the create and bounds
+ * the copy (sandbox_disk_snapshot_room). While it is paused a
  * lock (snapcap:<sandbox>) says so, so that reads do not take the pause
  * for a stop (state.c). A restore is sandbox_create from that image on
  * the snapshot's server; Docker's copy-up fills the fork's new workdir
@@ -382,6 +384,9 @@ out:
 	return rc;
 }
 
+static int workdir_is_volume(struct sandbox_ctx *ctx, const struct sandbox *sb, char *src,
+			     size_t cap, struct sp_err *e);
+
 int sandbox_snapshot_create(struct sandbox_ctx *ctx, const char *org, const char *sandbox_id,
 			    const struct sandbox_snapshot_req *rq, struct sandbox_snapshot *out,
 			    struct sp_err *e)
@@ -411,6 +416,12 @@ int sandbox_snapshot_create(struct sandbox_ctx *ctx, const char *org, const char
 	if (!ctx->dk) {
 		*e = ctx->server_err;
 		return -1;
+	}
+	{
+		char wd_src[4096];
+		int vol = workdir_is_volume(ctx, &sb, wd_src, sizeof(wd_src), e);
+		if (vol < 0 || sandbox_disk_snapshot_room(ctx, wd_src, NULL, e) < 0)
+			return -1;
 	}
 	{
 		struct store_rec all = { 0 };
@@ -491,12 +502,15 @@ int sandbox_snapshot_create(struct sandbox_ctx *ctx, const char *org, const char
 
 /* --- the capture ------------------------------------------------------------ */
 
-/* 1 when sb's container has a volume at its workdir (a loop disk). */
-static int workdir_is_volume(struct sandbox_ctx *ctx, const struct sandbox *sb, struct sp_err *e)
+/* 1 when sb's container has a volume at its workdir (a loop disk); src
+ * (cap bytes) gets the volume's folder on the Docker host, "" when none. */
+static int workdir_is_volume(struct sandbox_ctx *ctx, const struct sandbox *sb, char *src,
+			     size_t cap, struct sp_err *e)
 {
 	json_object *info = NULL, *mounts, *m, *v;
 	int found = 0;
 
+	src[0] = '\0';
 	if (docker_container_inspect(ctx->dk, sb->container_id, &info, e) < 0)
 		return -1;
 	if (json_object_object_get_ex(info, "Mounts", &mounts) &&
@@ -505,6 +519,9 @@ static int workdir_is_volume(struct sandbox_ctx *ctx, const struct sandbox *sb, 
 			m = json_object_array_get_idx(mounts, i);
 			found = json_object_object_get_ex(m, "Destination", &v) &&
 				strcmp(json_object_get_string(v), sb->workdir) == 0;
+			if (found && json_object_object_get_ex(m, "Source", &v) &&
+			    json_object_is_type(v, json_type_string))
+				str_copy(src, cap, json_object_get_string(v));
 		}
 	json_object_put(info);
 	return found;
@@ -543,20 +560,18 @@ static json_object *commit_config(struct sandbox_ctx *ctx, const struct sandbox_
 	return o;
 }
 
-/* The workdir's files (tar, in tar) into a container of image mid, which
- * is then committed as s->image (into image_id). */
-static int commit_workdir(struct sandbox_ctx *ctx, const struct sandbox_snapshot *s,
-			  const char *mid, const struct buf *tar, json_object *cfg, char *image_id,
-			  struct sp_err *e)
+/* A stopped container of image mid (cid, 65 bytes) to take the workdir's
+ * files at parent (PATH_MAX bytes): the folder that holds s->workdir. */
+static int workdir_target(struct sandbox_ctx *ctx, const struct sandbox_snapshot *s,
+			  const char *mid, char *cid, char *parent, struct sp_err *e)
 {
 	json_object *body = json_object_new_object(), *cmd = json_object_new_array(),
 		    *hc = json_object_new_object(), *labels = json_object_new_object();
-	char cid[65] = "", parent[4097], lname[160];
+	char lname[160];
 	const char *slash;
-	struct sp_err ignore;
-	int rc = -1;
+	int rc;
 
-	str_copy(parent, sizeof(parent), s->workdir);
+	str_copy(parent, 4097, s->workdir);
 	slash = strrchr(parent, '/');
 	if (slash == parent)
 		parent[1] = '\0';
@@ -571,41 +586,34 @@ static int commit_workdir(struct sandbox_ctx *ctx, const struct sandbox_snapshot
 	config_label(ctx->cfg, "snapshotId", lname, sizeof(lname));
 	json_object_object_add(labels, lname, json_object_new_string(s->id));
 	json_object_object_add(body, "Labels", labels);
-	if (docker_container_create(ctx->dk, NULL, body, cid, e) < 0)
-		goto out;
-	if (docker_archive_put(ctx->dk, cid, parent, tar->data, tar->len, e) < 0 ||
-	    docker_image_commit(ctx->dk, cid, SB_SNAP_REPO, s->id, cfg, image_id, e) < 0)
-		goto out;
-	rc = 0;
-out:
-	if (cid[0])
-		docker_container_remove(ctx->dk, cid, 1, &ignore);
+	rc = docker_container_create(ctx->dk, NULL, body, cid, e);
 	json_object_put(body);
 	return rc;
 }
 
-/* Captures s's source. *why gets the reason of a failure. */
+/* Captures s's source. A loop-disk workdir (a volume, which a commit
+ * skips) streams from the paused source into a container of the first
+ * commit (docker_archive_copy: a fixed buffer, never the tar whole), which
+ * is committed again as s->image. e gets the reason of a failure. */
 static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct sp_err *e)
 {
 	struct sandbox sb;
 	json_object *cfg = NULL, *img = NULL, *v;
-	char mid[80] = "", image_id[80] = "";
-	struct buf tar;
+	char mid[80] = "", image_id[80] = "", cid[65] = "", parent[4097], wd_src[4096];
 	struct sp_err ignore;
 	int vol, paused = 0, rc = -1;
-	size_t cap;
+	int64_t limit = 0, left;
 
 	if (sandbox_get_running(ctx, s->org, s->sandbox_id, &sb, e) < 0)
 		return -1;
 	if (sandbox_install_id(ctx, e) < 0)
 		return -1;
-	vol = workdir_is_volume(ctx, &sb, e);
+	vol = workdir_is_volume(ctx, &sb, wd_src, sizeof(wd_src), e);
 	if (vol < 0)
 		return -1;
-	/* the workdir's files whole in memory: at most its disk (and a tar's
-	 * headers) */
-	cap = (size_t)(sb.disk_mb > 0 ? sb.disk_mb : 1024) * 1024 * 1024 + 64u * 1024 * 1024;
-	buf_init(&tar, cap);
+	/* the floor again (the create checked it): what the copy may bring */
+	if (sandbox_disk_snapshot_room(ctx, wd_src, &limit, e) < 0)
+		return -1;
 	cfg = commit_config(ctx, s);
 	if (commit_env(ctx, s, &sb, cfg, e) < 0)
 		goto out;
@@ -623,13 +631,23 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 	if (docker_image_commit(ctx->dk, sb.container_id, vol ? NULL : SB_SNAP_REPO,
 				vol ? NULL : s->id, cfg, vol ? mid : image_id, e) < 0)
 		goto out;
-	if (vol && docker_archive_get(ctx->dk, sb.container_id, sb.workdir, &tar, e) < 0)
+	/* the copy may take what is left of the capture's time */
+	left = s->until - now_ms();
+	if (vol && (workdir_target(ctx, s, mid, cid, parent, e) < 0 ||
+		    docker_archive_copy(ctx->dk, sb.container_id, sb.workdir, cid, parent,
+					left > 1000 ? left : 1000, limit, e) < 0)) {
+		if (e->code == SP_TOO_LARGE)
+			sp_err_set(e, SP_QUOTA,
+				   "the workdir's files passed %lld MiB, what the host's disk "
+				   "holds above disk_reserve_mb (%d) for a capture",
+				   (long long)(limit >> 20), ctx->cfg->disk_reserve_mb);
 		goto out;
+	}
 	if (docker_container_unpause(ctx->dk, sb.container_id, e) < 0)
 		log_warn("snapshot %s: unpause of %s failed: %s", s->id, sb.id, e->msg);
 	paused = 0;
 	sp_err_clear(e);
-	if (vol && commit_workdir(ctx, s, mid, &tar, cfg, image_id, e) < 0)
+	if (vol && docker_image_commit(ctx->dk, cid, SB_SNAP_REPO, s->id, cfg, image_id, e) < 0)
 		goto out;
 	if (docker_image_inspect(ctx->dk, s->image, &img, e) < 0)
 		goto out;
@@ -639,6 +657,8 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 out:
 	if (paused && docker_container_unpause(ctx->dk, sb.container_id, &ignore) < 0)
 		log_warn("snapshot %s: unpause of %s failed: %s", s->id, sb.id, ignore.msg);
+	if (cid[0])
+		docker_container_remove(ctx->dk, cid, 1, &ignore);
 	if (rc < 0) {
 		/* what the capture made: the untagged layer goes with the
 		 * image, or alone */
@@ -648,7 +668,6 @@ out:
 	}
 	json_object_put(img);
 	json_object_put(cfg);
-	buf_free(&tar);
 	return rc;
 }
 
