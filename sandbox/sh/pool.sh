@@ -15,7 +15,7 @@
 # 127: the helper is not there; exit 0 at the pool expiry.
 trap 'go=1' USR1
 trap 'go=2' USR2
-H=/.sandpit-helper/sandpit-helper k=$4
+H=/.sandpit-helper/sandpit-helper-r k=$4
 [ -x "$H" ] || exit 127
 echo $$ >/.sandpit/main.pid
 go=; e=$1
