@@ -22,6 +22,8 @@ go=; e=$1
 while [ -z "$go" ]; do
   n=$("$H" now) || exit 0
   n=${n%%.*}
+  # a signal that came while the clock ran: its trap has run by now
+  [ -z "$go" ] || break
   [ "$n" -lt "$e" ] || exit 0
   "$H" sleep $((e - n)) & w=$!
   wait $w; kill $w 2>/dev/null
