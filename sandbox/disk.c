@@ -965,9 +965,10 @@ static void detach_backing(const char *path)
 	closedir(dir);
 }
 
-int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sandbox_id)
+int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sandbox_id,
+		       const char *volume_id)
 {
-	char p[300], back[1200], want[1100];
+	char p[300], back[1200], want[1200];
 	FILE *f;
 	size_t n;
 	unsigned num;
@@ -976,7 +977,10 @@ int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sa
 	if (sscanf(dev, "/dev/loop%u%c", &num, &tail) != 1)
 		return 0;
 	snprintf(p, sizeof(p), "/sys/block/loop%u/loop/backing_file", num);
-	snprintf(want, sizeof(want), "%s/%s.img", cfg->disk_dir, sandbox_id);
+	if (volume_id)
+		volume_file(cfg, volume_id, want, sizeof(want));
+	else
+		snprintf(want, sizeof(want), "%s/%s.img", cfg->disk_dir, sandbox_id);
 	f = fopen(p, "re");
 	if (!f)
 		return 0;

@@ -391,6 +391,8 @@ int sandbox_files_code_err(const char *sid, int code, const char *err, struct sp
 #define SB_VOLUME_DOCKER_PREFIX "sandpit-vol-"
 int sandbox_volumes_fill(const struct config *cfg, const struct sandbox_create_req *rq,
 			 struct sandbox *sb, struct sp_err *e);
+/* volume_at: the id of sb's volume attached at target (0), -1 when none. */
+int sandbox_volume_at(const struct sandbox *sb, const char *target, char *id, size_t cap);
 int sandbox_volumes_path_check(const struct sandbox *sb, const char *path, struct sp_err *e);
 /* image.c: the image's PATH (its Config.Env's, else Docker's default);
  * valid until the thread's next call. */

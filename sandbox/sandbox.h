@@ -329,9 +329,11 @@ int sandbox_pool_stats(struct sandbox_ctx *ctx, int i, int *ready, long long *cl
  * (files older than create_timeout_s); creates call it once a minute. */
 int sandbox_disk_release(struct sandbox_ctx *ctx, const char *sandbox_id);
 /* 1 when loop device dev (/dev/loopN) is still backed by sandbox_id's disk
- * file (a discard-mode start checks it: after a host restart the device
- * may be another sandbox's, or none), else 0. */
-int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sandbox_id);
+ * file, or by managed volume volume_id's when not NULL (a discard-mode
+ * start checks it: after a host restart the device may be another
+ * sandbox's, or none), else 0. */
+int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sandbox_id,
+		       const char *volume_id);
 void sandbox_disk_sweep(struct sandbox_ctx *ctx);
 /* Marks a sandbox killed after its container was found gone. */
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);

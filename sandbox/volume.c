@@ -290,6 +290,19 @@ static int parse_attachments(const struct sandbox *sb, json_object **list, const
 	return n;
 }
 
+int sandbox_volume_at(const struct sandbox *sb, const char *target, char *id, size_t cap)
+{
+	const char *ids[SB_VOLUME_ATTACH_MAX], *targets[SB_VOLUME_ATTACH_MAX];
+	json_object *list;
+	int n = parse_attachments(sb, &list, ids, targets), rc = -1;
+
+	for (int i = 0; i < n && rc < 0 && target; i++)
+		if (strcmp(targets[i], target) == 0 && sandbox_id_ok(ids[i]))
+			rc = str_copy(id, cap, ids[i]);
+	json_object_put(list);
+	return rc;
+}
+
 /* --- a create's attachments ----------------------------------------------- */
 
 /* 1 when path is p or below it. */
@@ -844,8 +857,8 @@ int sandbox_volume_delete(struct sandbox_ctx *ctx, const char *org, const char *
 	/* marked: no claim takes it now */
 	if (sandbox_install_id(ctx, e) < 0 || server_docker(ctx, v.server_id, e) < 0)
 		goto undo;
-	if (volume_remove(ctx, &v, e) < 0 ||
-	    (v.size_mb && sandbox_disk_volume_remove(ctx, id, e) < 0))
+	/* a loop disk's file (disk.c), else the Docker volume */
+	if ((v.size_mb ? sandbox_disk_volume_remove(ctx, id, e) : volume_remove(ctx, &v, e)) < 0)
 		goto undo;
 	if (store_volume_del(ctx->st, org, id, mark, e) < 0)
 		return -1;
