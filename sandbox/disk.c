@@ -49,6 +49,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,7 +63,6 @@ extern char **environ;
 #define DISK_MOUNT_OPTS "nosuid,nodev,noinit_itable"
 #define DISK_SWEEP_MS 60000
 #define DISK_INFO_MS 60000
-#define VOLUMES_SUBDIR "volumes"
 
 /* What each server can do, per worker: asked once a minute at most.
  * Not locked: create and the reaper's sweep only, never reached from
@@ -219,7 +219,8 @@ static void loops_promised(const struct config *cfg, int64_t *size_mb, int64_t *
 		if (!dlen || strncmp(back, cfg->disk_dir, dlen) != 0 || back[dlen] != '/')
 			continue;
 		/* a volume's: its file is counted below, attached or not */
-		if (strncmp(back + dlen + 1, VOLUMES_SUBDIR "/", sizeof(VOLUMES_SUBDIR)) == 0)
+		if (strncmp(back + dlen + 1, SB_VOLUME_DISK_DIR "/", sizeof(SB_VOLUME_DISK_DIR)) ==
+		    0)
 			continue;
 		snprintf(p, sizeof(p), "/sys/block/%s/size", de->d_name);
 		f = fopen(p, "re");
@@ -251,7 +252,7 @@ static void loops_promised(const struct config *cfg, int64_t *size_mb, int64_t *
 	/* the managed volumes' files: their sizes, and the blocks they hold */
 	{
 		char vdir[1100];
-		snprintf(vdir, sizeof(vdir), "%s/" VOLUMES_SUBDIR, cfg->disk_dir);
+		snprintf(vdir, sizeof(vdir), "%s/" SB_VOLUME_DISK_DIR, cfg->disk_dir);
 		dir = dlen ? opendir(vdir) : NULL;
 		while (dir && (de = readdir(dir))) {
 			struct stat st;
@@ -584,7 +585,7 @@ fail:
 /* A managed volume's file. */
 static void volume_file(const struct config *cfg, const char *vid, char *out, size_t cap)
 {
-	snprintf(out, cap, "%s/" VOLUMES_SUBDIR "/%s.img", cfg->disk_dir, vid);
+	snprintf(out, cap, "%s/" SB_VOLUME_DISK_DIR "/%s.img", cfg->disk_dir, vid);
 }
 
 static void detach_backing(const char *path);
@@ -726,18 +727,25 @@ int sandbox_disk_volume_plan(struct sandbox_ctx *ctx, int64_t *size_mb, struct s
 	return 0;
 }
 
-int sandbox_disk_volume_make(struct sandbox_ctx *ctx, const char *vid, int64_t size_mb,
-			     struct sp_err *e)
+int sandbox_disk_volume_make(struct sandbox_ctx *ctx, const char *vid, const char *org,
+			     int64_t size_mb, struct sp_err *e)
 {
 	const struct config *cfg = ctx->cfg;
-	char dir[1100], file[1200];
+	char dir[1100], file[1200], tag[200];
 
-	snprintf(dir, sizeof(dir), "%s/" VOLUMES_SUBDIR, cfg->disk_dir);
+	snprintf(dir, sizeof(dir), "%s/" SB_VOLUME_DISK_DIR, cfg->disk_dir);
 	if (make_dir(dir) < 0)
 		return sp_err_set(e, SP_INTERNAL, "mkdir %s: %s", dir, strerror(errno));
 	volume_file(cfg, vid, file, sizeof(file));
 	/* root's for now: each create gives its root to its sandbox's owner */
-	return make_fs(cfg, file, size_mb, 0, 0, 0755, vid, NULL, e);
+	if (make_fs(cfg, file, size_mb, 0, 0, 0755, vid, NULL, e) < 0)
+		return -1;
+	/* whose it is, for the sweep of a create that died before its record */
+	snprintf(tag, sizeof(tag), "%s %s", ctx->install_id, org);
+	if (setxattr(file, SB_VOLUME_DISK_XATTR, tag, strlen(tag), 0) < 0)
+		log_warn("volume %s: setxattr %s: %s (the sweep will not know it)", vid, file,
+			 strerror(errno));
+	return 0;
 }
 
 int sandbox_disk_volume_remove(struct sandbox_ctx *ctx, const char *vid, struct sp_err *e)

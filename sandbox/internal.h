@@ -96,13 +96,16 @@ void sandbox_disk_abort(struct sandbox_ctx *ctx, struct sandbox *sb);
  * new volume gets on the local server (volume_size_mb), 0 where loop disks
  * are not possible (a named volume, no size); -1 (503, as a create's) when
  * the floor or disk_overcommit_pct refuses it. volume_make: its file made
- * and formatted. volume_remove: its file removed once no loop device holds
+ * and formatted, tagged (SB_VOLUME_DISK_XATTR) with the installation and
+ * org for the sweep (volume.c). volume_remove: its file removed once no loop device holds
  * it (SP_PRECONDITION deletion_content_lease_held after 5 s). volume_detach:
  * its loop device detached (at its unmount when mounted). mount: the Mounts
  * entry of a loop device at target (the workdir's disk or a volume's). */
+#define SB_VOLUME_DISK_DIR "volumes"	    /* below disk_dir */
+#define SB_VOLUME_DISK_XATTR "user.sandpit" /* "<install id> <org>" */
 int sandbox_disk_volume_plan(struct sandbox_ctx *ctx, int64_t *size_mb, struct sp_err *e);
-int sandbox_disk_volume_make(struct sandbox_ctx *ctx, const char *vid, int64_t size_mb,
-			     struct sp_err *e);
+int sandbox_disk_volume_make(struct sandbox_ctx *ctx, const char *vid, const char *org,
+			     int64_t size_mb, struct sp_err *e);
 int sandbox_disk_volume_remove(struct sandbox_ctx *ctx, const char *vid, struct sp_err *e);
 void sandbox_disk_volume_detach(const struct config *cfg, const char *vid);
 json_object *sandbox_disk_mount(const struct config *cfg, const struct sandbox *sb, const char *dev,

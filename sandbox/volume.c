@@ -26,9 +26,12 @@
  */
 #include "internal.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 
 #include "../common/buf.h"
@@ -116,7 +119,7 @@ int sandbox_volume_create(struct sandbox_ctx *ctx, const char *org, const char *
 		if (id && sandbox_volume_get(ctx, org, vid, out, &ignore) == 0)
 			return 0;
 		/* a loop disk of its own (disk.c): no Docker volume */
-		if (sandbox_disk_volume_make(ctx, vid, size_mb, e) < 0)
+		if (sandbox_disk_volume_make(ctx, vid, org, size_mb, e) < 0)
 			return -1;
 		goto record;
 	}
@@ -896,6 +899,57 @@ static int64_t rfc3339_ms(const char *t)
 	return 0;
 }
 
+/* Volume disks (disk.c) of this installation that no record names, older
+ * than age ms: a createVolume whose worker died between its file and its
+ * record. The file's SB_VOLUME_DISK_XATTR names the installation and the
+ * org (another installation may share disk_dir). */
+static void disks_sweep(struct sandbox_ctx *ctx, int64_t age)
+{
+	char dir[1100];
+	DIR *d;
+	struct dirent *de;
+	int64_t now = now_ms();
+
+	snprintf(dir, sizeof(dir), "%s/" SB_VOLUME_DISK_DIR, ctx->cfg->disk_dir);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char id[SANDBOX_ID_LEN + 1], path[1400], tag[200];
+		const char *org;
+		struct store_rec r = { 0 };
+		struct stat st;
+		struct sp_err e;
+		ssize_t n;
+		size_t il = strlen(ctx->install_id);
+		if (strlen(de->d_name) != SANDBOX_ID_LEN + 4 ||
+		    strcmp(de->d_name + SANDBOX_ID_LEN, ".img") != 0)
+			continue;
+		memcpy(id, de->d_name, SANDBOX_ID_LEN);
+		id[SANDBOX_ID_LEN] = '\0';
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!sandbox_id_ok(id) || lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    now - (int64_t)st.st_mtime * 1000 < age)
+			continue;
+		n = getxattr(path, SB_VOLUME_DISK_XATTR, tag, sizeof(tag) - 1);
+		if (n <= 0)
+			continue;
+		tag[n] = '\0';
+		if (strncmp(tag, ctx->install_id, il) != 0 || tag[il] != ' ')
+			continue;
+		org = tag + il + 1;
+		if (store_volume_get(ctx->st, org, id, &r, &e) == 0) {
+			store_rec_free(&r);
+			continue;
+		}
+		if (e.code != SP_NOT_FOUND)
+			continue;
+		if (sandbox_disk_volume_remove(ctx, id, &e) == 0)
+			log_info("volume sweep: removed the disk of %s (no record names it)", id);
+	}
+	closedir(d);
+}
+
 void sandbox_volumes_sweep(struct sandbox_ctx *ctx)
 {
 	int64_t age = ((int64_t)ctx->cfg->create_timeout_s + 2 * ctx->cfg->docker_timeout_s) * 1000,
@@ -904,6 +958,8 @@ void sandbox_volumes_sweep(struct sandbox_ctx *ctx)
 	json_object *vols = NULL;
 	struct sp_err e;
 
+	if (ctx->install_id[0])
+		disks_sweep(ctx, age);
 	/* optional work: never on a server that is slow to answer now */
 	if (!ctx->install_id[0] || server_docker(ctx, "local", &e) < 0 ||
 	    docker_client_suspect(ctx->dk))
