@@ -309,7 +309,7 @@ int sandbox_pooled_env(struct sandbox_ctx *ctx, const struct sandbox *sb, json_o
 #define SANDBOX_HELPER_DIR \
 	"/.sandpit-helper" /* not under the /.sandpit tmpfs: gVisor refuses that */
 #define SANDBOX_HELPER_NAME "sandpit-helper"		/* mode 0111 */
-#define SANDBOX_HELPER_NAME_READABLE "sandpit-helper-r" /* mode 0555, for gVisor */
+#define SANDBOX_HELPER_NAME_READABLE "sandpit-helper-r" /* mode 0555: gVisor, the keeper */
 #define SANDBOX_HELPER_TIMEOUT_MS 30000
 #define SANDBOX_HELPER_JSON_DEPTH 8
 #define SANDBOX_HELPER_JSON_STRING (64 * 1024)

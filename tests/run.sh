@@ -401,7 +401,10 @@ fi
 # the timeout kill scans /proc, which is what differs most under gVisor; the
 # fork bomb and pids exhaustion), lifetime and deadline (the container ends
 # itself on time), keeper-path (the keeper's helper sleep and clock, a volume
-# nested over the workdir's disk, under runsc). Not here: the files whose subject is not the container
+# nested over the workdir's disk, under runsc), hostile-helper (runsc needs
+# a readable helper binary, so a helper command is dumpable for its first
+# instructions there: an injected answer must still cost a bounded parse and
+# a 503, never a 500; its fast-path cases skip). Not here: the files whose subject is not the container
 # (auth, roles, tenancy, metrics, openapi, mcp, cli, validation, servers,
 # web, startup, quota, scale, stream's framing), and pool, left out for time
 # (its containers run the same main process as lifetime's, armed by an exec).
@@ -410,7 +413,7 @@ GVISOR_TESTS=(tests/api/lifecycle.test.mjs tests/api/exec.test.mjs tests/api/fil
 	tests/api/deadline.test.mjs tests/api/network.test.mjs tests/api/v1-process.test.mjs
 	tests/api/v1-lifecycle.test.mjs tests/api/v1-timeouts.test.mjs tests/api/v1-files.test.mjs
 	tests/api/v1-discard.test.mjs tests/api/v1-snapshots.test.mjs tests/api/v1-volumes.test.mjs
-	tests/api/keeper-path.test.mjs)
+	tests/api/keeper-path.test.mjs tests/api/hostile-helper.test.mjs)
 if [ "${SANDPIT_TEST_GVISOR:-1}" != 0 ]; then
 	header "API under gVisor: SANDPIT_TEST_RUNTIME=gvisor node --test ${GVISOR_TESTS[*]}"
 	if [ "$GVISOR_OK" = 1 ]; then

@@ -9,6 +9,6 @@ printf '%s %s %s %s\n' "$1" "$2" "$3" "$4" >/.sandpit/activate || exit 1
 set -C
 { printf '%s\n' "$4" >/.sandpit/timeout; printf '%s\n' "$3" >/.sandpit/expires; } 2>/dev/null
 set +C
-i=0; while [ ! -s /.sandpit/main.pid ] && [ "$i" -lt 200 ]; do /.sandpit-helper/sandpit-helper sleep 0.01; i=$((i+1)); done
+i=0; while [ ! -s /.sandpit/main.pid ] && [ "$i" -lt 200 ]; do /.sandpit-helper/sandpit-helper-r sleep 0.01; i=$((i+1)); done
 p=; read -r p </.sandpit/main.pid
 kill -USR2 "$p"

@@ -9,9 +9,12 @@
 # deadline: it needs no fork, and the container stops then even with
 # nothing of sandpit running. It runs no program of the image's or of a
 # volume's, and resolves nothing through PATH: sleep and the clock are the
-# read-only helper's (H, by its absolute path), the rest builtins. Exit
-# 127: the helper is not there.
-H=/.sandpit-helper/sandpit-helper
+# read-only helper's (H, by its absolute path), the rest builtins. H is
+# the helper's readable copy: gVisor execs no file its caller cannot read,
+# and the keeper needs no execute-only copy (no process of the sandbox
+# user's may open a process of another uid's /proc/PID/fd). Exit 127: the
+# helper is not there.
+H=/.sandpit-helper/sandpit-helper-r
 [ -x "$H" ] || { echo "sandpit: no helper at $H" >&2; exit 127; }
 d=$1 m=$2 e=$3 t=$4 k=$5
 # a docker start of a stopped container (stop_mode discard) runs this

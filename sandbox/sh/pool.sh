@@ -15,13 +15,15 @@
 # 127: the helper is not there; exit 0 at the pool expiry.
 trap 'go=1' USR1
 trap 'go=2' USR2
-H=/.sandpit-helper/sandpit-helper k=$4
+H=/.sandpit-helper/sandpit-helper-r k=$4
 [ -x "$H" ] || exit 127
 echo $$ >/.sandpit/main.pid
 go=; e=$1
 while [ -z "$go" ]; do
   n=$("$H" now) || exit 0
   n=${n%%.*}
+  # a signal that came while the clock ran: its trap has run by now
+  [ -z "$go" ] || break
   [ "$n" -lt "$e" ] || exit 0
   "$H" sleep $((e - n)) & w=$!
   wait $w; kill $w 2>/dev/null

@@ -93,8 +93,9 @@ test('H1: commands run as 1000:1000, PID 1 and the deadline sleep as the keeper 
   const p1 = await dockerExec(sb.containerId, ['cat', '/proc/1/status']);
   assert.match(p1.stdout, /^Uid:\s+65533\s+65533\s+65533\s+65533$/m);
   assert.match(p1.stdout, /^Gid:\s+65533\s+65533\s+65533\s+65533$/m);
-  // the main process (sleep to the deadline) and the watcher: the keeper's
-  assert.ok(lines.some((l) => /^sleep 65533$/.test(l)), lines.join('; '));
+  // the main process (the helper's sleep to the deadline, its comm cut to
+  // 15 characters) and the watcher: the keeper's
+  assert.ok(lines.some((l) => /^sandpit-helper- 65533$/.test(l)), lines.join('; '));
   // /.sandpit is the keeper's, 0755; only /.sandpit/x is open to the user
   const w = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: sb.sandboxId,
     cmd: 'echo 1 >/.sandpit/expires; echo $?; : >/.sandpit/x/probe && echo ok; rm -f /.sandpit/x/probe' } });
@@ -140,8 +141,8 @@ test('H1: inside, no capabilities, no_new_privs, seccomp, cgroup limits', async 
     ? ['find', '/home/user', '-maxdepth', '0', '-printf', '%U:%G %m\n']
     : ['stat', '-c', '%u:%g %a', '/home/user']);
   assert.equal(home.stdout.trim(), '1000:1000 755');
-  // PID 1 is the init, the main process (its child) is sleep, sleeping
-  // until the deadline
+  // PID 1 is the init, the main process (its child) is the read-only
+  // helper's sleep, by its absolute path, sleeping until the deadline
   const p1 = await dockerExec(sb.containerId, ['cat', '/proc/1/cmdline']);
   assert.match(p1.stdout, /docker-init|tini/);
   const kids = await dockerExec(sb.containerId, ['sh', '-c',
@@ -149,7 +150,7 @@ test('H1: inside, no capabilities, no_new_privs, seccomp, cgroup limits', async 
   // (besides the fast path's serving helper, the sandbox user's: sandbox/fastpath.c)
   const main = kids.stdout.split('\n').filter((l) => l && !/^\/\.sandpit-helper\/sandpit-helper serve /.test(l));
   assert.equal(main.length, 1, kids.stdout);
-  const m = /^(?:\S*\/)?sleep (\d+)\.(\d{3}) $/.exec(main[0]);
+  const m = /^\/\.sandpit-helper\/sandpit-helper-r sleep (\d+)\.(\d{3}) $/.exec(main[0]);
   assert.ok(m, `PID 1's child: ${main[0]}`);
   const left = Number(m[1]) * 1000 + Number(m[2]);
   const should = Date.parse(sb.deadlineAt) - Date.parse(sb.createdAt);

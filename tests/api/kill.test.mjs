@@ -14,10 +14,10 @@ const waitDie = (w) => w.until('die', 30000);
 
 test('kill: TERM, then SIGKILL 2 s later when the main process does not end', async () => {
   const sb = await create({ template: 'alpine' });
-  // the main process (PID 1's child, `sleep`), stopped through Docker as
+  // the main process (PID 1's child, the helper's `sleep`), stopped through Docker as
   // its own uid (capabilities are dropped, so root could not): a pending
   // TERM cannot end it
-  const st = await dockerExec(sb.containerId, ['sh', '-c', 'for d in /proc/[0-9]*; do [ "$(cut -d" " -f4 $d/stat)" = 1 ] && grep -q "^sleep" $d/cmdline && echo "${d#/proc/} $(awk \'/^Uid:/ {print $2}\' $d/status)"; done'], { user: '0' });
+  const st = await dockerExec(sb.containerId, ['sh', '-c', 'for d in /proc/[0-9]*; do [ "$(cut -d" " -f4 $d/stat)" = 1 ] && tr "\\000" " " <$d/cmdline | grep -q "^/.sandpit-helper/sandpit-helper-r sleep " && echo "${d#/proc/} $(awk \'/^Uid:/ {print $2}\' $d/status)"; done'], { user: '0' });
   const m = /^(\d+) (\d+)\n$/.exec(st.stdout);
   assert.ok(m, `the main sleep: ${st.stdout}${st.stderr}`);
   const stop = await dockerExec(sb.containerId, ['kill', '-STOP', m[1]], { user: m[2] });

@@ -64,9 +64,9 @@ for f in "$T"/prog/*.sh; do
 	sed "s|/\.sandpit|$T/state|g" "$f" >"$f.run"
 done
 # the read-only helper the keeper's programs run by its absolute path
-# (/.sandpit-helper/sandpit-helper, moved with /.sandpit): the build's
+# (/.sandpit-helper/sandpit-helper-r, moved with /.sandpit): the build's
 mkdir -p "$T/state-helper"
-if ! cp "$REPO/build/helper/sandpit-helper" "$T/state-helper/sandpit-helper"; then
+if ! cp "$REPO/build/helper/sandpit-helper" "$T/state-helper/sandpit-helper-r"; then
 	echo "FAIL the helper (build/helper/sandpit-helper: make all first)"
 	echo "0 passed, 1 failed"
 	exit 1
@@ -382,12 +382,12 @@ test_main() {
 		"rc $rc, $(wc -l <"$T/planted.log" 2>/dev/null || echo 0) planted runs, $(($(now) - t0)) s"
 	reap "$pid"
 	# no helper: exit 127, said on stderr
-	mv "$T/state-helper/sandpit-helper" "$T/state-helper/gone"
+	mv "$T/state-helper/sandpit-helper-r" "$T/state-helper/gone"
 	out=$(prog main $((n + 9)) 000 $((n + 9)) 5 4242 2>&1)
 	rc=$?
-	mv "$T/state-helper/gone" "$T/state-helper/sandpit-helper"
+	mv "$T/state-helper/gone" "$T/state-helper/sandpit-helper-r"
 	check "main: no helper is exit 127, said on stderr" \
-		"$([ $rc = 127 ] && [ "$out" = "sandpit: no helper at $T/state-helper/sandpit-helper" ] && echo 0 || echo 1)" "rc $rc, $out"
+		"$([ $rc = 127 ] && [ "$out" = "sandpit: no helper at $T/state-helper/sandpit-helper-r" ] && echo 0 || echo 1)" "rc $rc, $out"
 	# a setTimeout landing between the container's start and main.sh's
 	# first write: what sandpit wrote holds (it is newer)
 	n=$(now)
