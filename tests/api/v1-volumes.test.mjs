@@ -335,8 +335,6 @@ test('a volume written by one sandbox is read by the next after the first is del
 test('D8: a volume is a loop disk of volume_size_mb: ENOSPC past it, its data kept for the next sandbox, nothing left after deleteVolume', { timeout: 180000 }, async () => {
   const v = await mkVolume('sized');
   const V = `volumes/${v.uid}`;
-  assert.ok(fs.existsSync(volFile(v.uid)), 'its backing file is made at createVolume');
-  assert.equal(fs.statSync(volFile(v.uid)).size, 64 * 1024 * 1024);
   const a = await mkSandbox([{ volume: V, target: '/data' }]);
   assert.equal(a.status, 201, a.text);
   // 100 MiB into a 64 MiB volume: dd fails with ENOSPC at about 64 MiB
@@ -347,6 +345,8 @@ test('D8: a volume is a loop disk of volume_size_mb: ENOSPC past it, its data ke
   const bytes = Number(r.json.stdout.trim().split('\n').pop());
   assert.notEqual(rc, 0, r.text);
   assert.ok(bytes >= 40 * 1024 * 1024 && bytes <= 64 * 1024 * 1024, `wrote ${bytes} bytes`);
+  // its disk: a file of 64 MiB in disk_dir/volumes, on a loop device of its own
+  assert.equal(fs.statSync(volFile(v.uid)).size, 64 * 1024 * 1024);
   assert.equal(loopsOf(v.uid).length, 1);
   await rmSandbox(a.json.uid);
   // the next sandbox reads what the first wrote, and may free it
@@ -580,11 +580,12 @@ test('H6: hostile volume ids get 4xx and never reach Docker; volume requests on 
   }
 });
 
-test("the reaper removes this installation's Docker volumes that no record names (a createVolume that died before its record), and only those", { timeout: 180000 }, async () => {
+test("the reaper removes this installation's Docker volumes and volume disks that no record names (a createVolume that died before its record), and only those", { timeout: 180000 }, async () => {
   assert.equal((await v1('GET', VOLS)).status, 200); // (after() wants one checked answer)
   // the sweep's age: create_timeout_s + 2 x docker_timeout_s = 5 + 10 s
   // disk_limit = off: named volumes, as where loop disks are not possible
-  const d = await startStack({ extraConf: ['create_timeout_s = 5', 'docker_timeout_s = 5', 'reaper_interval_s = 1', 'disk_limit = off'] });
+  const dd = await mkdtemp(path.join(os.tmpdir(), 'sp-vol-sweep-'));
+  const d = await startStack({ extraConf: ['create_timeout_s = 5', 'docker_timeout_s = 5', 'reaper_interval_s = 1', 'disk_limit = off', `disk_dir = ${dd}`] });
   const orphan = `orphan${Date.now().toString(36)}`.padEnd(20, '0').slice(0, 20);
   let kept;
   try {
@@ -598,8 +599,25 @@ test("the reaper removes this installation's Docker volumes that no record names
     // another installation's is never touched (its labels name another install)
     r = await d.docker('POST', '/volumes/create', { Name: `sandpit-vol-${orphan.slice(0, 19)}x`, Driver: 'local', Labels: { ...labels, 'sandpit.volumeId': `${orphan.slice(0, 19)}x`, 'sandpit.install': 'someoneelse' } });
     assert.equal(r.status, 201, r.text);
+    // the same for volume disks (disk_dir/volumes/<uid>.img, whose xattr
+    // user.sandpit names the installation and the org): the orphan's goes,
+    // one with a record stays, another installation's stays
+    const vd = path.join(dd, 'volumes');
+    fs.mkdirSync(vd, { recursive: true });
+    const plant = (id, install) => {
+      const f = path.join(vd, `${id}.img`);
+      fs.writeFileSync(f, 'x');
+      execFileSync('python3', ['-c', 'import os,sys; os.setxattr(sys.argv[1], "user.sandpit", sys.argv[2].encode())', f, `${install} ${labels['sandpit.organizationId']}`]);
+      return f;
+    };
+    const fOrphan = plant(orphan, labels['sandpit.install']);
+    const fKept = plant(kept, labels['sandpit.install']);
+    const fOther = plant(`${orphan.slice(0, 19)}x`, 'someoneelse');
     const t0 = Date.now();
     await waitFor(async () => (await d.docker('GET', `/volumes/sandpit-vol-${orphan}`)).status === 404, 90000, 1000);
+    await waitFor(() => !fs.existsSync(fOrphan), 30000, 500);
+    assert.ok(fs.existsSync(fKept), 'a volume disk with a record stays');
+    assert.ok(fs.existsSync(fOther), "another installation's volume disk stays");
     assert.ok(Date.now() - t0 > 8000, 'not before its age');
     assert.equal((await d.docker('GET', `/volumes/sandpit-vol-${kept}`)).status, 200, 'a volume with a record stays');
     assert.equal((await d.docker('GET', `/volumes/sandpit-vol-${orphan.slice(0, 19)}x`)).status, 200, "another installation's stays");
@@ -611,6 +629,7 @@ test("the reaper removes this installation's Docker volumes that no record names
   } finally {
     for (const n of [orphan, `${orphan.slice(0, 19)}x`, kept].filter(Boolean)) await d.docker('DELETE', `/volumes/sandpit-vol-${n}`).catch(() => {});
     await d.stop();
+    await rm(dd, { recursive: true, force: true });
   }
 });
 
