@@ -624,6 +624,17 @@ int sandbox_volumes_claim(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 		/* a loop disk's file is checked when it is attached (disk.c) */
 		if (!v.size_mb && docker_has(ctx, sb, ids[i], i, e) < 0)
 			goto out;
+		/* the record shows it (effectiveFeatures: what is enforced) */
+		if (v.size_mb)
+			json_object_object_add(json_object_array_get_idx(list, (size_t)i), "sizeMb",
+					       json_object_new_int64(v.size_mb));
+	}
+	{
+		size_t len = 0;
+		const char *js =
+			json_object_to_json_string_length(list, JSON_C_TO_STRING_PLAIN, &len);
+		if (len < sizeof(sb->volumes))
+			memcpy(sb->volumes, js, len + 1);
 	}
 	rc = 0;
 out:
