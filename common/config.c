@@ -94,6 +94,7 @@ void config_defaults(struct config *cfg)
 	cfg->disk_reserve_mb = 2048;
 	cfg->disk_reserve_inodes = 100000;
 	cfg->disk_overcommit_pct = 100;
+	cfg->volume_size_mb = 1024;
 	cfg->disk_readonly_rootfs = 1;
 	cfg->fast_path = 1;
 	str_copy(cfg->stream_listen, sizeof(cfg->stream_listen), "/run/sandpit/stream.sock");
@@ -197,6 +198,7 @@ static const struct key {
 	{ I(disk_reserve_mb, 0, 1 << 30) },
 	{ I(disk_reserve_inodes, 0, 1 << 30) },
 	{ I(disk_overcommit_pct, 0, 100000) },
+	{ I(volume_size_mb, 16, 1048576) },
 	{ "disk_preallocate", K_BOOL, offsetof(struct config, disk_preallocate), sizeof(int), 0,
 	  1 },
 	{ "disk_readonly_rootfs", K_BOOL, offsetof(struct config, disk_readonly_rootfs),

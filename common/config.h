@@ -147,6 +147,8 @@ struct config {
 				  * most this % of the free space above the reserve plus what
 				  * they use; 0 = no bound; default 100 */
 	int disk_preallocate;	 /* take each sandbox's diskMb from the host at create, default 0 */
+	int volume_size_mb;	 /* a managed volume's loop disk (where loop disks are possible),
+				  * MiB, default 1024 */
 	int disk_readonly_rootfs; /* with a loop disk, the image's own files are read-only, default 1 */
 	int disk_require_limit; /* refuse creates on a server that cannot limit disk, default 0 */
 	/* sandpit-stream (the /sandbox-exec WebSocket daemon) */

@@ -44,11 +44,12 @@ static const char *v1_status(const struct sandbox *sb)
 /* effectiveFeatures.managedVolumes of a sandbox with volumes: each
  * attachment as admitted (exclusive), and what this host cannot promise
  * for them (a sandpit member beside the document's: responses are open):
- * Docker's local volume driver has no size quota. */
+ * a Docker named volume has no size quota (a loop disk's, sizeMb, has). */
 static void managed_volumes_json(const struct sandbox *sb, json_object *ef)
 {
 	json_object *list = sb->volumes[0] ? json_tokener_parse(sb->volumes) : NULL, *mv, *arr, *ne,
 		    *q;
+	int unsized = 0;
 
 	if (!list || !json_object_is_type(list, json_type_array) ||
 	    json_object_array_length(list) < 1) {
@@ -70,19 +71,25 @@ static void managed_volumes_json(const struct sandbox *sb, json_object *ef)
 		json_object_object_add(one, "target", json_object_get(t));
 		json_object_object_add(one, "mode", json_object_new_string("exclusive"));
 		json_object_array_add(arr, one);
+		if (!json_object_object_get_ex(a, "sizeMb", &v))
+			unsized = 1;
 	}
 	json_object_object_add(mv, "attachments", arr);
-	ne = json_object_new_array();
-	q = json_object_new_object();
-	json_object_object_add(q, "limit", json_object_new_string("sizeQuota"));
-	json_object_object_add(
-		q, "reason",
-		json_object_new_string("Docker's local volume driver has no size quota on this "
-				       "host (cgroup v1, overlay2 on ext4): writes to a volume "
-				       "are bounded only by the free space of the Docker disk, "
-				       "not by diskMb"));
-	json_object_array_add(ne, q);
-	json_object_object_add(mv, "notEnforced", ne);
+	/* a volume with a loop disk has a size (sizeMb in the record, from
+	 * the create's claim); a Docker named volume has none */
+	if (unsized) {
+		ne = json_object_new_array();
+		q = json_object_new_object();
+		json_object_object_add(q, "limit", json_object_new_string("sizeQuota"));
+		json_object_object_add(
+			q, "reason",
+			json_object_new_string("a volume made where sandpit cannot make loop "
+					       "disks is a Docker local named volume with no size "
+					       "quota: writes to it are bounded only by the free "
+					       "space of the Docker disk, not by diskMb"));
+		json_object_array_add(ne, q);
+		json_object_object_add(mv, "notEnforced", ne);
+	}
 	json_object_object_add(ef, "managedVolumes", mv);
 	json_object_put(list);
 }

@@ -63,12 +63,19 @@ static int disk_still_ours(struct sandbox_ctx *ctx, struct sandbox *sb, struct s
 	    json_object_object_get_ex(hc, "Mounts", &mounts) &&
 	    json_object_is_type(mounts, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(mounts); i++) {
-			json_object *m = json_object_array_get_idx(mounts, i), *vo, *dc, *o, *dev;
+			json_object *m = json_object_array_get_idx(mounts, i), *vo, *dc, *o, *dev,
+				    *t;
+			char vid[SANDBOX_ID_LEN + 1];
+			/* the workdir's disk, or a managed volume's (volume.c) */
+			int vol = json_object_object_get_ex(m, "Target", &t) &&
+				  sandbox_volume_at(sb, json_object_get_string(t), vid,
+						    sizeof(vid)) == 0;
 			if (json_object_object_get_ex(m, "VolumeOptions", &vo) &&
 			    json_object_object_get_ex(vo, "DriverConfig", &dc) &&
 			    json_object_object_get_ex(dc, "Options", &o) &&
 			    json_object_object_get_ex(o, "device", &dev) &&
-			    !sandbox_disk_backs(ctx->cfg, json_object_get_string(dev), sb->id))
+			    !sandbox_disk_backs(ctx->cfg, json_object_get_string(dev), sb->id,
+						vol ? vid : NULL))
 				ok = 0;
 		}
 	json_object_put(info);

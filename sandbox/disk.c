@@ -22,6 +22,13 @@
  * sparse loop disks' sizes together are bounded by disk_overcommit_pct of
  * the free space above it (plus what they use); a snapshot checks the
  * floor with the workdir's used bytes and bounds its copy by it.
+ * A managed volume (/v1, volume.c) made where loop disks are possible is
+ * one too, of volume_size_mb: a file disk_dir/volumes/<id>.img made and
+ * formatted once at createVolume (the floor and the overcommit bound
+ * checked for it), kept across sandboxes, attached to a loop device of
+ * its own at each create that attaches the volume, mounted like the
+ * workdir's, and removed by deleteVolume once no loop device holds it.
+ * The volume files count in the overcommit bound whether attached or not.
  *
  * Must never: hand a container a loop device it did not attach for that
  * sandbox, leave a loop device attached after a failed create, or put a
@@ -42,6 +49,8 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -209,6 +218,10 @@ static void loops_promised(const struct config *cfg, int64_t *size_mb, int64_t *
 		back[n] = '\0';
 		if (!dlen || strncmp(back, cfg->disk_dir, dlen) != 0 || back[dlen] != '/')
 			continue;
+		/* a volume's: its file is counted below, attached or not */
+		if (strncmp(back + dlen + 1, SB_VOLUME_DISK_DIR "/", sizeof(SB_VOLUME_DISK_DIR)) ==
+		    0)
+			continue;
 		snprintf(p, sizeof(p), "/sys/block/%s/size", de->d_name);
 		f = fopen(p, "re");
 		if (!f)
@@ -236,6 +249,24 @@ static void loops_promised(const struct config *cfg, int64_t *size_mb, int64_t *
 		fclose(f);
 	}
 	closedir(dir);
+	/* the managed volumes' files: their sizes, and the blocks they hold */
+	{
+		char vdir[1100];
+		snprintf(vdir, sizeof(vdir), "%s/" SB_VOLUME_DISK_DIR, cfg->disk_dir);
+		dir = dlen ? opendir(vdir) : NULL;
+		while (dir && (de = readdir(dir))) {
+			struct stat st;
+			size_t n = strlen(de->d_name);
+			if (n < 5 || strcmp(de->d_name + n - 4, ".img") != 0 ||
+			    fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    !S_ISREG(st.st_mode))
+				continue;
+			size += (int64_t)st.st_size;
+			used += (int64_t)st.st_blocks * 512;
+		}
+		if (dir)
+			closedir(dir);
+	}
 	*size_mb = size >> 20;
 	*used_mb = used >> 20;
 }
@@ -498,73 +529,282 @@ static int make_dir(const char *dir)
 	return mkdir(p, 0700) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-int sandbox_disk_prepare(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+/* Makes file (O_EXCL) a formatted ext4 disk of mb MiB whose root is
+ * uid:gid (mode 01777: the sticky folder of sandbox_owner) without
+ * lost+found; its fd open read-write into *ffd (NULL: closed). On failure
+ * the file is gone. id names the debugfs command file. */
+static int make_fs(const struct config *cfg, const char *file, int64_t mb, unsigned uid,
+		   unsigned gid, unsigned mode, const char *id, int *ffd, struct sp_err *e)
 {
-	const struct config *cfg = ctx->cfg;
-	struct sandbox_disk *d = &sb->disk;
 	char tool[64], size[32], inodes[32], opts[160], cmds[128];
-	int ffd = -1;
+	int fd;
 
-	if (d->how != SB_DISK_LOOP)
-		return 0;
 	if (!tool_path("mke2fs", tool, sizeof(tool)))
 		return sp_err_set(e, SP_INTERNAL, "mke2fs is not installed (e2fsprogs)");
-	if (make_dir(cfg->disk_dir) < 0)
-		return sp_err_set(e, SP_INTERNAL, "mkdir %s: %s", cfg->disk_dir, strerror(errno));
-	snprintf(d->file, sizeof(d->file), "%s/%s.img", cfg->disk_dir, sb->id);
-	ffd = open(d->file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (ffd < 0) {
+	fd = open(file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
 		/* EEXIST: another create of this id holds it (a caller-chosen id) */
-		sp_err_set(e, errno == EEXIST ? SP_CONFLICT : SP_INTERNAL, "open %s: %s", d->file,
-			   strerror(errno));
-		d->file[0] = '\0';
-		return -1;
-	}
-	if (ftruncate(ffd, (off_t)sb->disk_mb * 1024 * 1024) < 0 ||
+		return sp_err_set(e, errno == EEXIST ? SP_CONFLICT : SP_INTERNAL, "open %s: %s",
+				  file, strerror(errno));
+	if (ftruncate(fd, (off_t)mb * 1024 * 1024) < 0 ||
 	    (cfg->disk_preallocate &&
-	     (errno = posix_fallocate(ffd, 0, (off_t)sb->disk_mb * 1024 * 1024)) != 0)) {
+	     (errno = posix_fallocate(fd, 0, (off_t)mb * 1024 * 1024)) != 0)) {
 		sp_err_set(e, errno == ENOSPC ? SP_UNAVAILABLE : SP_INTERNAL,
-			   "The sandbox's disk (%lld MiB) could not be made: %s",
-			   (long long)sb->disk_mb, strerror(errno));
+			   "The disk (%lld MiB) could not be made: %s", (long long)mb,
+			   strerror(errno));
 		goto fail;
 	}
-	sandbox_owner(sb, &d->uid, &d->gid, &d->mode);
-	snprintf(size, sizeof(size), "%lldk", (long long)sb->disk_mb * 1024);
+	snprintf(size, sizeof(size), "%lldk", (long long)mb * 1024);
 	snprintf(inodes, sizeof(inodes), "%d", DISK_BYTES_PER_INODE);
 	snprintf(opts, sizeof(opts),
-		 "nodiscard,lazy_itable_init=1,lazy_journal_init=1,root_owner=%u:%u", d->uid,
-		 d->gid);
+		 "nodiscard,lazy_itable_init=1,lazy_journal_init=1,root_owner=%u:%u", uid, gid);
 	{
-		char *argv[] = { tool, "-q",   "-F", "-t", "ext4", "-b",      "4096",  "-m", "0",
-				 "-i", inodes, "-E", opts, "-L",   "sandpit", d->file, size, NULL };
+		char *argv[] = { tool,	 "-q", "-F",	  "-t",		"ext4", "-b",
+				 "4096", "-m", "0",	  "-i",		inodes, "-E",
+				 opts,	 "-L", "sandpit", (char *)file, size,	NULL };
 		if (run_tool(argv, e) < 0)
 			goto fail;
 	}
 	/* lost+found would show in the workdir; the root's mode for a user
 	 * sandpit could not name (see sandbox_owner) */
 	snprintf(cmds, sizeof(cmds), "rmdir lost+found\n%s",
-		 d->mode == 01777 ? "sif / mode 041777\n" : "");
-	if (debugfs_run(cfg, sb->id, d->file, cmds, e) < 0)
+		 mode == 01777 ? "sif / mode 041777\n" : "");
+	if (debugfs_run(cfg, id, file, cmds, e) < 0)
 		goto fail;
-	/* a discard-mode sandbox's disk outlives the unmount of a docker
-	 * stop: detached when its container is removed (state.c) */
-	if (loop_attach(ffd, sb->id, !sb->discard, d->dev, sizeof(d->dev), &d->fd, e) < 0)
-		goto fail;
-	close(ffd);
+	if (ffd)
+		*ffd = fd;
+	else
+		close(fd);
 	return 0;
 fail:
-	close(ffd);
-	unlink(d->file);
-	d->file[0] = '\0';
-	d->dev[0] = '\0';
+	close(fd);
+	unlink(file);
 	return -1;
+}
+
+/* A managed volume's file. */
+static void volume_file(const struct config *cfg, const char *vid, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/" SB_VOLUME_DISK_DIR "/%s.img", cfg->disk_dir, vid);
+}
+
+static void detach_backing(const char *path);
+
+/* 1 when a loop device is backed by path (its file). */
+static int backing_held(const char *path)
+{
+	DIR *dir = opendir("/sys/block");
+	struct dirent *de;
+	size_t plen = strlen(path);
+	int held = 0;
+
+	if (!dir)
+		return 0;
+	while (!held && (de = readdir(dir))) {
+		char p[300], back[1200];
+		FILE *f;
+		size_t n;
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", de->d_name);
+		f = fopen(p, "re");
+		if (!f)
+			continue;
+		n = fread(back, 1, sizeof(back) - 1, f);
+		fclose(f);
+		back[n] = '\0';
+		back[strcspn(back, "\n")] = '\0';
+		held = strncmp(back, path, plen) == 0 && (back[plen] == '\0' || back[plen] == ' ');
+	}
+	closedir(dir);
+	return held;
+}
+
+/* 1 when no loop device holds path, within wait_ms: one that nothing
+ * mounts is detached, a mounted one detaches at its unmount (a container
+ * Docker is still removing). */
+static int backing_free(const char *path, int64_t wait_ms)
+{
+	int64_t until = mono_ms() + wait_ms;
+
+	for (;;) {
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		detach_backing(path);
+		if (!backing_held(path))
+			return 1;
+		if (mono_ms() > until)
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* The loop devices of sb's attachments that are volume disks (vols[i]
+ * with a size, from the claim): each volume's file attached to a device
+ * of its own, refused while a loop device from an earlier sandbox still
+ * holds it (two would corrupt it). */
+static int volumes_attach(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	const struct config *cfg = ctx->cfg;
+	for (int i = 0; i < SB_VOLUME_ATTACH_MAX; i++) {
+		struct sandbox_vol_disk *v = &sb->disk.vols[i];
+		char file[1200], field[96];
+		int ffd, rc;
+		if (!v->size_mb)
+			continue;
+		snprintf(field, sizeof(field), "features.managedVolumes.attachments[%d].volume", i);
+		volume_file(cfg, v->id, file, sizeof(file));
+		/* a device nobody mounts (a discard-mode holder that ended, a
+		 * worker that died) goes; a mounted one detaches at its unmount */
+		if (!backing_free(file, 5000))
+			return sp_err_field(e, SP_PRECONDITION, field,
+					    "volume_attached: volumes/%s is still mounted by an "
+					    "ended sandbox's container; retry shortly",
+					    v->id);
+		ffd = open(file, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (ffd < 0)
+			return sp_err_field(e, SP_PRECONDITION, field,
+					    "volume_missing: volumes/%s: its disk %s: %s", v->id,
+					    file, strerror(errno));
+		/* a discard-mode sandbox's volume outlives the unmount of a
+		 * docker stop, like its disk */
+		rc = loop_attach(ffd, v->id, !sb->discard, v->dev, sizeof(v->dev), &v->fd, e);
+		close(ffd);
+		if (rc < 0) {
+			v->dev[0] = '\0';
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int sandbox_disk_prepare(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
+{
+	const struct config *cfg = ctx->cfg;
+	struct sandbox_disk *d = &sb->disk;
+	int ffd = -1;
+
+	if (volumes_attach(ctx, sb, e) < 0)
+		return -1;
+	if (d->how != SB_DISK_LOOP)
+		return 0;
+	if (make_dir(cfg->disk_dir) < 0)
+		return sp_err_set(e, SP_INTERNAL, "mkdir %s: %s", cfg->disk_dir, strerror(errno));
+	snprintf(d->file, sizeof(d->file), "%s/%s.img", cfg->disk_dir, sb->id);
+	sandbox_owner(sb, &d->uid, &d->gid, &d->mode);
+	if (make_fs(cfg, d->file, sb->disk_mb, d->uid, d->gid, d->mode, sb->id, &ffd, e) < 0) {
+		d->file[0] = '\0';
+		return -1;
+	}
+	/* a discard-mode sandbox's disk outlives the unmount of a docker
+	 * stop: detached when its container is removed (state.c) */
+	if (loop_attach(ffd, sb->id, !sb->discard, d->dev, sizeof(d->dev), &d->fd, e) < 0) {
+		close(ffd);
+		unlink(d->file);
+		d->file[0] = '\0';
+		d->dev[0] = '\0';
+		return -1;
+	}
+	close(ffd);
+	return 0;
+}
+
+int sandbox_disk_volume_plan(struct sandbox_ctx *ctx, int64_t *size_mb, struct sp_err *e)
+{
+	const struct config *cfg = ctx->cfg;
+	const char *root_dir = "";
+	int how;
+
+	*size_mb = 0;
+	if (!is_local(ctx) || server_caps(ctx, &how, &root_dir, e) < 0)
+		return is_local(ctx) ? -1 : 0;
+	if (how != SB_DISK_LOOP)
+		return 0;
+	if (floor_ok(cfg, cfg->disk_dir, cfg->disk_preallocate ? cfg->volume_size_mb : 0, e) < 0 ||
+	    (!cfg->disk_preallocate &&
+	     overcommit_ok(cfg, cfg->disk_dir, cfg->volume_size_mb, e) < 0))
+		return -1;
+	*size_mb = cfg->volume_size_mb;
+	return 0;
+}
+
+int sandbox_disk_volume_make(struct sandbox_ctx *ctx, const char *vid, const char *org,
+			     int64_t size_mb, struct sp_err *e)
+{
+	const struct config *cfg = ctx->cfg;
+	char dir[1100], file[1200], tag[200];
+
+	snprintf(dir, sizeof(dir), "%s/" SB_VOLUME_DISK_DIR, cfg->disk_dir);
+	if (make_dir(dir) < 0)
+		return sp_err_set(e, SP_INTERNAL, "mkdir %s: %s", dir, strerror(errno));
+	volume_file(cfg, vid, file, sizeof(file));
+	/* root's for now: each create gives its root to its sandbox's owner */
+	if (make_fs(cfg, file, size_mb, 0, 0, 0755, vid, NULL, e) < 0)
+		return -1;
+	/* whose it is, for the sweep of a create that died before its record */
+	snprintf(tag, sizeof(tag), "%s %s", ctx->install_id, org);
+	if (setxattr(file, SB_VOLUME_DISK_XATTR, tag, strlen(tag), 0) < 0)
+		log_warn("volume %s: setxattr %s: %s (the sweep will not know it)", vid, file,
+			 strerror(errno));
+	return 0;
+}
+
+int sandbox_disk_volume_remove(struct sandbox_ctx *ctx, const char *vid, struct sp_err *e)
+{
+	char file[1200];
+
+	volume_file(ctx->cfg, vid, file, sizeof(file));
+	if (!backing_free(file, 5000))
+		return sp_err_set(e, SP_PRECONDITION,
+				  "deletion_content_lease_held: volumes/%s is still mounted "
+				  "by a container that is being removed; retry shortly",
+				  vid);
+	if (unlink(file) < 0 && errno != ENOENT)
+		return sp_err_set(e, SP_INTERNAL, "unlink %s: %s", file, strerror(errno));
+	return 0;
+}
+
+void sandbox_disk_volume_detach(const struct config *cfg, const char *vid)
+{
+	char file[1200];
+
+	volume_file(cfg, vid, file, sizeof(file));
+	detach_backing(file);
+}
+
+json_object *sandbox_disk_mount(const struct config *cfg, const struct sandbox *sb, const char *dev,
+				const char *target)
+{
+	json_object *m, *vo, *dc, *o, *labels;
+	char lname[160];
+
+	o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("ext4"));
+	json_object_object_add(o, "device", json_object_new_string(dev));
+	json_object_object_add(o, "o", json_object_new_string(DISK_MOUNT_OPTS));
+	dc = json_object_new_object();
+	json_object_object_add(dc, "Name", json_object_new_string("local"));
+	json_object_object_add(dc, "Options", o);
+	labels = json_object_new_object();
+	snprintf(lname, sizeof(lname), "%s.sandboxId", cfg->label_prefix);
+	json_object_object_add(labels, lname, json_object_new_string(sb->id));
+	vo = json_object_new_object();
+	json_object_object_add(vo, "DriverConfig", dc);
+	json_object_object_add(vo, "Labels", labels);
+	/* a volume's disk keeps its files: nothing of the image is copied in */
+	if (strcmp(target, sb->workdir) != 0)
+		json_object_object_add(vo, "NoCopy", json_object_new_boolean(1));
+	m = json_object_new_object();
+	json_object_object_add(m, "Type", json_object_new_string("volume"));
+	json_object_object_add(m, "Target", json_object_new_string(target));
+	json_object_object_add(m, "VolumeOptions", vo);
+	return m;
 }
 
 void sandbox_disk_hostconfig(const struct config *cfg, const struct sandbox *sb, json_object *hc)
 {
 	const struct sandbox_disk *d = &sb->disk;
-	json_object *mounts, *m, *vo, *dc, *o, *labels, *tmpfs;
-	char opts[192], lname[160], v[32];
+	json_object *mounts, *o, *tmpfs;
+	char opts[192], v[32];
 	static const char *const tmp_dirs[] = { "/tmp", "/var/tmp", NULL };
 	int64_t tmp_mb;
 
@@ -577,25 +817,8 @@ void sandbox_disk_hostconfig(const struct config *cfg, const struct sandbox *sb,
 	}
 	if (d->how != SB_DISK_LOOP || !d->dev[0])
 		return;
-	o = json_object_new_object();
-	json_object_object_add(o, "type", json_object_new_string("ext4"));
-	json_object_object_add(o, "device", json_object_new_string(d->dev));
-	json_object_object_add(o, "o", json_object_new_string(DISK_MOUNT_OPTS));
-	dc = json_object_new_object();
-	json_object_object_add(dc, "Name", json_object_new_string("local"));
-	json_object_object_add(dc, "Options", o);
-	labels = json_object_new_object();
-	snprintf(lname, sizeof(lname), "%s.sandboxId", cfg->label_prefix);
-	json_object_object_add(labels, lname, json_object_new_string(sb->id));
-	vo = json_object_new_object();
-	json_object_object_add(vo, "DriverConfig", dc);
-	json_object_object_add(vo, "Labels", labels);
-	m = json_object_new_object();
-	json_object_object_add(m, "Type", json_object_new_string("volume"));
-	json_object_object_add(m, "Target", json_object_new_string(sb->workdir));
-	json_object_object_add(m, "VolumeOptions", vo);
 	mounts = json_object_new_array();
-	json_object_array_add(mounts, m);
+	json_object_array_add(mounts, sandbox_disk_mount(cfg, sb, d->dev, sb->workdir));
 	json_object_object_add(hc, "Mounts", mounts);
 	if (!cfg->disk_readonly_rootfs)
 		return;
@@ -621,9 +844,15 @@ int sandbox_disk_owner(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_er
 	unsigned uid, gid, mode;
 	char cmds[160];
 
+	sandbox_owner(sb, &uid, &gid, &mode);
+	/* the volumes' roots, as volume.c gives a named volume's */
+	snprintf(cmds, sizeof(cmds), "sif / uid %u\nsif / gid %u\nsif / mode 0%o\n", uid, gid,
+		 040000u | mode);
+	for (int i = 0; i < SB_VOLUME_ATTACH_MAX; i++)
+		if (d->vols[i].dev[0] && debugfs_run(ctx->cfg, sb->id, d->vols[i].dev, cmds, e) < 0)
+			return -1;
 	if (d->how != SB_DISK_LOOP || !d->dev[0])
 		return 0;
-	sandbox_owner(sb, &uid, &gid, &mode);
 	/* Always, not only when the owner changed since mke2fs: Docker's
 	 * create copies the image's folder at the target onto a new volume
 	 * (copy-up, ownership and mode included), and for a workdir the
@@ -647,6 +876,12 @@ void sandbox_disk_started(struct sandbox_ctx *ctx, struct sandbox *sb)
 	struct sandbox_disk *d = &sb->disk;
 
 	(void)ctx;
+	/* the volumes' devices: freed by the kernel when the container ends */
+	for (int i = 0; i < SB_VOLUME_ATTACH_MAX; i++)
+		if (d->vols[i].dev[0]) {
+			close(d->vols[i].fd);
+			d->vols[i].dev[0] = '\0';
+		}
 	if (d->how != SB_DISK_LOOP)
 		return;
 	/* the container's mount holds the device now: from here the kernel
@@ -664,6 +899,13 @@ void sandbox_disk_abort(struct sandbox_ctx *ctx, struct sandbox *sb)
 	struct sandbox_disk *d = &sb->disk;
 
 	(void)ctx;
+	/* the volumes' devices; their files stay (the volume's data) */
+	for (int i = 0; i < SB_VOLUME_ATTACH_MAX; i++)
+		if (d->vols[i].dev[0]) {
+			ioctl(d->vols[i].fd, LOOP_CLR_FD, 0);
+			close(d->vols[i].fd);
+			d->vols[i].dev[0] = '\0';
+		}
 	if (d->how != SB_DISK_LOOP)
 		return;
 	if (d->dev[0]) {
@@ -731,9 +973,10 @@ static void detach_backing(const char *path)
 	closedir(dir);
 }
 
-int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sandbox_id)
+int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sandbox_id,
+		       const char *volume_id)
 {
-	char p[300], back[1200], want[1100];
+	char p[300], back[1200], want[1200];
 	FILE *f;
 	size_t n;
 	unsigned num;
@@ -742,7 +985,10 @@ int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sa
 	if (sscanf(dev, "/dev/loop%u%c", &num, &tail) != 1)
 		return 0;
 	snprintf(p, sizeof(p), "/sys/block/loop%u/loop/backing_file", num);
-	snprintf(want, sizeof(want), "%s/%s.img", cfg->disk_dir, sandbox_id);
+	if (volume_id)
+		volume_file(cfg, volume_id, want, sizeof(want));
+	else
+		snprintf(want, sizeof(want), "%s/%s.img", cfg->disk_dir, sandbox_id);
 	f = fopen(p, "re");
 	if (!f)
 		return 0;

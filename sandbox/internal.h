@@ -92,6 +92,24 @@ void sandbox_disk_hostconfig(const struct config *cfg, const struct sandbox *sb,
 int sandbox_disk_owner(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
 void sandbox_disk_started(struct sandbox_ctx *ctx, struct sandbox *sb);
 void sandbox_disk_abort(struct sandbox_ctx *ctx, struct sandbox *sb);
+/* A managed volume's loop disk (disk.c). volume_plan: *size_mb the size a
+ * new volume gets on the local server (volume_size_mb), 0 where loop disks
+ * are not possible (a named volume, no size); -1 (503, as a create's) when
+ * the floor or disk_overcommit_pct refuses it. volume_make: its file made
+ * and formatted, tagged (SB_VOLUME_DISK_XATTR) with the installation and
+ * org for the sweep (volume.c). volume_remove: its file removed once no loop device holds
+ * it (SP_PRECONDITION deletion_content_lease_held after 5 s). volume_detach:
+ * its loop device detached (at its unmount when mounted). mount: the Mounts
+ * entry of a loop device at target (the workdir's disk or a volume's). */
+#define SB_VOLUME_DISK_DIR "volumes"	    /* below disk_dir */
+#define SB_VOLUME_DISK_XATTR "user.sandpit" /* "<install id> <org>" */
+int sandbox_disk_volume_plan(struct sandbox_ctx *ctx, int64_t *size_mb, struct sp_err *e);
+int sandbox_disk_volume_make(struct sandbox_ctx *ctx, const char *vid, const char *org,
+			     int64_t size_mb, struct sp_err *e);
+int sandbox_disk_volume_remove(struct sandbox_ctx *ctx, const char *vid, struct sp_err *e);
+void sandbox_disk_volume_detach(const struct config *cfg, const char *vid);
+json_object *sandbox_disk_mount(const struct config *cfg, const struct sandbox *sb, const char *dev,
+				const char *target);
 /* The host floor before a snapshot of sb (its server must be ctx's): on
  * the local server, -1 (SP_QUOTA, naming disk_reserve_mb) when Docker's
  * root dir has less free than the floor plus the workdir's used bytes
@@ -127,8 +145,9 @@ int sandbox_env_lines(const char *s, size_t len, json_object *env, struct sp_err
 /* Appends HOME=home and template t's env (NULL: none) to env. */
 void sandbox_template_env(const struct template_conf *t, const char *home, json_object *env);
 /* sb's managed volumes (sb->volumes) into a create's HostConfig Mounts:
- * read-write, never filled from the image (NoCopy). */
-void sandbox_volumes_mounts(const struct sandbox *sb, json_object *hc);
+ * read-write, never filled from the image (NoCopy); a volume with a loop
+ * disk attached for this create (sb->disk.vols) as its device. */
+void sandbox_volumes_mounts(const struct config *cfg, const struct sandbox *sb, json_object *hc);
 /* The body of Docker's container create for sb, with env (taken as a new
  * reference); a new object. */
 json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct sandbox *sb,
@@ -375,6 +394,8 @@ int sandbox_files_code_err(const char *sid, int code, const char *err, struct sp
 #define SB_VOLUME_DOCKER_PREFIX "sandpit-vol-"
 int sandbox_volumes_fill(const struct config *cfg, const struct sandbox_create_req *rq,
 			 struct sandbox *sb, struct sp_err *e);
+/* volume_at: the id of sb's volume attached at target (0), -1 when none. */
+int sandbox_volume_at(const struct sandbox *sb, const char *target, char *id, size_t cap);
 int sandbox_volumes_path_check(const struct sandbox *sb, const char *path, struct sp_err *e);
 /* image.c: the image's PATH (its Config.Env's, else Docker's default);
  * valid until the thread's next call. */

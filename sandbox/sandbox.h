@@ -75,6 +75,23 @@ enum sandbox_status { SB_CREATING, SB_RUNNING, SB_KILLED, SB_ERROR, SB_STOPPED, 
 /* How a sandbox's disk is limited (disk.c, README "Disk limits"). */
 enum { SB_DISK_NONE, SB_DISK_LOOP, SB_DISK_STORAGE_OPT };
 
+/* Managed volumes (/v1, volume.c): at most SB_VOLUME_ATTACH_MAX per
+ * sandbox, each target at most SB_VOLUME_TARGET_MAX bytes, their JSON
+ * text at most SB_VOLUMES_TEXT_MAX. */
+#define SB_VOLUME_ATTACH_MAX 8
+#define SB_VOLUME_TARGET_MAX 255
+#define SB_VOLUMES_TEXT_MAX 4096
+
+/* A managed volume's loop disk while a create attaches it (by the
+ * attachment's index): size_mb 0 = a Docker named volume (no size). fd is
+ * the loop device's, open only while dev is not "". */
+struct sandbox_vol_disk {
+	char id[SANDBOX_ID_LEN + 1]; /* the volume's */
+	int64_t size_mb;
+	int fd;
+	char dev[32];
+};
+
 /* A sandbox's own filesystem while its create runs; not in the record.
  * fd is the loop device's, open only while dev is not "". */
 struct sandbox_disk {
@@ -83,6 +100,7 @@ struct sandbox_disk {
 	char dev[32];		 /* /dev/loopN, "" once handed over */
 	char file[1100];	 /* the backing file, "" once unlinked */
 	unsigned uid, gid, mode; /* what its root folder was made for */
+	struct sandbox_vol_disk vols[SB_VOLUME_ATTACH_MAX];
 };
 
 /* A sandbox's labels (/v1): at most SB_LABELS_COUNT_MAX, their JSON text
@@ -95,13 +113,6 @@ struct sandbox_disk {
  * SB_PORTS_TEXT_MAX bytes (only ports.c writes it). */
 #define SB_PORTS_MAX 16
 #define SB_PORTS_TEXT_MAX 2047
-
-/* Managed volumes (/v1, volume.c): at most SB_VOLUME_ATTACH_MAX per
- * sandbox, each target at most SB_VOLUME_TARGET_MAX bytes, their JSON
- * text at most SB_VOLUMES_TEXT_MAX. */
-#define SB_VOLUME_ATTACH_MAX 8
-#define SB_VOLUME_TARGET_MAX 255
-#define SB_VOLUMES_TEXT_MAX 4096
 
 struct sandbox {
 	char id[SANDBOX_ID_LEN + 1];
@@ -318,9 +329,11 @@ int sandbox_pool_stats(struct sandbox_ctx *ctx, int i, int *ready, long long *cl
  * (files older than create_timeout_s); creates call it once a minute. */
 int sandbox_disk_release(struct sandbox_ctx *ctx, const char *sandbox_id);
 /* 1 when loop device dev (/dev/loopN) is still backed by sandbox_id's disk
- * file (a discard-mode start checks it: after a host restart the device
- * may be another sandbox's, or none), else 0. */
-int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sandbox_id);
+ * file, or by managed volume volume_id's when not NULL (a discard-mode
+ * start checks it: after a host restart the device may be another
+ * sandbox's, or none), else 0. */
+int sandbox_disk_backs(const struct config *cfg, const char *dev, const char *sandbox_id,
+		       const char *volume_id);
 void sandbox_disk_sweep(struct sandbox_ctx *ctx);
 /* Marks a sandbox killed after its container was found gone. */
 void sandbox_mark_gone(struct sandbox_ctx *ctx, struct sandbox *sb);
@@ -812,6 +825,7 @@ struct sandbox_volume {
 	char docker_name[64];
 	int64_t created_at; /* ms */
 	char holder[64];    /* the sandbox it is attached to, "" none (or a delete's mark) */
+	int64_t size_mb;    /* its loop disk's size (disk.c); 0 = a named volume, no size */
 };
 struct sandbox_volume_attach {
 	const char *volume; /* the id (volumes/<id> without the prefix) */

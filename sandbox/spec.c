@@ -301,12 +301,12 @@ static json_object *spec_host_config(const struct config *cfg, const struct sand
 	sandbox_disk_hostconfig(cfg, sb, hc);
 	/* the helper, read-only, from its per-server volume */
 	sandbox_helper_mount(hc);
-	sandbox_volumes_mounts(sb, hc);
+	sandbox_volumes_mounts(cfg, sb, hc);
 	json_object_object_add(hc, "NetworkMode", json_object_new_string(net));
 	return hc;
 }
 
-void sandbox_volumes_mounts(const struct sandbox *sb, json_object *hc)
+void sandbox_volumes_mounts(const struct config *cfg, const struct sandbox *sb, json_object *hc)
 {
 	json_object *list = sb->volumes[0] ? json_tokener_parse(sb->volumes) : NULL, *mounts;
 
@@ -324,6 +324,13 @@ void sandbox_volumes_mounts(const struct sandbox *sb, json_object *hc)
 		if (!json_object_object_get_ex(a, "volume", &v) ||
 		    !json_object_object_get_ex(a, "target", &t))
 			continue;
+		/* a volume's loop disk (disk.c), attached for this create */
+		if (i < SB_VOLUME_ATTACH_MAX && sb->disk.vols[i].dev[0]) {
+			json_object_array_add(mounts,
+					      sandbox_disk_mount(cfg, sb, sb->disk.vols[i].dev,
+								 json_object_get_string(t)));
+			continue;
+		}
 		snprintf(name, sizeof(name), SB_VOLUME_DOCKER_PREFIX "%s",
 			 json_object_get_string(v));
 		m = json_object_new_object();

@@ -14,8 +14,11 @@
  * that never finished) is taken over by the next claim or delete, with a
  * compare-and-set on the holder it saw, so a worker that died mid-create
  * never leaks a volume. Deleting an attached volume is refused with the
- * document's deletion_content_lease_held. Docker's local driver has no
- * size quota: nothing here bounds what a sandbox writes into a volume.
+ * document's deletion_content_lease_held. Where loop disks are possible
+ * (the local server, disk.c) a volume made is a loop disk of
+ * volume_size_mb instead of a Docker named volume (its record's sizeMb):
+ * a write past it fails with ENOSPC; elsewhere (and a volume made before)
+ * it is a named volume, and Docker's local driver has no size quota.
  * Never mounts a volume that Docker does not have under our labels (a
  * Docker that lost it would make an empty one of that name).
  * May call: state.c (sandbox_get and the creation's end), ctx.c, servers.c,
@@ -23,9 +26,12 @@
  */
 #include "internal.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 
 #include "../common/buf.h"
@@ -62,6 +68,9 @@ static int vol_from_rec(const struct store_rec *r, struct sandbox_volume *v)
 		 store_rec_get(r, "holder") ? store_rec_get(r, "holder") : "");
 	if (c && parse_ll(c, 0, 1LL << 62, &n) == 0)
 		v->created_at = n;
+	c = store_rec_get(r, "sizeMb");
+	if (c && parse_ll(c, 1, 1LL << 40, &n) == 0)
+		v->size_mb = n;
 	docker_name(v->id, v->docker_name, sizeof(v->docker_name));
 	return sandbox_id_ok(v->id) ? 0 : -1;
 }
@@ -87,10 +96,11 @@ static void label(const struct config *cfg, const char *what, char *out, size_t 
 int sandbox_volume_create(struct sandbox_ctx *ctx, const char *org, const char *id,
 			  const char *display_name, struct sandbox_volume *out, struct sp_err *e)
 {
-	char vid[SANDBOX_ID_LEN + 1], dn[64], at[32], k[160];
+	char vid[SANDBOX_ID_LEN + 1], dn[64], at[32], k[160], size[32];
 	json_object *labels;
 	const char *kv[14];
 	struct sp_err ignore;
+	int64_t size_mb = 0;
 	int rc;
 
 	if (id) {
@@ -100,9 +110,19 @@ int sandbox_volume_create(struct sandbox_ctx *ctx, const char *org, const char *
 	} else {
 		crypto_random_id(vid, SANDBOX_ID_LEN);
 	}
-	if (sandbox_install_id(ctx, e) < 0 || server_docker(ctx, "local", e) < 0)
+	if (sandbox_install_id(ctx, e) < 0 || server_docker(ctx, "local", e) < 0 ||
+	    sandbox_disk_volume_plan(ctx, &size_mb, e) < 0)
 		return -1;
 	docker_name(vid, dn, sizeof(dn));
+	if (size_mb) {
+		/* a retry of a create that made it (the same caller-chosen id) */
+		if (id && sandbox_volume_get(ctx, org, vid, out, &ignore) == 0)
+			return 0;
+		/* a loop disk of its own (disk.c): no Docker volume */
+		if (sandbox_disk_volume_make(ctx, vid, org, size_mb, e) < 0)
+			return -1;
+		goto record;
+	}
 	labels = json_object_new_object();
 	label(ctx->cfg, "volume", k, sizeof(k));
 	json_object_object_add(labels, k, json_object_new_string("true"));
@@ -116,18 +136,26 @@ int sandbox_volume_create(struct sandbox_ctx *ctx, const char *org, const char *
 	json_object_put(labels);
 	if (rc < 0)
 		return -1;
+record:
 	snprintf(at, sizeof(at), "%lld", (long long)now_ms());
+	snprintf(size, sizeof(size), "%lld", (long long)size_mb);
 	kv[0] = "volumeId", kv[1] = vid;
 	kv[2] = "displayName", kv[3] = display_name;
 	kv[4] = "organizationId", kv[5] = org;
 	kv[6] = "serverId", kv[7] = "local";
 	kv[8] = "createdAt", kv[9] = at;
 	kv[10] = "holder", kv[11] = "";
-	rc = store_volume_put(ctx->st, org, vid, kv, 12, (int64_t)now_ms(), SB_VOLUMES_PER_ORG, e);
+	kv[12] = "sizeMb", kv[13] = size;
+	rc = store_volume_put(ctx->st, org, vid, kv, size_mb ? 14 : 12, (int64_t)now_ms(),
+			      SB_VOLUMES_PER_ORG, e);
+	if (size_mb && rc != 0 && rc != 1)
+		/* its disk goes (a retry with the same id makes it again) */
+		sandbox_disk_volume_remove(ctx, vid, &ignore);
 	if (rc == 2 || (rc < 0 && !id)) {
 		/* nothing points at it: it goes (a retry with the same id makes
 		 * it again) */
-		docker_volume_remove(ctx->dk, dn, &ignore);
+		if (!size_mb)
+			docker_volume_remove(ctx->dk, dn, &ignore);
 		if (rc == 2)
 			return sp_err_set(e, SP_QUOTA,
 					  "volumes: at most %d per organization; delete some first",
@@ -263,6 +291,19 @@ static int parse_attachments(const struct sandbox *sb, json_object **list, const
 		n++;
 	}
 	return n;
+}
+
+int sandbox_volume_at(const struct sandbox *sb, const char *target, char *id, size_t cap)
+{
+	const char *ids[SB_VOLUME_ATTACH_MAX], *targets[SB_VOLUME_ATTACH_MAX];
+	json_object *list;
+	int n = parse_attachments(sb, &list, ids, targets), rc = -1;
+
+	for (int i = 0; i < n && rc < 0 && target; i++)
+		if (strcmp(targets[i], target) == 0 && sandbox_id_ok(ids[i]))
+			rc = str_copy(id, cap, ids[i]);
+	json_object_put(list);
+	return rc;
 }
 
 /* --- a create's attachments ----------------------------------------------- */
@@ -578,8 +619,22 @@ int sandbox_volumes_claim(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp
 				     sb->server_id[0] ? sb->server_id : "local");
 			goto out;
 		}
-		if (docker_has(ctx, sb, ids[i], i, e) < 0)
+		str_copy(sb->disk.vols[i].id, sizeof(sb->disk.vols[i].id), ids[i]);
+		sb->disk.vols[i].size_mb = v.size_mb;
+		/* a loop disk's file is checked when it is attached (disk.c) */
+		if (!v.size_mb && docker_has(ctx, sb, ids[i], i, e) < 0)
 			goto out;
+		/* the record shows it (effectiveFeatures: what is enforced) */
+		if (v.size_mb)
+			json_object_object_add(json_object_array_get_idx(list, (size_t)i), "sizeMb",
+					       json_object_new_int64(v.size_mb));
+	}
+	{
+		size_t len = 0;
+		const char *js =
+			json_object_to_json_string_length(list, JSON_C_TO_STRING_PLAIN, &len);
+		if (len < sizeof(sb->volumes))
+			memcpy(sb->volumes, js, len + 1);
 	}
 	rc = 0;
 out:
@@ -594,6 +649,11 @@ void sandbox_volumes_release(struct sandbox_ctx *ctx, const struct sandbox *sb)
 	int n = parse_attachments(sb, &list, ids, targets);
 	struct sp_err e;
 
+	/* a loop disk's device (a discard-mode sandbox's has no AUTOCLEAR):
+	 * detached, or at its unmount when a container still mounts it */
+	for (int i = 0; i < n; i++)
+		if (!sb->server_id[0] && sandbox_id_ok(ids[i]))
+			sandbox_disk_volume_detach(ctx->cfg, ids[i]);
 	if (n > 0 && store_volume_release(ctx->st, sb->org, sb->id, ids, n, &e) < 0)
 		log_warn("sandbox %s: its volumes stay held until taken over: %s", sb->id, e.msg);
 	json_object_put(list);
@@ -614,6 +674,13 @@ int sandbox_volumes_own(struct sandbox_ctx *ctx, const struct sandbox *sb, struc
 		json_object_put(list);
 		return n < 0 ? sp_err_set(e, SP_INTERNAL, "bad volumes in the record") : 0;
 	}
+	for (rc = 0; rc < n && sb->disk.vols[rc].dev[0];)
+		rc++;
+	if (rc == n) { /* loop disks only: nothing for the seed container */
+		json_object_put(list);
+		return 0;
+	}
+	rc = -1;
 	sandbox_owner(sb, &uid, &gid, &mode);
 	body = json_object_new_object();
 	hc = json_object_new_object();
@@ -630,8 +697,13 @@ int sandbox_volumes_own(struct sandbox_ctx *ctx, const struct sandbox *sb, struc
 	json_object_object_add(labels, k, json_object_new_string(ctx->install_id));
 	json_object_object_add(body, "Labels", labels);
 	for (int i = 0; i < n; i++) {
-		json_object *m = json_object_new_object(), *vo = json_object_new_object();
+		json_object *m, *vo;
 		char dn[64], tgt[20];
+		/* a loop disk's root is given in disk.c (sandbox_disk_owner) */
+		if (sb->disk.vols[i].dev[0])
+			continue;
+		m = json_object_new_object();
+		vo = json_object_new_object();
 		docker_name(ids[i], dn, sizeof(dn));
 		snprintf(tgt, sizeof(tgt), "/v%d", i);
 		json_object_object_add(m, "Type", json_object_new_string("volume"));
@@ -657,6 +729,8 @@ int sandbox_volumes_own(struct sandbox_ctx *ctx, const struct sandbox *sb, struc
 	for (int i = 0; i < n; i++) {
 		struct docker_owner o;
 		char path[20];
+		if (sb->disk.vols[i].dev[0])
+			continue;
 		snprintf(path, sizeof(path), "/v%d", i);
 		if (docker_archive_owner(ctx->dk, cid, path, &o, e) < 0)
 			goto remove;
@@ -797,7 +871,8 @@ int sandbox_volume_delete(struct sandbox_ctx *ctx, const char *org, const char *
 	/* marked: no claim takes it now */
 	if (sandbox_install_id(ctx, e) < 0 || server_docker(ctx, v.server_id, e) < 0)
 		goto undo;
-	if (volume_remove(ctx, &v, e) < 0)
+	/* a loop disk's file (disk.c), else the Docker volume */
+	if ((v.size_mb ? sandbox_disk_volume_remove(ctx, id, e) : volume_remove(ctx, &v, e)) < 0)
 		goto undo;
 	if (store_volume_del(ctx->st, org, id, mark, e) < 0)
 		return -1;
@@ -835,6 +910,57 @@ static int64_t rfc3339_ms(const char *t)
 	return 0;
 }
 
+/* Volume disks (disk.c) of this installation that no record names, older
+ * than age ms: a createVolume whose worker died between its file and its
+ * record. The file's SB_VOLUME_DISK_XATTR names the installation and the
+ * org (another installation may share disk_dir). */
+static void disks_sweep(struct sandbox_ctx *ctx, int64_t age)
+{
+	char dir[1100];
+	DIR *d;
+	struct dirent *de;
+	int64_t now = now_ms();
+
+	snprintf(dir, sizeof(dir), "%s/" SB_VOLUME_DISK_DIR, ctx->cfg->disk_dir);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char id[SANDBOX_ID_LEN + 1], path[1400], tag[200];
+		const char *org;
+		struct store_rec r = { 0 };
+		struct stat st;
+		struct sp_err e;
+		ssize_t n;
+		size_t il = strlen(ctx->install_id);
+		if (strlen(de->d_name) != SANDBOX_ID_LEN + 4 ||
+		    strcmp(de->d_name + SANDBOX_ID_LEN, ".img") != 0)
+			continue;
+		memcpy(id, de->d_name, SANDBOX_ID_LEN);
+		id[SANDBOX_ID_LEN] = '\0';
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!sandbox_id_ok(id) || lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    now - (int64_t)st.st_mtime * 1000 < age)
+			continue;
+		n = getxattr(path, SB_VOLUME_DISK_XATTR, tag, sizeof(tag) - 1);
+		if (n <= 0)
+			continue;
+		tag[n] = '\0';
+		if (strncmp(tag, ctx->install_id, il) != 0 || tag[il] != ' ')
+			continue;
+		org = tag + il + 1;
+		if (store_volume_get(ctx->st, org, id, &r, &e) == 0) {
+			store_rec_free(&r);
+			continue;
+		}
+		if (e.code != SP_NOT_FOUND)
+			continue;
+		if (sandbox_disk_volume_remove(ctx, id, &e) == 0)
+			log_info("volume sweep: removed the disk of %s (no record names it)", id);
+	}
+	closedir(d);
+}
+
 void sandbox_volumes_sweep(struct sandbox_ctx *ctx)
 {
 	int64_t age = ((int64_t)ctx->cfg->create_timeout_s + 2 * ctx->cfg->docker_timeout_s) * 1000,
@@ -843,6 +969,8 @@ void sandbox_volumes_sweep(struct sandbox_ctx *ctx)
 	json_object *vols = NULL;
 	struct sp_err e;
 
+	if (ctx->install_id[0])
+		disks_sweep(ctx, age);
 	/* optional work: never on a server that is slow to answer now */
 	if (!ctx->install_id[0] || server_docker(ctx, "local", &e) < 0 ||
 	    docker_client_suspect(ctx->dk))

@@ -5,6 +5,10 @@
 //   of the free space above the floor plus what they use: a second 800 MiB
 //   disk beside a first is refused, on the Dokploy face and on /v1, each in
 //   its own shape (503, naming disk_overcommit_pct);
+// - a managed volume is a loop disk of volume_size_mb (1024): a
+//   createVolume past disk_overcommit_pct is refused (503) and leaves no
+//   file, and a volume's file counts against later creates while it is
+//   not attached;
 // - a snapshot whose workdir's used bytes would take the host below the
 //   floor is refused at once (429 resourceExhausted, naming the floor);
 // - a snapshot of a sparse file (no blocks used, so it passes that check)
@@ -26,6 +30,7 @@ const freeMb = (p) => { const st = fs.statfsSync(p); return Math.floor((st.bavai
 let s, diskDir, floorMb;
 const made = [];
 const snaps = [];
+const vols = [];
 
 before(async () => {
   diskDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandpit-floor-'));
@@ -45,6 +50,10 @@ after(async () => {
     try { execFileSync('docker', ['rmi', '-f', `sandpit-snapshot:${id}`], { stdio: 'ignore' }); } catch { /* gone */ }
   }
   for (const id of made) await remove(id).catch(() => {});
+  for (const id of vols) {
+    const g = await s?.api('GET', `/v1/volumes/${id}`).catch(() => null);
+    if (g?.status === 200) await s.api('DELETE', `/v1/volumes/${id}`, { headers: { 'if-match': g.headers.etag } }).catch(() => {});
+  }
   await s?.stop();
   fs.rmSync(diskDir, { recursive: true, force: true });
 });
@@ -86,6 +95,37 @@ test('D8: sparse disks may not promise more than disk_overcommit_pct of the free
   const small = await create({ diskMb: 64 });
   await remove(small);
   await remove(a);
+});
+
+test('D8: a managed volume is a disk of volume_size_mb: createVolume past disk_overcommit_pct is refused, its file counts against creates', async () => {
+  const volDir = path.join(diskDir, 'volumes');
+  const files = () => (fs.existsSync(volDir) ? fs.readdirSync(volDir) : []);
+  const a = await create({ diskMb: 800 });
+  // 800 + 1024 MiB promised where 1200 are free above the floor
+  let r = await s.api('POST', '/v1/volumes', { body: { displayName: 'too much' } });
+  if (r.status === 201) vols.push(r.json.uid);
+  assert.equal(r.status, 503, r.text);
+  assert.equal(r.json.code, 'unavailable', r.text);
+  assert.match(r.json.message, /disk_overcommit_pct/, r.text);
+  assert.deepEqual(files(), [], 'the refused one left no file');
+  await remove(a);
+  // alone it fits; unattached, its 1024 MiB leave no room for an 800 MiB disk
+  r = await s.api('POST', '/v1/volumes', { body: { displayName: 'fits' } });
+  assert.equal(r.status, 201, r.text);
+  const vid = r.json.uid;
+  vols.push(vid);
+  assert.deepEqual(files(), [`${vid}.img`]);
+  const dk = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', diskMb: 800 } });
+  if (dk.status === 200) made.push(dk.json.sandboxId);
+  assert.equal(dk.status, 503, dk.text);
+  assert.match(dk.json.message, /disk_overcommit_pct/, dk.text);
+  // deleted: no file, and the disk fits again
+  const g = await s.api('GET', `/v1/volumes/${vid}`);
+  r = await s.api('DELETE', `/v1/volumes/${vid}`, { headers: { 'if-match': g.headers.etag } });
+  assert.equal(r.status, 204, r.text);
+  vols.pop();
+  assert.deepEqual(files(), []);
+  await remove(await create({ diskMb: 800 }));
 });
 
 test('D8: a snapshot whose workdir\'s used bytes would take the host below the floor is refused', async () => {

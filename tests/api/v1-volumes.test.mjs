@@ -4,12 +4,16 @@
 // sandbox at a time (20 parallel creates: exactly one wins), written by
 // one sandbox and read by the next after the first is deleted, kept
 // across stop/start, refused to another organization (404), a delete of
-// an attached volume refused (deletion_content_lease_held). Every /v1
+// an attached volume refused (deletion_content_lease_held). On this
+// (local, root) server a volume is a loop disk of volume_size_mb (64 here)
+// in disk_dir/volumes: a write past it fails with ENOSPC, its data outlives
+// the sandbox, and deleteVolume leaves no file and no loop device. Every /v1
 // answer is validated against the seed's schema for its operation and
 // status. Volumes and sandboxes made here are removed in after().
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,7 +22,7 @@ import { dockerProxy } from './lib/dockerproxy.mjs';
 import { noShImage, removeNoShImage } from './lib/docker.mjs';
 import { v1Call, v1Checked } from './lib/v1seed.mjs';
 
-let s;
+let s, diskDir;
 const v1 = (method, tmpl, params, o) => v1Call(s, method, tmpl, params, o);
 const VOLS = '/v1/volumes';
 const VOL = '/v1/volumes/{volume}';
@@ -51,9 +55,15 @@ async function rmVolume(id) {
 }
 const exec = (id, cmd) => s.api('POST', '/api/sandbox.exec', { body: { sandboxId: id, cmd } });
 const dockerVolume = (uid) => s.docker('GET', `/volumes/sandpit-vol-${uid}`);
+const volFile = (uid) => path.join(diskDir, 'volumes', `${uid}.img`);
+// the loop devices whose backing file is a volume's
+const loopsOf = (uid) => fs.readdirSync('/sys/block').filter((d) => {
+  try { return fs.readFileSync(`/sys/block/${d}/loop/backing_file`, 'utf8').startsWith(volFile(uid)); } catch { return false; }
+});
 
 before(async () => {
-  s = await startStack({ env: { SANDPIT_RATE: '200r/s', SANDPIT_BURST: '100' } });
+  diskDir = await mkdtemp(path.join(os.tmpdir(), 'sandpit-voldisk-'));
+  s = await startStack({ env: { SANDPIT_RATE: '200r/s', SANDPIT_BURST: '100' }, extraConf: [`disk_dir = ${diskDir}`, 'volume_size_mb = 64'] });
 });
 after(async () => {
   await removeNoShImage();
@@ -65,6 +75,7 @@ after(async () => {
     await s?.docker('DELETE', `/volumes/sandpit-vol-${id}`).catch(() => {});
   }
   await s?.stop();
+  await rm(diskDir, { recursive: true, force: true }).catch(() => {});
   assert.ok(v1Checked() > 0);
 });
 
@@ -73,10 +84,9 @@ test('createVolume, getVolume, listVolumes, deleteVolume: answers, ETags, errors
   assert.equal(a.name, `volumes/${a.uid}`);
   assert.equal(a.displayName, 'alpha');
   assert.match(a.etag, /^"[^"]+"$/);
-  const dv = await dockerVolume(a.uid);
-  assert.equal(dv.status, 200, dv.text);
-  assert.equal(dv.json.Driver, 'local');
-  assert.equal(dv.json.Labels['sandpit.volumeId'], a.uid);
+  // a loop disk's file of volume_size_mb, no Docker volume
+  assert.equal(fs.statSync(volFile(a.uid)).size, 64 * 1024 * 1024);
+  assert.equal((await dockerVolume(a.uid)).status, 404);
 
   let r = await v1('GET', VOL, { volume: a.uid });
   assert.equal(r.status, 200);
@@ -163,7 +173,7 @@ test('createVolume, getVolume, listVolumes, deleteVolume: answers, ETags, errors
   r = await v1('DELETE', VOL, { volume: b.uid }, { headers: { 'if-match': b.etag } });
   assert.equal(r.status, 204, r.text);
   volumes.delete(b.uid);
-  assert.equal((await dockerVolume(b.uid)).status, 404, 'the Docker volume is gone');
+  assert.equal(fs.existsSync(volFile(b.uid)), false, 'its disk is gone');
   assert.equal((await v1('GET', VOL, { volume: b.uid })).status, 404);
   r = await v1('DELETE', VOL, { volume: b.uid }, { headers: { 'if-match': b.etag } });
   assert.equal(r.status, 204, 'an absent volume: 204');
@@ -204,7 +214,7 @@ test("another organization's volume is 404: not listed, not read, not deleted, n
   r = await v1('DELETE', VOL, { volume: mine.uid }, { key: other, headers: { 'if-match': mine.etag } });
   assert.equal(r.status, 204, 'absent for them: 204, and nothing happened');
   assert.equal((await v1('GET', VOL, { volume: mine.uid })).status, 200);
-  assert.equal((await dockerVolume(mine.uid)).status, 200);
+  assert.ok(fs.existsSync(volFile(mine.uid)));
   r = await v1('POST', SBX, {}, { key: other, body: { image: 'images/alpine', features: { managedVolumes: { attachments: [{ volume: `volumes/${mine.uid}`, target: '/data' }] } } } });
   assert.equal(r.status, 404, r.text);
   assert.equal(r.json.code, 'notFound');
@@ -275,8 +285,8 @@ test('createSandbox checks the attachments before any effect', { timeout: 120000
   assert.equal(e.json.exitCode, 0);
   const got = await v1('GET', ONE, { sandbox: r.json.uid });
   assert.deepEqual(got.json.effectiveFeatures.managedVolumes, r.json.effectiveFeatures.managedVolumes);
-  // what this host cannot promise: no size quota
-  assert.equal(r.json.effectiveFeatures.managedVolumes.notEnforced[0].limit, 'sizeQuota');
+  // loop disks (volume_size_mb): the size is enforced, nothing is said not to be
+  assert.equal(got.json.effectiveFeatures.managedVolumes.notEnforced, undefined);
   await rmSandbox(r.json.uid);
 });
 
@@ -291,13 +301,13 @@ test('a volume written by one sandbox is read by the next after the first is del
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json.exitCode, 0, r.text);
   assert.equal(r.json.stdout, '1000\n1000:1000\nfrom-a\n');
-  // it is the Docker volume, mounted read-write at /data
+  // it is the volume's loop disk, mounted read-write at /data
   const cid = (await s.api('GET', '/api/sandbox.one', { query: { sandboxId: A } })).json.containerId;
   const mounts = JSON.parse(execFileSync('docker', ['inspect', '-f', '{{json .Mounts}}', cid], { encoding: 'utf8' }));
   const m = mounts.find((x) => x.Destination === '/data');
   assert.ok(m, JSON.stringify(mounts));
-  assert.equal(m.Name, `sandpit-vol-${v.uid}`);
   assert.equal(m.RW, true);
+  assert.equal(loopsOf(v.uid).length, 1, JSON.stringify(mounts));
 
   // attached: a second sandbox may not have it, and it cannot be deleted
   r = await mkSandbox([{ volume: V, target: '/data' }]);
@@ -322,6 +332,35 @@ test('a volume written by one sandbox is read by the next after the first is del
   assert.equal((await dockerVolume(v.uid)).status, 404);
 });
 
+test('D8: a volume is a loop disk of volume_size_mb: ENOSPC past it, its data kept for the next sandbox, nothing left after deleteVolume', { timeout: 180000 }, async () => {
+  const v = await mkVolume('sized');
+  const V = `volumes/${v.uid}`;
+  const a = await mkSandbox([{ volume: V, target: '/data' }]);
+  assert.equal(a.status, 201, a.text);
+  // 100 MiB into a 64 MiB volume: dd fails with ENOSPC at about 64 MiB
+  let r = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: a.json.uid, cmd: 'echo kept > /data/note; dd if=/dev/zero of=/data/big bs=1M count=100 2>&1; echo "rc=$?"; stat -c %s /data/big', timeoutMs: 120000 }, timeoutMs: 180000 });
+  assert.equal(r.status, 200, r.text);
+  assert.match(r.json.stdout, /No space left on device/, r.text);
+  const rc = Number(/rc=(\d+)/.exec(r.json.stdout)[1]);
+  const bytes = Number(r.json.stdout.trim().split('\n').pop());
+  assert.notEqual(rc, 0, r.text);
+  assert.ok(bytes >= 40 * 1024 * 1024 && bytes <= 64 * 1024 * 1024, `wrote ${bytes} bytes`);
+  // its disk: a file of 64 MiB in disk_dir/volumes, on a loop device of its own
+  assert.equal(fs.statSync(volFile(v.uid)).size, 64 * 1024 * 1024);
+  assert.equal(loopsOf(v.uid).length, 1);
+  await rmSandbox(a.json.uid);
+  // the next sandbox reads what the first wrote, and may free it
+  const b = await mkSandbox([{ volume: V, target: '/srv/x' }]);
+  assert.equal(b.status, 201, b.text);
+  r = await exec(b.json.uid, 'cat /srv/x/note; stat -c %s /srv/x/big; rm /srv/x/big && echo 1 > /srv/x/small && echo ok');
+  assert.equal(r.json.stdout, `kept\n${bytes}\nok\n`, r.text);
+  await rmSandbox(b.json.uid);
+  await rmVolume(v.uid);
+  // no backing file, no loop device (a removed container's mount may take a moment)
+  assert.equal(fs.existsSync(volFile(v.uid)), false);
+  await waitFor(() => loopsOf(v.uid).length === 0, 30000);
+});
+
 test('exclusive under 20 parallel creates: exactly one wins; the volume is free again once it is deleted', { timeout: 300000 }, async () => {
   const v = await mkVolume('contended');
   const V = `volumes/${v.uid}`;
@@ -337,8 +376,8 @@ test('exclusive under 20 parallel creates: exactly one wins; the volume is free 
   const listed = (await v1('GET', SBX, {}, { query: { pageSize: 256 } })).json.sandboxes
     .filter((x) => x.effectiveFeatures.managedVolumes?.attachments.some((a) => a.volume === V));
   assert.deepEqual(listed.map((x) => x.uid), [won[0].json.uid]);
-  const ps = execFileSync('docker', ['ps', '-a', '--filter', `volume=sandpit-vol-${v.uid}`, '--format', '{{.Names}}'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
-  assert.deepEqual(ps, [`sandpit-${won[0].json.uid}`]);
+  // nor a loop device of the volume's disk: the winner's only
+  assert.equal(loopsOf(v.uid).length, 1);
   await rmSandbox(won[0].json.uid);
   const again = await mkSandbox([{ volume: V, target: '/data' }]);
   assert.equal(again.status, 201, again.text);
@@ -480,7 +519,8 @@ test('H6: hostile volume ids get 4xx and never reach Docker; volume requests on 
   assert.equal((await v1('GET', VOLS)).status, 200); // (after() wants one checked answer)
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sp-vol-h6-'));
   const proxy = await dockerProxy(dir);
-  const d = await startStack({ env: { SANDPIT_DOCKER_HOST: `unix://${proxy.sock}`, SANDPIT_RATE: '2000r/s', SANDPIT_BURST: '2000' } });
+  // disk_limit = off: named volumes (no loop disk), whose Docker requests are checked
+  const d = await startStack({ env: { SANDPIT_DOCKER_HOST: `unix://${proxy.sock}`, SANDPIT_RATE: '2000r/s', SANDPIT_BURST: '2000' }, extraConf: 'disk_limit = off' });
   const made = [];
   let vid;
   try {
@@ -540,10 +580,12 @@ test('H6: hostile volume ids get 4xx and never reach Docker; volume requests on 
   }
 });
 
-test("the reaper removes this installation's Docker volumes that no record names (a createVolume that died before its record), and only those", { timeout: 180000 }, async () => {
+test("the reaper removes this installation's Docker volumes and volume disks that no record names (a createVolume that died before its record), and only those", { timeout: 180000 }, async () => {
   assert.equal((await v1('GET', VOLS)).status, 200); // (after() wants one checked answer)
   // the sweep's age: create_timeout_s + 2 x docker_timeout_s = 5 + 10 s
-  const d = await startStack({ extraConf: ['create_timeout_s = 5', 'docker_timeout_s = 5', 'reaper_interval_s = 1'] });
+  // disk_limit = off: named volumes, as where loop disks are not possible
+  const dd = await mkdtemp(path.join(os.tmpdir(), 'sp-vol-sweep-'));
+  const d = await startStack({ extraConf: ['create_timeout_s = 5', 'docker_timeout_s = 5', 'reaper_interval_s = 1', 'disk_limit = off', `disk_dir = ${dd}`] });
   const orphan = `orphan${Date.now().toString(36)}`.padEnd(20, '0').slice(0, 20);
   let kept;
   try {
@@ -557,8 +599,25 @@ test("the reaper removes this installation's Docker volumes that no record names
     // another installation's is never touched (its labels name another install)
     r = await d.docker('POST', '/volumes/create', { Name: `sandpit-vol-${orphan.slice(0, 19)}x`, Driver: 'local', Labels: { ...labels, 'sandpit.volumeId': `${orphan.slice(0, 19)}x`, 'sandpit.install': 'someoneelse' } });
     assert.equal(r.status, 201, r.text);
+    // the same for volume disks (disk_dir/volumes/<uid>.img, whose xattr
+    // user.sandpit names the installation and the org): the orphan's goes,
+    // one with a record stays, another installation's stays
+    const vd = path.join(dd, 'volumes');
+    fs.mkdirSync(vd, { recursive: true });
+    const plant = (id, install) => {
+      const f = path.join(vd, `${id}.img`);
+      fs.writeFileSync(f, 'x');
+      execFileSync('python3', ['-c', 'import os,sys; os.setxattr(sys.argv[1], "user.sandpit", sys.argv[2].encode())', f, `${install} ${labels['sandpit.organizationId']}`]);
+      return f;
+    };
+    const fOrphan = plant(orphan, labels['sandpit.install']);
+    const fKept = plant(kept, labels['sandpit.install']);
+    const fOther = plant(`${orphan.slice(0, 19)}x`, 'someoneelse');
     const t0 = Date.now();
     await waitFor(async () => (await d.docker('GET', `/volumes/sandpit-vol-${orphan}`)).status === 404, 90000, 1000);
+    await waitFor(() => !fs.existsSync(fOrphan), 30000, 500);
+    assert.ok(fs.existsSync(fKept), 'a volume disk with a record stays');
+    assert.ok(fs.existsSync(fOther), "another installation's volume disk stays");
     assert.ok(Date.now() - t0 > 8000, 'not before its age');
     assert.equal((await d.docker('GET', `/volumes/sandpit-vol-${kept}`)).status, 200, 'a volume with a record stays');
     assert.equal((await d.docker('GET', `/volumes/sandpit-vol-${orphan.slice(0, 19)}x`)).status, 200, "another installation's stays");
@@ -570,10 +629,13 @@ test("the reaper removes this installation's Docker volumes that no record names
   } finally {
     for (const n of [orphan, `${orphan.slice(0, 19)}x`, kept].filter(Boolean)) await d.docker('DELETE', `/volumes/sandpit-vol-${n}`).catch(() => {});
     await d.stop();
+    await rm(dd, { recursive: true, force: true });
   }
 });
 
-test('at most 256 volumes per organization: the next is a 429 resourceExhausted and leaves no Docker volume', { timeout: 300000 }, async () => {
+test('at most 256 volumes per organization: the next is a 429 resourceExhausted and leaves no disk', { timeout: 300000 }, async () => {
+  const files = () => fs.readdirSync(path.join(diskDir, 'volumes')).length;
+  const before = files();
   const org = `volmax-${Date.now()}`;
   const key = await s.newKey(org);
   const mine = [];
@@ -588,8 +650,7 @@ test('at most 256 volumes per organization: the next is a 429 resourceExhausted 
     const r = await v1('POST', VOLS, {}, { key, body: { displayName: 'one too many' } });
     assert.equal(r.status, 429, r.text);
     assert.equal(r.json.code, 'resourceExhausted');
-    const ours = (await s.docker('GET', `/volumes?filters=${encodeURIComponent(JSON.stringify({ label: [`sandpit.organizationId=${org}`] }))}`)).json.Volumes;
-    assert.equal(ours.length, 256, 'the refused one left no Docker volume');
+    assert.equal(files(), before + 256, 'the refused one left no disk');
     const l = await v1('GET', VOLS, {}, { key, query: { pageSize: 1000 } });
     assert.equal(l.json.volumes.length, 256);
     assert.equal(l.json.nextPageToken, '');
