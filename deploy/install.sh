@@ -184,8 +184,8 @@ render() {
 		-e "s|@RATE@|$RATE|g" -e "s|@BURST@|$BURST|g" -e "s|@CONNS@|$CONNS|g" -e "s|@LOCAL_ORG@|default|g" \
 		-e "s|@REQ_TIMEOUT@|$REQ_TIMEOUT|g" -e "s|@HEADER_TIMEOUT@|$HEADER_TIMEOUT|g" \
 		-e "s|@METRICS_ALLOW@|$metrics_allow|g" -e "s|@AUTH_CACHE@|$NGINX_AUTH_CACHE|g" \
-		-e "s|@APP_SERVERS@|server unix:$RUNDIR/sandpitd.sock;|" \
-		-e "s|@FAST_SERVERS@|server unix:$RUNDIR/sandpitd-fast.sock; server unix:$RUNDIR/sandpitd.sock backup;|" \
+		-e "s|@APP_SERVERS@|server unix:$RUNDIR/sandpitd.sock max_fails=0;|" \
+		-e "s|@FAST_SERVERS@|server unix:$RUNDIR/sandpitd-fast.sock max_fails=0; server unix:$RUNDIR/sandpitd.sock max_fails=0 backup;|" \
 		-e '/@CONF@\/extra\//d'
 }
 ndir=$D$CONFDIR/nginx

@@ -382,9 +382,9 @@ cmd_start() {
 		rm -f "$dir/$name.sock"
 		setsid "$BIN/sandpitd" -c "$dir/$name.conf" </dev/null >>"$dir/$name.log" 2>&1 &
 		echo $! >"$dir/$name.pid"
-		app_servers="$app_servers\n\t\tserver unix:$dir/$name.sock;"
-		fast_servers="$fast_servers\n\t\tserver unix:$dir/$name-fast.sock;"
-		fast_backup="$fast_backup\n\t\tserver unix:$dir/$name.sock backup;"
+		app_servers="$app_servers\n\t\tserver unix:$dir/$name.sock max_fails=0;"
+		fast_servers="$fast_servers\n\t\tserver unix:$dir/$name-fast.sock max_fails=0;"
+		fast_backup="$fast_backup\n\t\tserver unix:$dir/$name.sock max_fails=0 backup;"
 	done
 	fast_servers="$fast_servers$fast_backup"
 	for ((i = 1; i <= instances; i++)); do

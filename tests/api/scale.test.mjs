@@ -75,9 +75,20 @@ test('two sandpitd instances behind one upstream serve the same sandbox; one sto
   const s = await startStack({ env: { SANDPIT_INSTANCES: '2' }, extraConf: `label_prefix = ${labelPrefix}` });
   stacks.push(s);
   const conf = await readFile(path.join(s.dir, 'nginx.conf'), 'utf8');
-  assert.match(conf, /upstream sandpit_app \{[^}]*server unix:\S+\/sandpitd\.sock;\s*server unix:\S+\/sandpitd-2\.sock;/);
-  // every fastcgi_pass in the main file (healthz, /_auth, /metrics) goes to the upstream
-  assert.ok((conf.match(/fastcgi_pass sandpit_app;/g) || []).length >= 2, 'healthz and /_auth use the upstream');
+  // the pool: both instances' sockets; the reserved workers: both
+  // instances' fast sockets, the pooled ones as backup. No server is ever
+  // marked down (max_fails=0): nginx retries a refused one per request, and
+  // a marked-down upstream answers 502 at once for fail_timeout (10 s) even
+  // after every instance is back (a SIGSTOP of sandpitd, a Redis failover)
+  assert.match(conf, /upstream sandpit_app \{[^}]*\n\s*server unix:\S+\/sandpitd\.sock max_fails=0;\s*server unix:\S+\/sandpitd-2\.sock max_fails=0;\s*\}/);
+  assert.match(conf, new RegExp('upstream sandpit_fast \\{\\s*' +
+    'server unix:\\S+/sandpitd-fast\\.sock max_fails=0;\\s*server unix:\\S+/sandpitd-2-fast\\.sock max_fails=0;\\s*' +
+    'server unix:\\S+/sandpitd\\.sock max_fails=0 backup;\\s*server unix:\\S+/sandpitd-2\\.sock max_fails=0 backup;\\s*\\}'));
+  // every fastcgi_pass in the main file goes through an upstream: healthz,
+  // /session, /metrics, /_auth and /_auth_endpoint through the reserved workers'
+  assert.ok((conf.match(/fastcgi_pass sandpit_fast;/g) || []).length >= 5, 'healthz, /session, /metrics and the auth subrequests use sandpit_fast');
+  assert.deepEqual((conf.match(/fastcgi_pass (?!unix:)\S+;/g) || []).filter((x) => !/ sandpit_(app|fast);$/.test(x)), [],
+    'no fastcgi_pass names another upstream');
   // the one that bypasses it is the scrape of one named instance (/metrics/NAME)
   assert.deepEqual(conf.match(/fastcgi_pass unix:\S+/g) || [], [`fastcgi_pass unix:${s.dir}/$sp_instance.sock;`],
     'no fastcgi_pass but /metrics/NAME bypasses the upstream');
@@ -89,6 +100,12 @@ test('two sandpitd instances behind one upstream serve the same sandbox; one sto
   assert.equal(c.status, 200, c.text);
   const id = c.json.sandboxId;
   const mine = new RegExp(`sandbox\\.(one|exec)`);
+  // exec runs on the pool, one (a read from the record) on the reserved workers
+  const pooled = (n) => (n['sandpitd.sock'] || 0) + (n['sandpitd-2.sock'] || 0);
+  const fast = (n) => (n['sandpitd-fast.sock'] || 0) + (n['sandpitd-2-fast.sock'] || 0);
+  const inst = (n, i) => i === 1
+    ? (n['sandpitd.sock'] || 0) + (n['sandpitd-fast.sock'] || 0)
+    : (n['sandpitd-2.sock'] || 0) + (n['sandpitd-2-fast.sock'] || 0);
   for (let i = 0; i < 16; i++) {
     const r = i % 2
       ? await s.api('GET', '/api/sandbox.one', { query: { sandboxId: id } })
@@ -98,10 +115,11 @@ test('two sandpitd instances behind one upstream serve the same sandbox; one sto
   }
   const before = await waitFor(async () => {
     const n = await upstreams(s, mine);
-    return (n['sandpitd.sock'] || 0) + (n['sandpitd-2.sock'] || 0) === 16 && n;
+    return pooled(n) + fast(n) === 16 && n;
   }, 5000, 100);
-  assert.ok(before['sandpitd.sock'] > 0 && before['sandpitd-2.sock'] > 0,
-    `both instances served one/exec: ${JSON.stringify(before)}`);
+  assert.ok(inst(before, 1) > 0 && inst(before, 2) > 0, `both instances served one/exec: ${JSON.stringify(before)}`);
+  assert.deepEqual([pooled(await upstreams(s, /sandbox\.exec/)), fast(await upstreams(s, /sandbox\.one/))], [8, 8],
+    `exec on the pool, one on the reserved workers: ${JSON.stringify(before)}`);
 
   // instance 2 stops (SIGTERM: drain); every later request lands on instance 1
   const pid2 = Number(fs.readFileSync(path.join(s.dir, 'sandpitd-2.pid'), 'utf8'));
@@ -121,10 +139,10 @@ test('two sandpitd instances behind one upstream serve the same sandbox; one sto
   // (nginx writes a log line just after the answer: wait for the last one)
   const after2 = await waitFor(async () => {
     const n = await upstreams(s, mine);
-    return (n['sandpitd.sock'] || 0) + (n['sandpitd-2.sock'] || 0) === 16 + 12 && n;
+    return pooled(n) + fast(n) === 16 + 12 && n;
   }, 5000, 100);
   // instance 2 drains: a request it had already accepted may still finish there
-  assert.ok(after2['sandpitd.sock'] >= before['sandpitd.sock'] + 11, JSON.stringify({ before, after2 }));
+  assert.ok(inst(after2, 1) >= inst(before, 1) + 11, JSON.stringify({ before, after2 }));
 
   const k = await s.api('POST', '/api/sandbox.kill', { body: { sandboxId: id } });
   assert.equal(k.status, 200, k.text);
