@@ -57,7 +57,11 @@ struct conn {
 	char org[65];
 	char sandbox_id[65];
 	char rid[65];
-	int64_t since_ms;	  /* entered the current state */
+	int64_t since_ms; /* entered the current state */
+	/* CS_LINGER: when the peer's bytes last came, and whether our side is
+	 * shut for writing yet (linger_enter) */
+	int64_t linger_rx_ms;
+	int half_closed;
 	int64_t blocked_since_ms; /* a write would block since then; 0 = not blocked */
 	int64_t last_ping_ms;
 	int ws_counted; /* counted in METRICS_WS_OPEN */
@@ -112,6 +116,48 @@ static void set_state(struct conn *c, enum conn_state s)
 {
 	c->state = s;
 	c->since_ms = mono_ms();
+}
+
+/* CS_LINGER: reads and drops what the peer still sends. 1 when some bytes
+ * came, 0 when none were waiting, -1 at the peer's end or an error. */
+static int linger_drain(struct conn *c)
+{
+	char tmp[4096];
+	ssize_t n;
+	int got = 0;
+
+	while ((n = recv(c->fd, tmp, sizeof(tmp), 0)) > 0)
+		got = 1;
+	if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+		return -1;
+	if (got)
+		c->linger_rx_ms = mono_ms();
+	return got;
+}
+
+/* Our close frame is out and the peer's has not come: from here on the
+ * peer's bytes are read and dropped until it ends (or the linger bound).
+ * Our side is shut for writing at once, unless our close refused a message
+ * over the limit (1009): the peer is then still sending it, and nginx ends
+ * the whole tunnel on our end of it; its close with the peer's bytes unread
+ * resets the connection, and the peer never reads the close frame (it saw
+ * 1006). So after a 1009 the shutdown waits until the peer has been quiet
+ * for STREAM_LINGER_QUIET_MS (tick). */
+static void linger_enter(struct conn *c)
+{
+	int cut = c->ws && wslay_event_get_status_code_sent(c->ws) == 1009;
+
+	set_state(c, CS_LINGER);
+	c->linger_rx_ms = mono_ms();
+	c->half_closed = 0;
+	if (linger_drain(c) < 0) {
+		conn_close(c, "closed");
+		return;
+	}
+	if (!cut) {
+		shutdown(c->fd, SHUT_WR);
+		c->half_closed = 1;
+	}
 }
 
 static void active_add(struct conn *c)
@@ -1100,8 +1146,9 @@ static void service(struct conn *c)
 				return;
 			}
 			if (c->state != CS_LINGER) {
-				shutdown(c->fd, SHUT_WR);
-				set_state(c, CS_LINGER);
+				linger_enter(c);
+				if (c->dead)
+					return;
 			}
 		} else if (!wslay_event_want_read(c->ws) && c->state == CS_OPEN) {
 			conn_close(c, "wslay is done");
@@ -1148,15 +1195,10 @@ static void on_readable(struct conn *c, uint32_t events)
 		}
 		service(c);
 		return;
-	case CS_LINGER: {
-		char tmp[4096];
-		ssize_t n;
-		while ((n = recv(c->fd, tmp, sizeof(tmp), 0)) > 0)
-			;
-		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+	case CS_LINGER:
+		if (linger_drain(c) < 0)
 			conn_close(c, "closed");
 		return;
-	}
 	default:
 		/* CHECK, HTTP_REPLY: not reading; a hang-up ends the connection */
 		if (events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
@@ -1257,6 +1299,11 @@ static void tick(int64_t now)
 			break;
 		case CS_CLOSING:
 		case CS_LINGER:
+			if (c->state == CS_LINGER && !c->half_closed &&
+			    now - c->linger_rx_ms >= STREAM_LINGER_QUIET_MS) {
+				shutdown(c->fd, SHUT_WR);
+				c->half_closed = 1;
+			}
 			if (now - c->since_ms >
 			    STREAM_CLOSE_LINGER_MS + (c->state == CS_CLOSING ? stuck : 0))
 				conn_close(c, "close timed out");

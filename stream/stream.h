@@ -30,6 +30,7 @@
 #define STREAM_PIECE_MAX (32 * 1024)	   /* output bytes per stdout/stderr message */
 #define STREAM_PING_MS 20000		   /* keeps idle connections alive through proxies */
 #define STREAM_HANDSHAKE_MS 10000	   /* the upgrade request must arrive within this */
+#define STREAM_LINGER_QUIET_MS 500	   /* after a 1009: the peer quiet this long, we shut */
 #define STREAM_CLOSE_LINGER_MS 3000	   /* after our close frame, wait this long for EOF */
 #define STREAM_DRAIN_S 10		   /* on SIGTERM, running commands get this long */
 #define STREAM_MAX_JOBS 512		   /* running commands per worker process */
