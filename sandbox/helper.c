@@ -389,10 +389,8 @@ int sandbox_helper_run_input(struct sandbox_ctx *ctx, struct sandbox *sb, const 
 					  collect, NULL, &c, &timed_out, NULL, e)
 		: docker_exec_start(ctx->dk, eid, SANDBOX_HELPER_TIMEOUT_MS, collect, NULL, &c,
 				    &timed_out, e)) < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
-			sandbox_mark_gone(ctx, sb);
-			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
-		}
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
+			sandbox_container_gone(ctx, sb, e);
 		goto out;
 	}
 	if (c.over)
@@ -449,10 +447,8 @@ int sandbox_helper_run_stream(struct sandbox_ctx *ctx, struct sandbox *sb, const
 					      NULL, arg, &timed_out, e)
 		   : docker_exec_start(ctx->dk, eid, timeout_ms, on_data, NULL, arg, &timed_out,
 				       e)) < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
-			sandbox_mark_gone(ctx, sb);
-			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
-		}
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
+			sandbox_container_gone(ctx, sb, e);
 		goto out;
 	}
 	if (timed_out) {

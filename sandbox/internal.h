@@ -148,6 +148,12 @@ void sandbox_template_env(const struct template_conf *t, const char *home, json_
  * read-write, never filled from the image (NoCopy); a volume with a loop
  * disk attached for this create (sb->disk.vols) as its device. */
 void sandbox_volumes_mounts(const struct config *cfg, const struct sandbox *sb, json_object *hc);
+/* When sb's main process aims to end (sleepto.sh aims 250 ms earlier
+ * still): deadlineAt, less DEADLINE_GVISOR_LEAD_MS under gVisor, whose
+ * teardown of the sandbox kernel takes up to about 0.5 s more than runc's
+ * on a busy host, so that Docker sees the container end by deadlineAt. */
+#define DEADLINE_GVISOR_LEAD_MS 500
+int64_t sandbox_deadline_aim(const struct sandbox *sb);
 /* The body of Docker's container create for sb, with env (taken as a new
  * reference); a new object. */
 json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct sandbox *sb,

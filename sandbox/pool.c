@@ -113,8 +113,9 @@ static int pool_arm(struct sandbox_ctx *ctx, const struct sandbox_arm *a, struct
 
 	if (a->max_lifetime_ms == SB_MAX_LIFETIME_MS && a->timeout_ms == SB_DEFAULT_TIMEOUT_MS)
 		return docker_container_kill(ctx->dk, a->cid, "USR1", e);
-	/* the record's deadline itself: the container counts what is left
-	 * when it wakes, so the arming's own time is not added to it */
+	/* the record's deadline itself (sandbox_deadline_aim): the container
+	 * counts what is left when it wakes, so the arming's own time is not
+	 * added to it */
 	snprintf(dl, sizeof(dl), "%lld", (long long)(a->deadline_at / 1000));
 	snprintf(dlms, sizeof(dlms), "%03lld", (long long)(a->deadline_at % 1000));
 	snprintf(exp, sizeof(exp), "%lld", (long long)((a->expires_at + 999) / 1000));
@@ -142,7 +143,7 @@ static int pool_arm(struct sandbox_ctx *ctx, const struct sandbox_arm *a, struct
 
 int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
 {
-	struct sandbox_arm a = { .deadline_at = sb->deadline_at,
+	struct sandbox_arm a = { .deadline_at = sandbox_deadline_aim(sb),
 				 .expires_at = sb->expires_at,
 				 .timeout_ms = sb->timeout_ms,
 				 .max_lifetime_ms = sb->max_lifetime_ms };

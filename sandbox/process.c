@@ -283,10 +283,8 @@ int sandbox_process_attach(struct sandbox_ctx *ctx, const char *org, const char 
 	if (docker_exec_create(ctx->dk, sb.container_id, body, eid, e) < 0 ||
 	    docker_exec_start_interactive(ctx->dk, eid, SB_PROC_ATTACH_MAX_MS, &in, io->on_output,
 					  io->should_stop, io->arg, &timed_out, e) < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT) {
-			sandbox_mark_gone(ctx, &sb);
-			sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
-		}
+		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
+			sandbox_container_gone(ctx, &sb, e);
 		goto out;
 	}
 	{

@@ -346,6 +346,11 @@ void sandbox_volumes_mounts(const struct config *cfg, const struct sandbox *sb, 
 	json_object_put(list);
 }
 
+int64_t sandbox_deadline_aim(const struct sandbox *sb)
+{
+	return sb->deadline_at - (strcmp(sb->runtime, "gvisor") == 0 ? DEADLINE_GVISOR_LEAD_MS : 0);
+}
+
 json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct sandbox *sb,
 				    json_object *env)
 {
@@ -353,8 +358,9 @@ json_object *sandbox_container_spec(const struct sandbox_ctx *ctx, const struct 
 	json_object *o = json_object_new_object(), *cmd, *nc, *ep;
 	char deadline[32], remaining[32], expires[32], tsec[32], kuid[32], keeper[48], net[128];
 
-	snprintf(deadline, sizeof(deadline), "%lld", (long long)(sb->deadline_at / 1000));
-	snprintf(remaining, sizeof(remaining), "%03lld", (long long)(sb->deadline_at % 1000));
+	snprintf(deadline, sizeof(deadline), "%lld", (long long)(sandbox_deadline_aim(sb) / 1000));
+	snprintf(remaining, sizeof(remaining), "%03lld",
+		 (long long)(sandbox_deadline_aim(sb) % 1000));
 	/* an onTimeout-stop sandbox's container expires at its deadline */
 	snprintf(expires, sizeof(expires), "%lld",
 		 (long long)(((sb->timeout_stop ? sb->deadline_at : sb->expires_at) + 999) / 1000));

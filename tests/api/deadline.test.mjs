@@ -17,9 +17,10 @@ after(async () => { await s?.stop().catch(() => {}); });
 // later than deadlineAt still counts as on time. Anything the deadline
 // arithmetic gets wrong (whole seconds: up to 1 s) is well above it.
 const EVENT_SLACK_MS = 200;
-// the main process aims this much before deadlineAt (sandbox/sh/main.sh:
-// the start of sleep and the runtime's teardown)
-const LEAD_MS = 250;
+// the main process aims this much before deadlineAt (sandbox/sh/sleepto.sh:
+// the start of sleep and the runtime's teardown; under gVisor 500 ms more,
+// sandbox_deadline_aim)
+const LEAD_MS = 250 + (process.env.SANDPIT_TEST_RUNTIME === 'gvisor' ? 500 : 0);
 
 async function createAtFraction(template, fracMs) {
   await new Promise((r) => setTimeout(r, (fracMs - (Date.now() % 1000) + 1000) % 1000));
