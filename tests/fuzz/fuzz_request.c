@@ -365,10 +365,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(in && json_object_is_type(in, json_type_object));
 	FUZZ_CHECK(json_depth(in) <= ROUTE_JSON_MAX_DEPTH);
 	if (as_query) {
+		/* every query value is a string; a path list's (its key may
+		 * repeat) an array of strings */
 		json_object_object_foreach(in, k, v)
 		{
-			(void)k;
-			FUZZ_CHECK(json_object_is_type(v, json_type_string));
+			const struct field_spec *fs = rt.fields;
+			while (fs->name && strcmp(fs->name, k) != 0)
+				fs++;
+			if (fs->name && fs->type == FT_PATHLIST) {
+				FUZZ_CHECK(json_object_is_type(v, json_type_array));
+				for (size_t i = 0; i < json_object_array_length(v); i++)
+					FUZZ_CHECK(json_object_is_type(
+						json_object_array_get_idx(v, i), json_type_string));
+			} else {
+				FUZZ_CHECK(json_object_is_type(v, json_type_string));
+			}
 		}
 	}
 	rc = route_validate(&rt, in, as_query, &e, &issues);
