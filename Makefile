@@ -20,7 +20,10 @@ B = build
 COMMON_SRC  = $(wildcard common/*.c)
 DOCKER_SRC  = $(wildcard docker/*.c)
 STORE_SRC   = $(wildcard store/*.c)
-SANDBOX_SRC = $(wildcard sandbox/*.c)
+# sandbox/ and its parts (issue 25's layout: base ← host ← box ← run ←
+# life ← work/keep); sandbox/helper/ is the musl helper, built apart
+SANDBOX_PARTS = base host box run life work keep
+SANDBOX_SRC = $(wildcard sandbox/*.c $(SANDBOX_PARTS:%=sandbox/%/*.c))
 FCGI_SRC    = $(filter-out fcgi/sandpitd.c,$(wildcard fcgi/*.c))
 HANDLER_SRC = $(wildcard handlers/*.c)
 STREAM_SRC  = $(wildcard stream/*.c)
@@ -54,7 +57,7 @@ PREFIX ?= /usr/local
 install: all
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" SANDPIT_BIN="$(abspath $(B))" bash deploy/install.sh
 
-$(B)/%.o: %.c $(wildcard */*.h)
+$(B)/%.o: %.c $(wildcard */*.h */*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -178,7 +181,7 @@ FUZZ_SRC     = $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN     = $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(B)/fuzz/%)
 FUZZ_SECONDS ?= 60
 
-$(B)/fuzz/obj/%.o: %.c $(wildcard */*.h)
+$(B)/fuzz/obj/%.o: %.c $(wildcard */*.h */*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC-FUZZ $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
