@@ -12,8 +12,6 @@
  * inspect). Every create (both faces, a restore, the warm pool) goes
  * through sandbox_prepare_image. Must never hand dockerd a pull of a name
  * that none of those rules allowed.
- * May call: templates.c (a local inspect refreshes the template info),
- * snapshot.c (sandbox_snapshot_get), registry.c, ctx.c.
  */
 #include "internal.h"
 

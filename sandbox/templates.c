@@ -3,7 +3,6 @@
  * workdir, env (with "~" as the home), and what the local Docker has of the
  * image (present, version), cached per worker and asked at most once per
  * answer, bounded like a status catch-up.
- * May call: servers.c (the local server), prepare.c (Docker ready).
  */
 #include "internal.h"
 
