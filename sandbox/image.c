@@ -121,8 +121,6 @@ int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_
 				  sandbox_image_path(img), missing, cap, e);
 }
 
-void sandbox_template_info_note(const char *image, json_object *img);
-
 /* --- which references a caller may name ---------------------------------- */
 
 /* 1 when ref names a tag or a digest (a ':' after its last '/', or '@'). */

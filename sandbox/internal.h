@@ -205,9 +205,19 @@ int sandbox_container_paused(struct sandbox_ctx *ctx, struct sandbox *sb);
  * is gone), -1 Docker could not tell. */
 int sandbox_container_running(struct sandbox_ctx *ctx, struct sandbox *sb);
 
-/* templates.c: a local inspect answer of a template image (img NULL: the
- * image is not there), for sandbox_templates. */
+/* box/image_info.c: what the local Docker has of a template image, for
+ * sandbox_templates: present, and its version ("" unknown), as of at (mono
+ * ms; 0 never). Per worker; sandpitd's only, not for threads. */
+struct sandbox_image_info {
+	char image[256];
+	char version[128];
+	int present;
+	int64_t at;
+};
+/* A local inspect answer of image (img NULL: the image is not there). */
 void sandbox_template_info_note(const char *image, json_object *img);
+/* image's entry, a fresh one (at 0) when it has none. */
+struct sandbox_image_info *sandbox_template_info_slot(const char *image);
 
 /* image.c. The one gate of every create's image (both faces, a
  * restore, the warm pool): sb's reference checked against the rules
