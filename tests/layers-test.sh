@@ -67,5 +67,9 @@ expect pass "the cycle cut, its lines gone"
 echo 'hi/c.c lo' >>"$T/map"
 expect fail "a file the map places lower" "back-edge hi/c.c (lo) -> hi/b.c (hi): hi_b"
 
+# a map line for a file that is gone
+echo 'lo/gone.c lo' >>"$T/map"
+expect fail "a map line for a file that is gone" "places lo/gone.c, which is not a source file any more"
+
 echo "layers-test: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -52,6 +52,7 @@ for src in "${SOURCES[@]}"; do
 		exit 2
 	fi
 	# defined globals (T D B R C V W …) and undefined symbols, one per line
+	echo "F $src -" >>"$nmout"
 	nm -P "$obj" | awk -v f="$src" '
 		$2 == "U" { print "U", f, $1; next }
 		$2 ~ /^[A-TV-Z]$/ { print "D", f, $1 }' >>"$nmout"
@@ -93,6 +94,7 @@ open my $n, '<', $nmf or die;
 while (<$n>) {
 	my ($k, $f, $s) = split;
 	$files{$f} = 1;
+	next if $k eq 'F';
 	if ($k eq 'D') {
 		next if $s eq 'main';   # one per program
 		die "layers: $s is defined in $def{$s} and $f\n" if $def{$s} && $def{$s} ne $f;
@@ -160,6 +162,11 @@ if (-e $allowf) {
 	close $a;
 }
 my $status = 0;
+for my $f (sort keys %filepart) {
+	next if $files{$f};
+	print "layers: $mapf places $f, which is not a source file any more: take its line out\n";
+	$status = 1;
+}
 for my $e (sort keys %bad) {
 	next if ($allow{$e} // '') eq $bad{$e};
 	my ($f, $t) = split ' ', $e;
