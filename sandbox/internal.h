@@ -44,9 +44,9 @@ void firewall_chain_names(const struct config *cfg, char *in, char *fwd, size_t 
  * when it cannot (not root, no iptables, iptables failed). */
 int firewall_apply(const struct config *cfg, const char *const bridges[], int n, struct sp_err *e);
 
-/* owner.c (sandbox_owner's numbers: base/base.h). Resolves the image's named user ("app" or "app:group") to numbers
- * through the created container's /etc/passwd into sb->owner ("" when it
- * cannot). */
+/* owner.c (the owner's numbers, sandbox_owner: base/base.h). Resolves the
+ * image's named user ("app" or "app:group") to numbers through the created
+ * container's /etc/passwd into sb->owner ("" when it cannot). */
 void sandbox_resolve_owner(struct sandbox_ctx *ctx, struct sandbox *sb);
 /* Makes the workdir the owner's in the created (not started) container
  * (img: its image's inspect). */
