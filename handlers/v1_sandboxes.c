@@ -720,18 +720,7 @@ int v1_sandboxes_create(struct handler_ctx *h, json_object *in, json_object **ou
 	}
 	if (prefix) {
 		/* a generated label: the prefix and the time in base 36 */
-		char t[16];
-		int64_t ms = now_ms();
-		size_t n = 0;
-		char rev[16];
-		do {
-			rev[n++] = "0123456789abcdefghijklmnopqrstuvwxyz"[ms % 36];
-			ms /= 36;
-		} while (ms && n < sizeof(rev));
-		for (size_t i = 0; i < n; i++)
-			t[i] = rev[n - 1 - i];
-		t[n] = '\0';
-		snprintf(name, sizeof(name), "%.*s%s", (int)(sizeof(name) - 1 - n), prefix, t);
+		sandbox_time_name(prefix, now_ms(), name, sizeof(name));
 		rq.name = name;
 	} else if (dn && *dn) {
 		rq.name = dn;

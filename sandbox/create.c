@@ -14,9 +14,6 @@
  * container name taken leaves them to the request that holds them.
  * Managed volumes (volume.c) are claimed once the record is "creating",
  * before anything else of the container, and freed when it fails.
- * May call: every file below it: state.c, list.c (catch up an org),
- * spec.c, image.c, owner.c, disk.c, prepare.c, servers.c, pool.c, ctx.c,
- * volume.c.
  */
 #include "internal.h"
 
@@ -29,13 +26,6 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
-
-int sandbox_id_ok(const char *id)
-{
-	size_t n = id ? strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789") : 0;
-
-	return n == SANDBOX_ID_LEN && id[n] == '\0';
-}
 
 /* Names the request field behind Docker refusing a container (a limit the
  * host cannot give, such as more CPUs than it has). */
@@ -146,26 +136,6 @@ static int path_clean(const char *p)
 		p += 1 + n;
 	}
 	return *p == '\0';
-}
-
-/* A create without a name gets Dokploy's: "sandbox-" and the time in ms in
- * base 36, so lists and dashboards have something to show. */
-static void default_name(int64_t ms, char *out, size_t cap)
-{
-	char digits[16];
-	size_t n = 0;
-	uint64_t v = ms > 0 ? (uint64_t)ms : 0;
-
-	do {
-		digits[n++] = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
-		v /= 36;
-	} while (v && n < sizeof(digits));
-	if (cap < n + 9)
-		return;
-	memcpy(out, "sandbox-", 8);
-	for (size_t i = 0; i < n; i++)
-		out[8 + i] = digits[n - 1 - i];
-	out[8 + n] = '\0';
 }
 
 /* The request checked, and sb filled from it with the defaults: its id
@@ -304,7 +274,7 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 	if (rq->name)
 		str_copy(sb->name, sizeof(sb->name), rq->name);
 	else
-		default_name(now, sb->name, sizeof(sb->name));
+		sandbox_default_name(now, sb->name, sizeof(sb->name));
 	if (rq->created_by)
 		str_copy(sb->created_by, sizeof(sb->created_by), rq->created_by);
 	sb->status = SB_CREATING;

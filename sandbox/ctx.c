@@ -1,8 +1,6 @@
 /*
  * The worker's context: sandbox_ctx_init/_cleanup (the store, the local
- * Docker client, the server connections) and the installation id every
- * container is labelled with.
- * May call: servers.c (the connections). Never Docker on its own.
+ * Docker client, the server connections). Never Docker on its own.
  */
 #include "internal.h"
 
@@ -11,16 +9,6 @@
 #include "../common/crypto.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
-
-int sandbox_install_id(struct sandbox_ctx *ctx, struct sp_err *e)
-{
-	char fresh[SANDBOX_ID_LEN + 1];
-
-	if (ctx->install_id[0])
-		return 0;
-	crypto_random_id(fresh, SANDBOX_ID_LEN);
-	return store_install_id(ctx->st, fresh, ctx->install_id, sizeof(ctx->install_id), e);
-}
 
 int sandbox_ctx_init(struct sandbox_ctx *ctx, const struct config *cfg, struct sp_err *e)
 {

@@ -13,7 +13,6 @@
  * (after a host restart it may be none, or another sandbox's). The
  * container of a sandbox that ended is removed by the reaper.
  * Never claims a state Docker did not confirm.
- * May call: state.c, expiry.c.
  */
 #include "internal.h"
 

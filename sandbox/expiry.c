@@ -4,8 +4,6 @@
  * keeper uid, the only writer there (sandbox/sh/expiry.sh); activity moving
  * the record's expiresAt, and the container's expiry following it (now, or
  * deferred to after the answer and flushed from the idle loop).
- * May call: state.c (read a sandbox, mark it gone), prepare.c, spec.c (the
- * keeper user).
  */
 #include "internal.h"
 

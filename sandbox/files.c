@@ -11,8 +11,6 @@
  * the 10 MiB file cap (+1 byte to detect it); a FIFO or /dev/zero cannot
  * hang a read (only regular files are read, through head -c with a bounded
  * timeout).
- * May call: exec.c (the scripts run as commands), state.c (a running
- * sandbox).
  */
 #include "internal.h"
 

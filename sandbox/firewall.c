@@ -15,7 +15,6 @@
  * directly (no shell), with -w so that concurrent runs wait for the lock.
  * The binary is the one whose tables hold Docker's chains (iptables, else
  * iptables-legacy).
- * May call: nothing in sandbox/.
  */
 #include "internal.h"
 

@@ -12,8 +12,6 @@
  * inspect). Every create (both faces, a restore, the warm pool) goes
  * through sandbox_prepare_image. Must never hand dockerd a pull of a name
  * that none of those rules allowed.
- * May call: templates.c (a local inspect refreshes the template info),
- * snapshot.c (sandbox_snapshot_get), registry.c, ctx.c.
  */
 #include "internal.h"
 
@@ -122,8 +120,6 @@ int sandbox_check_tools(struct sandbox_ctx *ctx, const struct sandbox *sb, json_
 	return find_missing_tools(ctx, sb->container_id, json_object_get_string(v),
 				  sandbox_image_path(img), missing, cap, e);
 }
-
-void sandbox_template_info_note(const char *image, json_object *img);
 
 /* --- which references a caller may name ---------------------------------- */
 

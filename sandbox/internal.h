@@ -1,18 +1,8 @@
 /*
  * Shared between the files of sandbox/ only, grouped by the file that
- * defines each function. The files form a tree: each calls only files of
- * a lower line below (its opening comment names which), none calls one on
- * its own line or above, so there is no circle:
- *
- *   resume.c                          (calls create.c's entry point)
- *   create.c  files.c  reaper.c       the entry points of sandbox.h
- *   exec.c  kill.c  pool.c  pause.c  ports.c
- *   image.c  expiry.c  list.c  volume.c
- *   ctx.c  state.c  templates.c
- *   servers.c
- *   netcheck.c  spec.c
- *   prepare.c  disk.c
- *   record.c  firewall.c  owner.c    (call nothing in sandbox/)
+ * defines each function. Which file may call which is tests/layers.map's
+ * order of parts (base ← host ← box ← run ← life ← work/keep), checked from
+ * the object files by tests/layers.sh in make lint.
  */
 #ifndef SANDPIT_SANDBOX_INTERNAL_H
 #define SANDPIT_SANDBOX_INTERNAL_H
@@ -20,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "../store/store.h"
+#include "base/base.h"
 #include "sandbox.h"
 
 /* The record's fields (record.c, sandbox_to_kv, which stops the process
@@ -53,12 +44,9 @@ void firewall_chain_names(const struct config *cfg, char *in, char *fwd, size_t 
  * when it cannot (not root, no iptables, iptables failed). */
 int firewall_apply(const struct config *cfg, const char *const bridges[], int n, struct sp_err *e);
 
-/* owner.c. The uid/gid that owns files the API creates, and the mode of a
- * folder that user must be able to use. */
-void sandbox_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsigned *dir_mode);
-/* Resolves the image's named user ("app" or "app:group") to numbers
- * through the created container's /etc/passwd into sb->owner ("" when it
- * cannot). */
+/* owner.c (the owner's numbers, sandbox_owner: base/base.h). Resolves the
+ * image's named user ("app" or "app:group") to numbers through the created
+ * container's /etc/passwd into sb->owner ("" when it cannot). */
 void sandbox_resolve_owner(struct sandbox_ctx *ctx, struct sandbox *sb);
 /* Makes the workdir the owner's in the created (not started) container
  * (img: its image's inspect). */
@@ -177,13 +165,6 @@ void sandbox_docker_guard(const struct config *cfg, struct docker_client *dk);
 int sandbox_place(struct sandbox_ctx *ctx, const char *org, struct sandbox *sb,
 		  const char *requested, struct sp_err *e);
 
-/* ctx.c. This installation's id (ctx->install_id, read once per worker):
- * every container it makes carries it as the label <prefix>.install, and
- * the reaper only ever touches containers with its own, so installations
- * that share a dockerd leave each other's containers alone. -1 when Redis
- * cannot say. */
-int sandbox_install_id(struct sandbox_ctx *ctx, struct sp_err *e);
-
 /* state.c. The record's TTL in Redis: its time left plus retention_s. */
 int64_t sandbox_record_ttl(const struct config *cfg, const struct sandbox *sb);
 /* Writes the whole record (with the sealed env when given). */
@@ -224,9 +205,19 @@ int sandbox_container_paused(struct sandbox_ctx *ctx, struct sandbox *sb);
  * is gone), -1 Docker could not tell. */
 int sandbox_container_running(struct sandbox_ctx *ctx, struct sandbox *sb);
 
-/* templates.c: a local inspect answer of a template image (img NULL: the
- * image is not there), for sandbox_templates. */
+/* box/image_info.c: what the local Docker has of a template image, for
+ * sandbox_templates: present, and its version ("" unknown), as of at (mono
+ * ms; 0 never). Per worker; sandpitd's only, not for threads. */
+struct sandbox_image_info {
+	char image[256];
+	char version[128];
+	int present;
+	int64_t at;
+};
+/* A local inspect answer of image (img NULL: the image is not there). */
 void sandbox_template_info_note(const char *image, json_object *img);
+/* image's entry, a fresh one (at 0) when it has none. */
+struct sandbox_image_info *sandbox_template_info_slot(const char *image);
 
 /* image.c. The one gate of every create's image (both faces, a
  * restore, the warm pool): sb's reference checked against the rules

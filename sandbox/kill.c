@@ -3,8 +3,6 @@
  * whatever the record says (SIGTERM, SB_KILL_GRACE_S, SIGKILL), then the
  * record killed or deleted and its shares released once Docker says the
  * containers are gone (else the reaper releases them).
- * May call: state.c, expiry.c (drop a deferred write), disk.c (the disk of
- * a removed sandbox), volume.c (its volumes freed).
  */
 #include "internal.h"
 

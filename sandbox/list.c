@@ -3,7 +3,6 @@
  * each caught up (by time; by Docker with one container listing per server
  * and page, skipped for a suspect server), and the catch-up of a whole org
  * (before a quota is found full).
- * May call: state.c (catch-up, mark gone), record.c, servers.c, prepare.c.
  */
 #include "internal.h"
 

@@ -7,7 +7,6 @@
  * 169.254.169.254:80, with busybox nc and a 1 s timeout each, all at once.
  * A target that answers, or refuses (a reset also comes from the host), is
  * reached; the check passes when every target timed out or was rejected.
- * May call: prepare.c (the networks it probes).
  */
 #include "internal.h"
 

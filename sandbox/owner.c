@@ -1,10 +1,9 @@
 /*
- * Who owns a sandbox's files: the uid/gid files the API creates belong to
- * (the template user, a numeric image user, or a named one resolved
- * through the container's /etc/passwd before it starts), and the workdir
- * seeded for that owner before the container starts (skipped when the
- * image has it so, remembered per image).
- * May call: nothing in sandbox/ (Docker's archive calls only).
+ * Who owns a sandbox's files, from its container: a named image user
+ * resolved through the container's /etc/passwd before it starts, and the
+ * workdir seeded for that owner before the container starts (skipped when
+ * the image has it so, remembered per image). The numbers themselves are
+ * base/owner.c's sandbox_owner.
  */
 #include "internal.h"
 
@@ -20,32 +19,6 @@
  * under owned_mu, held for the look-up or the store only, never across a
  * Docker call. */
 static pthread_mutex_t owned_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* The uid/gid that owns the workdir: the template user, a numeric image
- * user, or root with a world-writable sticky workdir for a named user. */
-void sandbox_owner(const struct sandbox *sb, unsigned *uid, unsigned *gid, unsigned *mode)
-{
-	long long u = 0, g = 0;
-	char tmp[64];
-	char *colon;
-
-	*uid = *gid = 0;
-	*mode = 0755;
-	str_copy(tmp, sizeof(tmp), sb->owner[0] ? sb->owner : sb->user);
-	colon = strchr(tmp, ':');
-	if (colon)
-		*colon = '\0';
-	if (!tmp[0] || strcmp(tmp, "root") == 0)
-		return;
-	if (parse_ll(tmp, 0, 0x7fffffff, &u) == 0) {
-		*uid = (unsigned)u;
-		*gid = (unsigned)u;
-		if (colon && parse_ll(colon + 1, 0, 0x7fffffff, &g) == 0)
-			*gid = (unsigned)g;
-		return;
-	}
-	*mode = 01777; /* a user we could not resolve: let it use the folder */
-}
 
 /* Resolves the image's named user ("app" or "app:group") to numbers
  * through the container's /etc/passwd, before it starts, so files the API

@@ -23,7 +23,6 @@
  * and only then pauses. A sandbox created in stop_mode discard is
  * stopped and started by discard.c instead. Never pauses a container its record does not
  * point at, and never claims a state Docker did not confirm.
- * May call: state.c, expiry.c, prepare.c.
  */
 #include "internal.h"
 

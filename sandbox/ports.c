@@ -11,7 +11,6 @@
  * changes what the container may reach. Only the local server's sandboxes
  * can publish (nginx reaches the local bridges; a remote server's
  * connection is not forwarded yet).
- * May call: state.c (sandbox_get, sandbox_load, sandbox_record_ttl).
  */
 #include "internal.h"
 

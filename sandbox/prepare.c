@@ -4,7 +4,7 @@
  * the local server the deny rules for their bridges installed. Once per
  * worker and server; the networks again after a Docker call said one is
  * missing.
- * May call: firewall.c. Reads and writes no record.
+ * Reads and writes no record.
  */
 #include "internal.h"
 

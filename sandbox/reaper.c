@@ -19,8 +19,6 @@
  * only ever touches containers labelled with its own installation's id
  * (<prefix>.install): installations sharing a dockerd, and containers of
  * versions before that label, are left alone.
- * May call: pool.c (refills), state.c, pause.c (the timeout stop), expiry.c (deferred writes), ctx.c,
- * prepare.c, servers.c, record.c.
  */
 #include "internal.h"
 

@@ -2,7 +2,6 @@
  * A sandbox as a Redis record, both directions side by side so a field
  * cannot be added to one and forgotten in the other. (The API's JSON of a
  * record is the faces' business: handlers/dokploy.c.)
- * May call: nothing in sandbox/.
  */
 #include "internal.h"
 

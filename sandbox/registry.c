@@ -12,7 +12,6 @@
  * credential in X-Registry-Auth, reading errors out of the progress
  * stream. Must never: log or return the credential, name a repository
  * outside the org's, let an org read another's record.
- * May call: snapshot.c (sandbox_snapshot_get), servers.c, prepare.c.
  */
 #include "internal.h"
 

@@ -11,7 +11,6 @@
  * first attempt thought gone is still running: create.c leaves a taken
  * name to its holder. Never runs while the first attempt is known to be
  * under way (409).
- * May call: create.c (sandbox_create), and what it may call.
  */
 #include "internal.h"
 

@@ -236,6 +236,10 @@ int sandbox_environment(struct sandbox_ctx *ctx, const struct sandbox *sb, struc
 			struct sp_err *e);
 /* 1 when id has the form of a sandbox id (SANDBOX_ID_LEN of [a-z0-9]). */
 int sandbox_id_ok(const char *id);
+/* A generated name: prefix, cut so that the time fits, then ms in base 36
+ * (lowercase), in out (cap bytes with its NUL); when not even the time
+ * fits, its last digits, which change fastest. */
+void sandbox_time_name(const char *prefix, int64_t ms, char *out, size_t cap);
 /* A create whose first attempt with the same caller-chosen id (rq->id) may
  * have died midway (sandbox/resume.c, RELIABILITY I2): the sandbox that
  * attempt finished is answered, a container it started with its record

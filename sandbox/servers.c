@@ -5,7 +5,6 @@
  * allowed server of the configured pool. The local server ("local", the
  * configuration's docker_host) always exists and every organization may
  * use it.
- * May call: netcheck.c (a server's network check).
  */
 #include "internal.h"
 

@@ -18,8 +18,6 @@
  * disk from the image. Must never: leave a source paused when a capture
  * fails, delete an image a container still uses (a lease), show one
  * org's snapshot to another.
- * May call: state.c (sandbox_get*), create.c, pause.c (the settle before the
- * freeze), servers.c, ctx.c.
  */
 #include "internal.h"
 
@@ -37,7 +35,6 @@
 #define SNAP_KIND "snaps"
 #define SNAPENV_KIND "snapenv"
 #define SNAP_CAPTURE_MS (10 * 60 * 1000) /* a capture not done by then failed */
-#define SNAP_LOCK_PREFIX "snapcap:"
 
 static const char *const snap_states[] = { "creating", "ready", "failed" };
 
@@ -187,20 +184,6 @@ static int snap_swap(struct sandbox_ctx *ctx, const char *old, const struct sand
 	rc = store_obj_cas(ctx->st, s->org, SNAP_KIND, s->id, old, t, e);
 	free(t);
 	return rc;
-}
-
-static void lock_name(const char *sandbox_id, char *out, size_t cap)
-{
-	snprintf(out, cap, SNAP_LOCK_PREFIX "%s", sandbox_id);
-}
-
-int sandbox_snapshot_capturing(struct sandbox_ctx *ctx, const char *sandbox_id)
-{
-	char name[64];
-	struct sp_err e;
-
-	lock_name(sandbox_id, name, sizeof(name));
-	return store_locked(ctx->st, name, &e) == 1;
 }
 
 /* --- create -------------------------------------------------------------- */
@@ -437,7 +420,7 @@ int sandbox_snapshot_create(struct sandbox_ctx *ctx, const char *org, const char
 				"delete some first",
 				n);
 	}
-	lock_name(sb.id, lname, sizeof(lname));
+	sandbox_lock_name(SB_LOCK_CAPTURE, sb.id, lname, sizeof(lname));
 	rc = store_lock(ctx->st, lname, SNAP_CAPTURE_MS, e);
 	if (rc < 0)
 		return -1;
@@ -688,7 +671,7 @@ void sandbox_snapshot_idle(struct sandbox_ctx *ctx)
 		free(old);
 		return;
 	}
-	lock_name(s.sandbox_id, lname, sizeof(lname));
+	sandbox_lock_name(SB_LOCK_CAPTURE, s.sandbox_id, lname, sizeof(lname));
 	if (capture(ctx, &s, &e) == 0) {
 		s.status = SB_SNAP_READY;
 		log_info("snapshot %s of sandbox %s ready: %lld bytes in %lld ms", s.id,

@@ -4,8 +4,6 @@
  * released once Docker says the container is gone), ending its containers
  * by label, and reading it with status catch-up (by time: creation past
  * its time, expiry or deadline passed; by Docker: the container gone).
- * May call: record.c, servers.c (the sandbox's server), prepare.c (Docker
- * ready), pause.c (an onTimeout-stop sandbox past its expiry is stopped).
  * Never makes a container.
  */
 #include "internal.h"

@@ -21,8 +21,6 @@
  * it is a named volume, and Docker's local driver has no size quota.
  * Never mounts a volume that Docker does not have under our labels (a
  * Docker that lost it would make an empty one of that name).
- * May call: state.c (sandbox_get and the creation's end), ctx.c, servers.c,
- * prepare.c, owner.c.
  */
 #include "internal.h"
 

@@ -8,6 +8,9 @@
 #   4. shellcheck: the programs run in containers, sandbox/sh/*.sh, as POSIX
 #      sh (-s sh; includes followed, -x); the repo's own bash scripts
 #      (tests, deploy, images, bench) as bash                 — fails the lint
+#   5. the layering check from the object files (tests/layers.sh, after a
+#      build: make lint builds them) and its own test (tests/layers-test.sh)
+#                                                             — fails the lint
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -112,6 +115,18 @@ if command -v shellcheck >/dev/null; then
 	fi
 else
 	echo "lint: shellcheck not installed (apt-get install shellcheck)"
+	status=1
+fi
+
+# --- 5. layers -------------------------------------------------------------
+echo "== layers (tests/layers.sh: which file calls which, from build/'s objects)"
+if ! out=$(bash tests/layers-test.sh 2>&1); then
+	echo "$out"
+	echo "lint: the layering check's own test failed"
+	status=1
+fi
+if ! bash tests/layers.sh; then
+	echo "lint: a call against the layers (tests/layers.map), or a stale line in tests/layers.allow"
 	status=1
 fi
 

@@ -254,7 +254,7 @@ else
 	record build 0 1
 fi
 
-# --- 4b. lint: banned calls, cppcheck, clang-format drift (tests/lint.sh) -------------
+# --- 4b. lint: banned calls, cppcheck, clang-format drift, layers (tests/lint.sh; after the build, whose objects tests/layers.sh reads)
 header "lint"
 if bash tests/lint.sh; then
 	record lint 1 0
