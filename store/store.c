@@ -286,17 +286,22 @@ static redisReply *send_cmd(struct store *st, enum store_kind kind, int argc, co
 	return r;
 }
 
+static int script_load(struct store *st, const struct store_lua *prog, struct sp_err *e);
+
 /* Runs one command of the given kind (see enum store_kind): a connection
  * found closed is rebuilt first; a lost answer is retried once for READ
  * and IDEM only; LOADING is waited out (plain url) or, like READONLY and
  * MASTERDOWN, sends the worker to Sentinel for the master (the command did
- * not run, so it goes again whatever its kind). The caller frees the reply.
- * Returns NULL with e set (SP_UNAVAILABLE). */
-redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, const char **argv,
-			   const size_t *lens, struct sp_err *e)
+ * not run, so it goes again whatever its kind). prog, when not NULL, is
+ * the Lua program the command (EVALSHA) runs: NOSCRIPT loads it and sends
+ * the command once more (it did not run either). The caller frees the
+ * reply. Returns NULL with e set (SP_UNAVAILABLE). */
+static redisReply *run_cmd(struct store *st, enum store_kind kind, const struct store_lua *prog,
+			   int argc, const char **argv, const size_t *lens, struct sp_err *e)
 {
 	int64_t start = mono_ms(), until = start + 5000, failover = start + STORE_FAILOVER_MS;
-	int resent = 0, moved = 0, unconfirmed;
+	int resent = 0, moved = 0, loaded = 0, unconfirmed;
+	const char *what = prog ? prog->name : argv[0];
 	redisReply *r;
 
 	for (;;) {
@@ -308,8 +313,7 @@ redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, con
 			return NULL;
 		r = send_cmd(st, kind, argc, argv, lens, &unconfirmed);
 		if (!r) {
-			log_warn("redis %s: %s", argv[0],
-				 st->rc ? st->rc->errstr : "connection lost");
+			log_warn("redis %s: %s", what, st->rc ? st->rc->errstr : "connection lost");
 			store_drop(st);
 			if (kind == STORE_ONCE || resent++ > 0) {
 				/* it may or may not have run: never sent twice */
@@ -320,7 +324,7 @@ redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, con
 		}
 		if (r->type == REDIS_REPLY_ERROR && st->sn && not_master_error(r) && moved++ < 3 &&
 		    mono_ms() < failover) {
-			log_warn("redis %s at %s: %.60s; asking Sentinel for the master", argv[0],
+			log_warn("redis %s at %s: %.60s; asking Sentinel for the master", what,
 				 st->sn->master, r->str);
 			freeReplyObject(r);
 			store_drop(st);
@@ -337,8 +341,17 @@ redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, con
 			nanosleep(&ts, NULL);
 			continue;
 		}
+		if (r->type == REDIS_REPLY_ERROR && prog && !loaded &&
+		    strncmp(r->str, "NOSCRIPT", 8) == 0) {
+			log_info("redis: Lua program %s not loaded there; loading it", prog->name);
+			freeReplyObject(r);
+			loaded = 1;
+			if (script_load(st, prog, e) < 0)
+				return NULL;
+			continue;
+		}
 		if (r->type == REDIS_REPLY_ERROR) {
-			log_error("redis %s: %s", argv[0], r->str);
+			log_error("redis %s: %s", what, r->str);
 			if (not_master_error(r) || strncmp(r->str, "NOREPLICAS", 10) == 0)
 				sp_err_set(e, SP_UNAVAILABLE, "Redis is unavailable");
 			else
@@ -356,6 +369,60 @@ redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, con
 		}
 		return r;
 	}
+}
+
+redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, const char **argv,
+			   const size_t *lens, struct sp_err *e)
+{
+	return run_cmd(st, kind, NULL, argc, argv, lens, e);
+}
+
+/* SCRIPT LOAD of prog: Redis's script cache is the server's, so a program
+ * is loaded once per server (and again after a restart, a failover or a
+ * SCRIPT FLUSH), whichever connection meets it missing first. The digest
+ * Redis answers must be the one computed at build time. */
+static int script_load(struct store *st, const struct store_lua *prog, struct sp_err *e)
+{
+	const char *argv[] = { "SCRIPT", "LOAD", prog->text };
+	redisReply *r = store_cmd_kind(st, STORE_READ, 3, argv, NULL, e);
+	int ok;
+
+	if (!r)
+		return -1;
+	ok = r->type == REDIS_REPLY_STRING && r->len == 40 && memcmp(r->str, prog->sha, 40) == 0;
+	freeReplyObject(r);
+	if (!ok) {
+		log_error("redis SCRIPT LOAD %s: not the digest computed at build time",
+			  prog->name);
+		return sp_err_set(e, SP_INTERNAL, "Lua program %s: digest mismatch", prog->name);
+	}
+	return 0;
+}
+
+redisReply *store_eval(struct store *st, enum store_kind kind, const struct store_lua *prog,
+		       int argc, const char **argv, const size_t *lens, struct sp_err *e)
+{
+	const char **full = calloc((size_t)argc + 2, sizeof(*full));
+	size_t *flens = lens ? calloc((size_t)argc + 2, sizeof(*flens)) : NULL;
+	redisReply *r = NULL;
+
+	if (!full || (lens && !flens)) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto out;
+	}
+	full[0] = "EVALSHA";
+	full[1] = prog->sha;
+	memcpy(full + 2, argv, (size_t)argc * sizeof(*full));
+	if (flens) {
+		flens[0] = 7;
+		flens[1] = strlen(prog->sha);
+		memcpy(flens + 2, lens, (size_t)argc * sizeof(*flens));
+	}
+	r = run_cmd(st, kind, prog, argc + 2, full, flens, e);
+out:
+	free(full);
+	free(flens);
+	return r;
 }
 
 /* A command that is never sent twice after a lost answer: the safe default
@@ -428,18 +495,11 @@ int store_rec_from_reply(const redisReply *r, struct store_rec *out)
 	return 0;
 }
 
-/* KEYS[1] record, KEYS[2] index; ARGV: ttl, score, id, k1, v1, ... */
-static const char lua_put[] = "redis.call('DEL', KEYS[1]) "
-			      "redis.call('HSET', KEYS[1], unpack(ARGV, 4)) "
-			      "redis.call('EXPIRE', KEYS[1], ARGV[1]) "
-			      "redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3]) "
-			      "return 1";
-
 int store_sandbox_put(struct store *st, const char *org, const char *id, const char *const *kv,
 		      int nkv, int64_t ttl_s, int64_t score, struct sp_err *e)
 {
 	char k1[256], k2[256], ttl[32], sc[32];
-	const char *argv[8 + 2 * STORE_MAX_FIELDS];
+	const char *argv[6 + 2 * STORE_MAX_FIELDS];
 	redisReply *r;
 	int argc = 0;
 
@@ -450,8 +510,6 @@ int store_sandbox_put(struct store *st, const char *org, const char *id, const c
 	key_idx(st, org, k2, sizeof(k2));
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_s > 0 ? ttl_s : 1));
 	snprintf(sc, sizeof(sc), "%lld", (long long)score);
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_put;
 	argv[argc++] = "2";
 	argv[argc++] = k1;
 	argv[argc++] = k2;
@@ -460,7 +518,8 @@ int store_sandbox_put(struct store *st, const char *org, const char *id, const c
 	argv[argc++] = id;
 	for (int i = 0; i < nkv; i++)
 		argv[argc++] = kv[i];
-	r = store_cmd_kind(st, STORE_IDEM, argc, argv, NULL, e); /* same record twice = once */
+	/* same record twice = once */
+	r = store_eval(st, STORE_IDEM, &store_lua_sandbox_put, argc, argv, NULL, e);
 	if (!r)
 		return -1;
 	freeReplyObject(r);
@@ -471,9 +530,10 @@ int store_sandbox_put(struct store *st, const char *org, const char *id, const c
  * run twice, a compare-and-set that applied answers "changed". 0
  * applied, 1 not (the expectation did not hold), -1 SP_NOT_FOUND or the
  * store's error. */
-static int update_call(struct store *st, int argc, const char **argv, struct sp_err *e)
+static int update_call(struct store *st, const struct store_lua *prog, int argc, const char **argv,
+		       struct sp_err *e)
 {
-	redisReply *r = store_cmd(st, argc, argv, NULL, e);
+	redisReply *r = store_eval(st, STORE_ONCE, prog, argc, argv, NULL, e);
 	int rc;
 
 	if (!r)
@@ -485,20 +545,12 @@ static int update_call(struct store *st, int argc, const char **argv, struct sp_
 	return rc == 1 ? 0 : 1;
 }
 
-/* KEYS[1] record; ARGV: expect ("" = any), ttl (0 = keep), k1, v1, ... */
-static const char lua_update[] =
-	"if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end "
-	"if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], 'status') ~= ARGV[1] then return 0 end "
-	"if #ARGV > 2 then redis.call('HSET', KEYS[1], unpack(ARGV, 3)) end "
-	"if tonumber(ARGV[2]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end "
-	"return 1";
-
 int store_sandbox_update(struct store *st, const char *org, const char *id,
 			 const char *expect_status, const char *const *kv, int nkv, int64_t ttl_s,
 			 struct sp_err *e)
 {
 	char k1[256], ttl[32];
-	const char *argv[8 + 2 * STORE_MAX_FIELDS];
+	const char *argv[4 + 2 * STORE_MAX_FIELDS];
 	int argc = 0;
 
 	if (nkv > 2 * STORE_MAX_FIELDS || nkv % 2)
@@ -506,34 +558,21 @@ int store_sandbox_update(struct store *st, const char *org, const char *id,
 				  STORE_MAX_FIELDS);
 	key_sb(st, org, id, k1, sizeof(k1));
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_s > 0 ? ttl_s : 0));
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_update;
 	argv[argc++] = "1";
 	argv[argc++] = k1;
 	argv[argc++] = expect_status ? expect_status : "";
 	argv[argc++] = ttl;
 	for (int i = 0; i < nkv; i++)
 		argv[argc++] = kv[i];
-	return update_call(st, argc, argv, e);
+	return update_call(st, &store_lua_sandbox_update, argc, argv, e);
 }
-
-/* KEYS[1] the record; ARGV[1] the number of expected pairs n, then n
- * field/value pairs that must all hold, then the pairs to set. */
-static const char lua_update_if[] =
-	"if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end "
-	"local n = tonumber(ARGV[1]) "
-	"for i = 0, n - 1 do "
-	"local v = redis.call('HGET', KEYS[1], ARGV[2 + 2 * i]) or '' "
-	"if v ~= ARGV[3 + 2 * i] then return 0 end end "
-	"if #ARGV > 1 + 2 * n then redis.call('HSET', KEYS[1], unpack(ARGV, 2 + 2 * n)) end "
-	"return 1";
 
 int store_sandbox_update_if(struct store *st, const char *org, const char *id,
 			    const char *const *expect, int nexpect, const char *const *kv, int nkv,
 			    struct sp_err *e)
 {
 	char k1[256], n[16];
-	const char *argv[8 + 4 * STORE_MAX_FIELDS];
+	const char *argv[3 + 4 * STORE_MAX_FIELDS];
 	int argc = 0;
 
 	if (nkv > 2 * STORE_MAX_FIELDS || nkv % 2 || nexpect > 2 * STORE_MAX_FIELDS || nexpect % 2)
@@ -543,8 +582,6 @@ int store_sandbox_update_if(struct store *st, const char *org, const char *id,
 				  nkv, nexpect, STORE_MAX_FIELDS);
 	key_sb(st, org, id, k1, sizeof(k1));
 	snprintf(n, sizeof(n), "%d", nexpect / 2);
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_update_if;
 	argv[argc++] = "1";
 	argv[argc++] = k1;
 	argv[argc++] = n;
@@ -552,7 +589,7 @@ int store_sandbox_update_if(struct store *st, const char *org, const char *id,
 		argv[argc++] = expect[i];
 	for (int i = 0; i < nkv; i++)
 		argv[argc++] = kv[i];
-	return update_call(st, argc, argv, e);
+	return update_call(st, &store_lua_sandbox_update_if, argc, argv, e);
 }
 
 int store_sandbox_get(struct store *st, const char *org, const char *id, struct store_rec *out,
@@ -566,45 +603,30 @@ int store_sandbox_get(struct store *st, const char *org, const char *id, struct 
 
 int store_sandbox_del(struct store *st, const char *org, const char *id, struct sp_err *e)
 {
-	static const char lua_del[] = "redis.call('DEL', KEYS[1]) "
-				      "redis.call('ZREM', KEYS[2], ARGV[1]) return 1";
 	char k1[256], k2[256];
-	const char *argv[] = { "EVAL", lua_del, "2", k1, k2, id };
+	const char *argv[] = { "2", k1, k2, id };
 	redisReply *r;
 
 	key_sb(st, org, id, k1, sizeof(k1));
 	key_idx(st, org, k2, sizeof(k2));
-	r = store_cmd_kind(st, STORE_IDEM, 6, argv, NULL, e);
+	r = store_eval(st, STORE_IDEM, &store_lua_sandbox_del, 4, argv, NULL, e);
 	if (!r)
 		return -1;
 	freeReplyObject(r);
 	return 0;
 }
 
-/* The records of a sorted-set index, in its order (newest first: ZREVRANGE;
- * oldest: ZRANGE); drops index members whose record expired. Returns a
- * flat array of HGETALL results. KEYS[1] index; ARGV[1] max; ARGV[2]
- * record key prefix. */
-#define LUA_INDEX_RECORDS(range)                                                        \
-	"local ids = redis.call('" range "', KEYS[1], 0, tonumber(ARGV[1]) - 1) "       \
-	"local out = {} "                                                               \
-	"for _, id in ipairs(ids) do "                                                  \
-	"  local h = redis.call('HGETALL', ARGV[2] .. id) "                             \
-	"  if #h == 0 then redis.call('ZREM', KEYS[1], id) else out[#out + 1] = h end " \
-	"end return out"
-static const char lua_newest[] = LUA_INDEX_RECORDS("ZREVRANGE"),
-		  lua_oldest[] = LUA_INDEX_RECORDS("ZRANGE");
-
 int store_index_records(struct store *st, const char *index, const char *prefix, int newest,
 			struct store_rec *recs, int max, struct sp_err *e)
 {
 	char mx[16];
-	const char *argv[] = { "EVAL", newest ? lua_newest : lua_oldest, "1", index, mx, prefix };
+	const char *argv[] = { "1", index, mx, prefix, newest ? "1" : "0" };
 	redisReply *r;
 	int n = 0;
 
 	snprintf(mx, sizeof(mx), "%d", max);
-	r = store_cmd_kind(st, STORE_READ, 6, argv, NULL, e); /* drops only expired members */
+	/* drops only expired members */
+	r = store_eval(st, STORE_READ, &store_lua_index_records, 5, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY) {
@@ -662,35 +684,19 @@ int store_sandbox_ids(struct store *st, const char *org, char ***ids, int *n, st
 	return 0;
 }
 
-/* KEYS[1] index; ARGV: after score, after id ("" = from the newest), max.
- * Flat member, score pairs, newest first (ZREVRANGE's order: score, then
- * member, both descending), strictly after the (score, id) member. */
-static const char lua_ids_page[] =
-	"local max = tonumber(ARGV[3]) "
-	"if ARGV[2] == '' then return redis.call('ZREVRANGE', KEYS[1], 0, max - 1, 'WITHSCORES') end "
-	"local s = tonumber(ARGV[1]) "
-	"local c = redis.call('ZCOUNT', KEYS[1], ARGV[1], ARGV[1]) "
-	"local r = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], '-inf', 'WITHSCORES', 'LIMIT', 0, c + max) "
-	"local out = {} "
-	"for i = 1, #r, 2 do "
-	"  if #out >= 2 * max then break end "
-	"  if tonumber(r[i + 1]) < s or r[i] < ARGV[2] then out[#out + 1] = r[i]; out[#out + 1] = r[i + 1] end "
-	"end "
-	"return out";
-
 int store_sandbox_ids_page(struct store *st, const char *org, int64_t after_score,
 			   const char *after_id, int max, char **ids, int64_t *scores, int *n,
 			   struct sp_err *e)
 {
 	char k2[256], sc[32], mx[16];
-	const char *argv[] = { "EVAL", lua_ids_page, "1", k2, sc, after_id ? after_id : "", mx };
+	const char *argv[] = { "1", k2, sc, after_id ? after_id : "", mx };
 	redisReply *r;
 
 	key_idx(st, org, k2, sizeof(k2));
 	snprintf(sc, sizeof(sc), "%lld", (long long)after_score);
 	snprintf(mx, sizeof(mx), "%d", max);
 	*n = 0;
-	r = store_cmd_kind(st, STORE_READ, 7, argv, NULL, e);
+	r = store_eval(st, STORE_READ, &store_lua_sandbox_ids_page, 5, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY) {
@@ -733,15 +739,6 @@ void store_ids_free(char **ids, int n)
 	free(ids);
 }
 
-/* The records of ARGV[2..] in that order; drops index members whose record
- * expired. KEYS[1] index; ARGV[1] record key prefix. */
-static const char lua_get_many[] =
-	"local out = {} "
-	"for i = 2, #ARGV do "
-	"  local h = redis.call('HGETALL', ARGV[1] .. ARGV[i]) "
-	"  if #h == 0 then redis.call('ZREM', KEYS[1], ARGV[i]) else out[#out + 1] = h end "
-	"end return out";
-
 int store_sandbox_get_many(struct store *st, const char *org, char *const *ids, int n,
 			   struct store_rec *recs, struct sp_err *e)
 {
@@ -752,19 +749,18 @@ int store_sandbox_get_many(struct store *st, const char *org, char *const *ids, 
 
 	if (n <= 0)
 		return 0;
-	argv = calloc((size_t)n + 5, sizeof(*argv));
+	argv = calloc((size_t)n + 3, sizeof(*argv));
 	if (!argv)
 		return sp_err_set(e, SP_INTERNAL, "out of memory");
 	key_idx(st, org, k2, sizeof(k2));
 	snprintf(pfx, sizeof(pfx), "%s:{%s}:sb:", st->prefix, org);
-	argv[0] = "EVAL";
-	argv[1] = lua_get_many;
-	argv[2] = "1";
-	argv[3] = k2;
-	argv[4] = pfx;
+	argv[0] = "1";
+	argv[1] = k2;
+	argv[2] = pfx;
 	for (int i = 0; i < n; i++)
-		argv[5 + i] = ids[i];
-	r = store_cmd_kind(st, STORE_READ, n + 5, argv, NULL, e); /* drops only expired members */
+		argv[3 + i] = ids[i];
+	/* drops only expired members */
+	r = store_eval(st, STORE_READ, &store_lua_sandbox_get_many, n + 3, argv, NULL, e);
 	free(argv);
 	if (!r)
 		return -1;
@@ -777,25 +773,11 @@ int store_sandbox_get_many(struct store *st, const char *org, char *const *ids, 
 	return got;
 }
 
-/* GCRA, as nginx's limit_req with nodelay: KEYS[1] the key's theoretical
- * arrival time (ms); ARGV now, interval (ms per call), tolerance (burst x
- * interval), n. Takes n calls at once or none; returns {1, 0} or {0, ms
- * until they would fit}. */
-static const char lua_rate[] =
-	"local now, t, tau, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), "
-	"tonumber(ARGV[4]) "
-	"local tat = tonumber(redis.call('GET', KEYS[1]) or '0') or 0 "
-	"if tat < now then tat = now end "
-	"local new = tat + n * t "
-	"if new - now > tau + t then return {0, math.ceil(new - now - tau - t)} end "
-	"redis.call('SET', KEYS[1], string.format('%.3f', new), 'PX', math.ceil(new - now) + 1000) "
-	"return {1, 0}";
-
 int store_rate_take(struct store *st, const char *key_id, int n, int per_min, int burst,
 		    int64_t *retry_ms, struct sp_err *e)
 {
 	char k[256], now[32], iv[32], tau[32], cnt[16];
-	const char *argv[] = { "EVAL", lua_rate, "1", k, now, iv, tau, cnt };
+	const char *argv[] = { "1", k, now, iv, tau, cnt };
 	redisReply *r;
 	int rc = -1;
 
@@ -807,7 +789,8 @@ int store_rate_take(struct store *st, const char *key_id, int n, int per_min, in
 	snprintf(iv, sizeof(iv), "%.3f", 60000.0 / per_min);
 	snprintf(tau, sizeof(tau), "%.3f", 60000.0 / per_min * burst);
 	snprintf(cnt, sizeof(cnt), "%d", n);
-	r = store_cmd(st, 8, argv, NULL, e); /* not sent twice: it counts */
+	/* not sent twice: it counts */
+	r = store_eval(st, STORE_ONCE, &store_lua_rate_take, 6, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -825,14 +808,8 @@ int store_rate_take(struct store *st, const char *key_id, int n, int per_min, in
 int store_key_put(struct store *st, const char *hash, const char *org, const char *role,
 		  const char *key_id, struct sp_err *e)
 {
-	static const char lua_key[] =
-		"redis.call('HSET', KEYS[1], 'org', ARGV[1], 'role', ARGV[2], 'keyId', ARGV[3], "
-		"'createdAt', ARGV[4]) "
-		"redis.call('HSET', KEYS[2], 'hash', ARGV[5], 'org', ARGV[1], 'role', ARGV[2], "
-		"'keyId', ARGV[3], 'createdAt', ARGV[4]) "
-		"redis.call('SADD', KEYS[3], ARGV[1]) redis.call('SADD', KEYS[4], ARGV[3]) return 1";
 	char k1[256], k2[256], k3[256], k4[256], now[32];
-	const char *argv[] = { "EVAL", lua_key, "4", k1, k2, k3, k4, org, role, key_id, now, hash };
+	const char *argv[] = { "4", k1, k2, k3, k4, org, role, key_id, now, hash };
 	redisReply *r;
 
 	snprintf(k1, sizeof(k1), "%s:key:%s", st->prefix, hash);
@@ -840,7 +817,8 @@ int store_key_put(struct store *st, const char *hash, const char *org, const cha
 	snprintf(k3, sizeof(k3), "%s:orgs", st->prefix);
 	snprintf(k4, sizeof(k4), "%s:{%s}:keys", st->prefix, org);
 	snprintf(now, sizeof(now), "%lld", (long long)now_ms());
-	r = store_cmd_kind(st, STORE_IDEM, 12, argv, NULL, e); /* createdAt is fixed above */
+	/* createdAt is fixed above */
+	r = store_eval(st, STORE_IDEM, &store_lua_key_put, 10, argv, NULL, e);
 	if (!r)
 		return -1;
 	freeReplyObject(r);
@@ -877,13 +855,8 @@ int store_key_get(struct store *st, const char *hash, struct store_rec *out, str
 
 int store_key_revoke(struct store *st, const char *key_id, struct sp_err *e)
 {
-	static const char lua_rev[] =
-		"local h = redis.call('HGET', KEYS[1], 'hash') if not h then return 0 end "
-		"local org = redis.call('HGET', KEYS[1], 'org') "
-		"redis.call('DEL', ARGV[1] .. h) redis.call('DEL', KEYS[1]) "
-		"redis.call('SREM', ARGV[2] .. '{' .. org .. '}:keys', ARGV[3]) return 1";
 	char k1[256], pfx[128], pfx2[128];
-	const char *argv[] = { "EVAL", lua_rev, "1", k1, pfx, pfx2, key_id };
+	const char *argv[] = { "1", k1, pfx, pfx2, key_id };
 	redisReply *r;
 	long long n;
 
@@ -891,7 +864,7 @@ int store_key_revoke(struct store *st, const char *key_id, struct sp_err *e)
 	snprintf(pfx, sizeof(pfx), "%s:key:", st->prefix);
 	snprintf(pfx2, sizeof(pfx2), "%s:", st->prefix);
 	/* ONCE: run twice, a revocation that applied answers "no such key" */
-	r = store_cmd(st, 7, argv, NULL, e);
+	r = store_eval(st, STORE_ONCE, &store_lua_key_revoke, 5, argv, NULL, e);
 	if (!r)
 		return -1;
 	n = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
@@ -904,18 +877,14 @@ int store_key_revoke(struct store *st, const char *key_id, struct sp_err *e)
 int store_key_list(struct store *st, const char *org, struct store_rec *recs, int max,
 		   struct sp_err *e)
 {
-	static const char lua_list_keys[] =
-		"local out = {} for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do "
-		"local h = redis.call('HGETALL', ARGV[1] .. id) "
-		"if #h > 0 then out[#out + 1] = h end end return out";
 	char k1[256], pfx[128];
-	const char *argv[] = { "EVAL", lua_list_keys, "1", k1, pfx };
+	const char *argv[] = { "1", k1, pfx };
 	redisReply *r;
 	int n = 0;
 
 	snprintf(k1, sizeof(k1), "%s:{%s}:keys", st->prefix, org);
 	snprintf(pfx, sizeof(pfx), "%s:keyid:", st->prefix);
-	r = store_cmd_kind(st, STORE_READ, 5, argv, NULL, e);
+	r = store_eval(st, STORE_READ, &store_lua_key_list, 3, argv, NULL, e);
 	if (!r)
 		return -1;
 	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements && n < max; i++) {
@@ -1083,34 +1052,11 @@ int store_quota_get(struct store *st, const char *org, struct store_rec *out, st
 	return store_hgetall(st, k, out, SP_OK, NULL, e);
 }
 
-/* KEYS[1] quota, KEYS[2] reservations; ARGV now, id, cpuMilli, memoryMb, deadline */
-static const char lua_reserve[] =
-	"local q = {} local raw = redis.call('HGETALL', KEYS[1]) "
-	"for i = 1, #raw, 2 do q[raw[i]] = tonumber(raw[i + 1]) end "
-	"local now = tonumber(ARGV[1]) local n, cpu, mem = 0, 0, 0 "
-	"local r = redis.call('HGETALL', KEYS[2]) "
-	"for i = 1, #r, 2 do "
-	"  local d, c, m = string.match(r[i + 1], '(%d+) (%d+) (%d+)') "
-	"  if r[i] ~= ARGV[2] then "
-	"    if d == nil or tonumber(d) < now then redis.call('HDEL', KEYS[2], r[i]) "
-	"    else n = n + 1 cpu = cpu + tonumber(c) mem = mem + tonumber(m) end "
-	"  end "
-	"end "
-	"local c, m = tonumber(ARGV[3]), tonumber(ARGV[4]) "
-	"if q.sandboxes and q.sandboxes > 0 and n + 1 > q.sandboxes then "
-	"  return {1, 'sandboxes', n, q.sandboxes} end "
-	"if q.cpuMilli and q.cpuMilli > 0 and cpu + c > q.cpuMilli then "
-	"  return {1, 'cpuMilli', cpu, q.cpuMilli} end "
-	"if q.memoryMb and q.memoryMb > 0 and mem + m > q.memoryMb then "
-	"  return {1, 'memoryMb', mem, q.memoryMb} end "
-	"redis.call('HSET', KEYS[2], ARGV[2], ARGV[5] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' .. ARGV[1]) "
-	"return {0}";
-
 int store_reserve(struct store *st, const char *org, const char *id, int64_t deadline_ms,
 		  int64_t cpu_milli, int64_t memory_mb, char *msg, size_t msglen, struct sp_err *e)
 {
 	char k1[256], k2[256], now[32], c[32], m[32], d[32];
-	const char *argv[] = { "EVAL", lua_reserve, "2", k1, k2, now, id, c, m, d };
+	const char *argv[] = { "2", k1, k2, now, id, c, m, d };
 	redisReply *r;
 	int rc = 0;
 
@@ -1121,7 +1067,7 @@ int store_reserve(struct store *st, const char *org, const char *id, int64_t dea
 	snprintf(m, sizeof(m), "%lld", (long long)memory_mb);
 	snprintf(d, sizeof(d), "%lld", (long long)deadline_ms);
 	/* IDEM: a second run skips id's own reservation when counting */
-	r = store_cmd_kind(st, STORE_IDEM, 10, argv, NULL, e);
+	r = store_eval(st, STORE_IDEM, &store_lua_quota_reserve, 8, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 && r->element[0]->integer == 1) {
@@ -1379,22 +1325,21 @@ int store_obj_put(struct store *st, const char *org, const char *kind, const cha
 	return simple(st, 4, argv, NULL, e);
 }
 
-static const char lua_obj_cas[] = "local cur = redis.call('HGET', KEYS[1], ARGV[1]) "
-				  "if not cur or cur ~= ARGV[2] then return 1 end "
-				  "if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[1]) "
-				  "else redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) end return 0";
-
 int store_obj_cas(struct store *st, const char *org, const char *kind, const char *id,
 		  const char *expect, const char *json, struct sp_err *e)
 {
 	char k[256];
-	const char *argv[] = { "EVAL", lua_obj_cas, "1", k, id, expect, json ? json : "" };
-	long long out = 1;
+	const char *argv[] = { "1", k, id, expect, json ? json : "" };
+	redisReply *r;
+	int rc;
 
 	key_objs(st, org, kind, k, sizeof(k));
-	if (simple(st, 7, argv, &out, e) < 0)
+	r = store_eval(st, STORE_ONCE, &store_lua_obj_cas, 5, argv, NULL, e);
+	if (!r)
 		return -1;
-	return out == 0 ? 0 : 1;
+	rc = r->type == REDIS_REPLY_INTEGER && r->integer == 0 ? 0 : 1;
+	freeReplyObject(r);
+	return rc;
 }
 
 int store_obj_get(struct store *st, const char *org, const char *kind, const char *id, char **json,
@@ -1447,28 +1392,13 @@ int store_locked(struct store *st, const char *name, struct sp_err *e)
 	return n > 0;
 }
 
-static const char lua_place[] =
-	"local now = tonumber(ARGV[1]) local best, bn, bc, bm = 0, 0, 0, 0 "
-	"for k = 1, #KEYS do "
-	"  local n, cpu, mem = 0, 0, 0 local r = redis.call('HGETALL', KEYS[k]) "
-	"  for i = 1, #r, 2 do "
-	"    local d, c, m = string.match(r[i + 1], '(%d+) (%d+) (%d+)') "
-	"    if d == nil or tonumber(d) < now then redis.call('HDEL', KEYS[k], r[i]) "
-	"    else n = n + 1 cpu = cpu + tonumber(c) mem = mem + tonumber(m) end "
-	"  end "
-	"  if best == 0 or n < bn or (n == bn and (cpu < bc or (cpu == bc and mem < bm))) then "
-	"    best, bn, bc, bm = k, n, cpu, mem end "
-	"end "
-	"redis.call('HSET', KEYS[best], ARGV[2], ARGV[5] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]) "
-	"return best";
-
 int store_place(struct store *st, const char *const *candidates, int n, const char *id,
 		int64_t deadline_ms, int64_t cpu_milli, int64_t memory_mb, char *out, size_t cap,
 		struct sp_err *e)
 {
 	enum { MAXC = 64 };
 	char keys[MAXC][256], nbuf[16], now[32], c[32], m[32], d[32];
-	const char *argv[8 + MAXC];
+	const char *argv[6 + MAXC];
 	redisReply *r;
 	int argc = 0;
 	long long pick;
@@ -1480,8 +1410,6 @@ int store_place(struct store *st, const char *const *candidates, int n, const ch
 	snprintf(c, sizeof(c), "%lld", (long long)cpu_milli);
 	snprintf(m, sizeof(m), "%lld", (long long)memory_mb);
 	snprintf(d, sizeof(d), "%lld", (long long)deadline_ms);
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_place;
 	argv[argc++] = nbuf;
 	for (int i = 0; i < n; i++) {
 		snprintf(keys[i], sizeof(keys[i]), "%s:srv:%s:resv", st->prefix, candidates[i]);
@@ -1492,7 +1420,7 @@ int store_place(struct store *st, const char *const *candidates, int n, const ch
 	argv[argc++] = c;
 	argv[argc++] = m;
 	argv[argc++] = d;
-	r = store_cmd(st, argc, argv, NULL, e);
+	r = store_eval(st, STORE_ONCE, &store_lua_server_place, argc, argv, NULL, e);
 	if (!r)
 		return -1;
 	pick = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
@@ -1538,12 +1466,8 @@ int store_server_load(struct store *st, const char *server, int64_t *sandboxes, 
 int store_pool_claim(struct store *st, const char *pool, int64_t min_expiry_ms, char *member,
 		     size_t cap, struct sp_err *e)
 {
-	static const char lua_claim[] =
-		"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) "
-		"local m = redis.call('ZPOPMAX', KEYS[1]) "
-		"if #m == 0 then return false end redis.call('INCR', KEYS[2]) return m[1]";
 	char key[300], claims[320], limit[32];
-	const char *argv[] = { "EVAL", lua_claim, "2", key, claims, limit };
+	const char *argv[] = { "2", key, claims, limit };
 	redisReply *r;
 	int got = 0;
 
@@ -1551,7 +1475,7 @@ int store_pool_claim(struct store *st, const char *pool, int64_t min_expiry_ms, 
 	snprintf(claims, sizeof(claims), "%s:pool:%s:claims", st->prefix, pool);
 	snprintf(limit, sizeof(limit), "%lld", (long long)min_expiry_ms);
 	/* a lost answer must not hand the same container out again: once only */
-	r = store_cmd(st, 6, argv, NULL, e);
+	r = store_eval(st, STORE_ONCE, &store_lua_pool_claim, 4, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_STRING && r->len < cap) {
@@ -1577,23 +1501,21 @@ int store_pool_add(struct store *st, const char *pool, int64_t expiry_ms, const 
 int store_pool_fill_begin(struct store *st, const char *pool, int64_t min_expiry_ms, int size,
 			  struct sp_err *e)
 {
-	static const char lua_need[] =
-		"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) "
-		"local have = redis.call('ZCARD', KEYS[1]) "
-		"local busy = tonumber(redis.call('GET', KEYS[2]) or '0') "
-		"if have + busy >= tonumber(ARGV[2]) then return 0 end "
-		"redis.call('INCR', KEYS[2]) redis.call('EXPIRE', KEYS[2], 120) return 1";
 	char key[300], fill[320], limit[32], sz[16];
-	const char *argv[] = { "EVAL", lua_need, "2", key, fill, limit, sz };
-	long long go = 0;
+	const char *argv[] = { "2", key, fill, limit, sz };
+	redisReply *r;
+	int go;
 
 	snprintf(key, sizeof(key), "%s:pool:%s", st->prefix, pool);
 	snprintf(fill, sizeof(fill), "%s:pool:%s:filling", st->prefix, pool);
 	snprintf(limit, sizeof(limit), "%lld", (long long)min_expiry_ms);
 	snprintf(sz, sizeof(sz), "%d", size);
-	if (simple(st, 7, argv, &go, e) < 0)
+	r = store_eval(st, STORE_ONCE, &store_lua_pool_fill_begin, 5, argv, NULL, e);
+	if (!r)
 		return -1;
-	return go == 1;
+	go = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	freeReplyObject(r);
+	return go;
 }
 
 int store_pool_fill_end(struct store *st, const char *pool, struct sp_err *e)
@@ -1661,22 +1583,6 @@ static void key_idem(const struct store *st, const char *org, const char *op, co
 	snprintf(out, cap, "%s:{%s}:idem:%s:%s", st->prefix, org, op, khash);
 }
 
-/* KEYS[1] the entry; ARGV payload hash, lease seconds, and the new
- * entry's resource id, owner and until (ms). A new entry is "pending" for
- * the lease; the same payload again reads the entry (a pending one with
- * its resource id, owner and until). */
-static const char lua_idem_begin[] =
-	"local k = KEYS[1] "
-	"if redis.call('EXISTS', k) == 0 then "
-	"redis.call('HSET', k, 'state', 'pending', 'payload', ARGV[1], 'rid', ARGV[3], "
-	"'owner', ARGV[4], 'until', ARGV[5]) "
-	"redis.call('EXPIRE', k, ARGV[2]) return {'new'} end "
-	"if redis.call('HGET', k, 'payload') ~= ARGV[1] then return {'mismatch'} end "
-	"if redis.call('HGET', k, 'state') ~= 'done' then "
-	"return {'pending', redis.call('HGET', k, 'rid') or '', "
-	"redis.call('HGET', k, 'owner') or '', redis.call('HGET', k, 'until') or '0'} end "
-	"return {'done', redis.call('HGET', k, 'status'), redis.call('HGET', k, 'body')}";
-
 /* A reply element's string into out; "" when it is not a string. */
 static void reply_str(const redisReply *r, char *out, size_t cap)
 {
@@ -1688,8 +1594,7 @@ int store_idem_begin(struct store *st, const char *org, const char *op, const ch
 		     struct store_idem_owner *seen, int *status, struct buf *body, struct sp_err *e)
 {
 	char k[512], lease[32], until[32];
-	const char *argv[] = { "EVAL", lua_idem_begin, "1",	    k,	  payload,
-			       lease,  mine->rid,      mine->owner, until };
+	const char *argv[] = { "1", k, payload, lease, mine->rid, mine->owner, until };
 	redisReply *r;
 	int rc = -1;
 
@@ -1697,7 +1602,8 @@ int store_idem_begin(struct store *st, const char *org, const char *op, const ch
 	snprintf(lease, sizeof(lease), "%lld", (long long)lease_s);
 	snprintf(until, sizeof(until), "%lld", (long long)mine->until_ms);
 	memset(seen, 0, sizeof(*seen));
-	r = store_cmd(st, 9, argv, NULL, e); /* not sent twice: a second "new" is "pending" */
+	/* not sent twice: a second "new" is "pending" */
+	r = store_eval(st, STORE_ONCE, &store_lua_idem_begin, 7, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
@@ -1739,23 +1645,13 @@ int store_idem_claim(struct store *st, const char *org, const char *op, const ch
 		     const char *seen_owner, const struct store_idem_owner *mine, struct sp_err *e)
 {
 	char k[512], until[32];
-	const char *argv[] = { "EVAL",
-			       "if redis.call('HGET', KEYS[1], 'state') ~= 'pending' or "
-			       "(redis.call('HGET', KEYS[1], 'owner') or '') ~= ARGV[1] then "
-			       "return 0 end "
-			       "redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'until', ARGV[3]) "
-			       "return 1",
-			       "1",
-			       k,
-			       seen_owner,
-			       mine->owner,
-			       until };
+	const char *argv[] = { "1", k, seen_owner, mine->owner, until };
 	redisReply *r;
 	int rc;
 
 	key_idem(st, org, op, khash, k, sizeof(k));
 	snprintf(until, sizeof(until), "%lld", (long long)mine->until_ms);
-	r = store_cmd(st, 7, argv, NULL, e);
+	r = store_eval(st, STORE_ONCE, &store_lua_idem_claim, 5, argv, NULL, e);
 	if (!r)
 		return -1;
 	rc = r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? 0 : 1;
@@ -1767,25 +1663,16 @@ int store_idem_finish(struct store *st, const char *org, const char *op, const c
 		      int status, const char *body, size_t len, int64_t ttl_s, struct sp_err *e)
 {
 	char k[512], ttl[32], sts[16];
-	const char *argv[] = { "EVAL",
-			       "redis.call('HSET', KEYS[1], 'state', 'done', 'status', "
-			       "ARGV[1], 'body', ARGV[2]) "
-			       "redis.call('EXPIRE', KEYS[1], ARGV[3]) return 1",
-			       "1",
-			       k,
-			       sts,
-			       body,
-			       ttl };
-	size_t lens[7];
+	const char *argv[] = { "1", k, sts, body, ttl };
+	size_t lens[5];
 	redisReply *r;
 
 	key_idem(st, org, op, khash, k, sizeof(k));
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_s);
 	snprintf(sts, sizeof(sts), "%d", status);
-	for (int i = 0; i < 7; i++)
-		lens[i] = strlen(argv[i]);
-	lens[5] = len;
-	r = store_cmd(st, 7, argv, lens, e);
+	for (int i = 0; i < 5; i++)
+		lens[i] = i == 3 ? len : strlen(argv[i]);
+	r = store_eval(st, STORE_ONCE, &store_lua_idem_finish, 5, argv, lens, e);
 	if (!r)
 		return -1;
 	freeReplyObject(r);
@@ -1796,15 +1683,11 @@ int store_idem_abort(struct store *st, const char *org, const char *op, const ch
 		     const char *owner, struct sp_err *e)
 {
 	char k[512];
-	const char *argv[] = { "EVAL",
-			       "if redis.call('HGET', KEYS[1], 'state') == 'pending' and "
-			       "(redis.call('HGET', KEYS[1], 'owner') or '') == ARGV[1] then "
-			       "redis.call('DEL', KEYS[1]) end return 1",
-			       "1", k, owner };
+	const char *argv[] = { "1", k, owner };
 	redisReply *r;
 
 	key_idem(st, org, op, khash, k, sizeof(k));
-	r = store_cmd(st, 5, argv, NULL, e);
+	r = store_eval(st, STORE_ONCE, &store_lua_idem_abort, 3, argv, NULL, e);
 	if (!r)
 		return -1;
 	freeReplyObject(r);

@@ -1,13 +1,15 @@
 /*
  * Private to store/: what the files beside store.c (volume.c) need of its
- * connection: the one command runner with its retry rules, and the key
- * prefix. Nothing outside store/ includes this.
+ * connection: the one command runner with its retry rules, the runner of
+ * the Lua programs (the files of store/lua, embedded as lua_programs.h),
+ * and the key prefix. Nothing outside store/ includes this.
  */
 #ifndef SANDPIT_STORE_INT_H
 #define SANDPIT_STORE_INT_H
 
 #include <stddef.h>
 
+#include "lua_programs.h"
 #include "store.h"
 
 struct redisReply;
@@ -26,6 +28,14 @@ enum store_kind {
  * caller frees the reply; NULL with e set (SP_UNAVAILABLE). */
 struct redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc,
 				  const char **argv, const size_t *lens, struct sp_err *e);
+/* Runs a Lua program of store/lua/ as store_cmd_kind runs a command, by
+ * EVALSHA: argv is EVALSHA's arguments after the digest (the number of
+ * keys, the keys, the arguments), lens their lengths or NULL. A server
+ * that does not have the program (NOSCRIPT: restarted, failed over, SCRIPT
+ * FLUSH) is given it (SCRIPT LOAD) and asked once more, whatever the kind:
+ * the program did not run. The caller frees the reply; NULL with e set. */
+struct redisReply *store_eval(struct store *st, enum store_kind kind, const struct store_lua *prog,
+			      int argc, const char **argv, const size_t *lens, struct sp_err *e);
 /* HGETALL of one key into out; when it is empty and msg is not NULL, an
  * error of code missing with msg. */
 int store_hgetall(struct store *st, const char *key, struct store_rec *out, enum sp_code missing,
