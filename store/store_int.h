@@ -1,8 +1,10 @@
 /*
- * Private to store/: what the files beside store.c (volume.c) need of its
- * connection: the one command runner with its retry rules, the runner of
- * the Lua programs (the files of store/lua, embedded as lua_programs.h),
- * and the key prefix. Nothing outside store/ includes this.
+ * Private to store/: what its families (records.c, indexes.c, keys.c,
+ * quotas.c, servers.c, pools.c, idem.c, locks.c, session.c, volume.c)
+ * need of the connection (store.c): the one command runner with its retry
+ * rules, the runner of the Lua programs (the files of store/lua, embedded
+ * as lua_programs.h), the key prefix; and the few helpers two families
+ * share. Nothing outside store/ includes this.
  */
 #ifndef SANDPIT_STORE_INT_H
 #define SANDPIT_STORE_INT_H
@@ -36,6 +38,10 @@ struct redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int ar
  * the program did not run. The caller frees the reply; NULL with e set. */
 struct redisReply *store_eval(struct store *st, enum store_kind kind, const struct store_lua *prog,
 			      int argc, const char **argv, const size_t *lens, struct sp_err *e);
+/* A command whose answer is an integer (into out when not NULL; 0 for
+ * any other answer) or a status. 0, -1 with e set. */
+int store_simple(struct store *st, enum store_kind kind, int argc, const char **argv,
+		 long long *out, struct sp_err *e);
 /* HGETALL of one key into out; when it is empty and msg is not NULL, an
  * error of code missing with msg. */
 int store_hgetall(struct store *st, const char *key, struct store_rec *out, enum sp_code missing,
@@ -45,6 +51,8 @@ int store_hgetall(struct store *st, const char *key, struct store_rec *out, enum
  * are dropped from the index. The count, -1 with e set. */
 int store_index_records(struct store *st, const char *index, const char *prefix, int newest,
 			struct store_rec *recs, int max, struct sp_err *e);
+/* The key of an org's sandbox index (indexes.c). */
+void store_key_index(const struct store *st, const char *org, char *out, size_t cap);
 /* The key prefix ("sandpit"). */
 const char *store_prefix(const struct store *st);
 
