@@ -45,6 +45,7 @@ struct store {
 	struct sentinel *sn; /* set for sentinel:// urls */
 	int wait_replicas;   /* WAIT for this many replicas after each write (0: never) */
 	int wait_ms;	     /* ... for at most this long */
+	unsigned long conn;  /* counts the connections made (a Lua program loaded on one) */
 };
 
 const char *store_prefix(const struct store *st)
@@ -209,6 +210,7 @@ static int store_connect(struct store *st, int64_t deadline, struct sp_err *e)
 		}
 		freeReplyObject(r);
 	}
+	st->conn++;
 	return 0;
 }
 
@@ -274,13 +276,15 @@ static int script_load(struct store *st, const struct store_lua *prog, struct sp
  * MASTERDOWN, sends the worker to Sentinel for the master (the command did
  * not run, so it goes again whatever its kind). prog, when not NULL, is
  * the Lua program the command (EVALSHA) runs: NOSCRIPT loads it and sends
- * the command once more (it did not run either). The caller frees the
+ * the command once more (it did not run either), once per connection (a
+ * failover may meet a server without it again). The caller frees the
  * reply. Returns NULL with e set (SP_UNAVAILABLE). */
 static redisReply *run_cmd(struct store *st, enum store_kind kind, const struct store_lua *prog,
 			   int argc, const char **argv, const size_t *lens, struct sp_err *e)
 {
 	int64_t start = mono_ms(), until = start + 5000, failover = start + STORE_FAILOVER_MS;
-	int resent = 0, moved = 0, loaded = 0, unconfirmed;
+	int resent = 0, moved = 0, loads = 0, unconfirmed;
+	unsigned long loaded = 0; /* the connection prog was loaded on */
 	const char *what = prog ? prog->name : argv[0];
 	redisReply *r;
 
@@ -321,11 +325,12 @@ static redisReply *run_cmd(struct store *st, enum store_kind kind, const struct 
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		if (r->type == REDIS_REPLY_ERROR && prog && !loaded &&
+		if (r->type == REDIS_REPLY_ERROR && prog && loaded != st->conn && loads++ < 3 &&
 		    strncmp(r->str, "NOSCRIPT", 8) == 0) {
+			/* once per server: a failover may find another without it */
 			log_info("redis: Lua program %s not loaded there; loading it", prog->name);
 			freeReplyObject(r);
-			loaded = 1;
+			loaded = st->conn;
 			if (script_load(st, prog, e) < 0)
 				return NULL;
 			continue;

@@ -34,8 +34,10 @@ struct redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int ar
  * EVALSHA: argv is EVALSHA's arguments after the digest (the number of
  * keys, the keys, the arguments), lens their lengths or NULL. A server
  * that does not have the program (NOSCRIPT: restarted, failed over, SCRIPT
- * FLUSH) is given it (SCRIPT LOAD) and asked once more, whatever the kind:
- * the program did not run. The caller frees the reply; NULL with e set. */
+ * FLUSH) is given it (SCRIPT LOAD) and asked once more, whatever the
+ * kind: the program did not run (once per connection: a failover may
+ * meet another server without it). The caller frees the reply; NULL with
+ * e set. */
 struct redisReply *store_eval(struct store *st, enum store_kind kind, const struct store_lua *prog,
 			      int argc, const char **argv, const size_t *lens, struct sp_err *e);
 /* A command whose answer is an integer (into out when not NULL; 0 for
