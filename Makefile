@@ -28,7 +28,7 @@ FCGI_SRC    = $(filter-out fcgi/sandpitd.c,$(wildcard fcgi/*.c))
 HANDLER_SRC = $(wildcard handlers/*.c)
 STREAM_SRC  = $(wildcard stream/*.c)
 CORE_SRC    = $(COMMON_SRC) $(DOCKER_SRC) $(STORE_SRC) $(SANDBOX_SRC)
-CORE_OBJ    = $(CORE_SRC:%.c=$(B)/%.o) $(B)/gen/sh_programs.o
+CORE_OBJ    = $(CORE_SRC:%.c=$(B)/%.o) $(B)/gen/sh_programs.o $(B)/gen/lua_programs.o
 APP_OBJ     = $(CORE_OBJ) $(FCGI_SRC:%.c=$(B)/%.o) $(HANDLER_SRC:%.c=$(B)/%.o)
 STREAM_OBJ  = $(STREAM_SRC:%.c=$(B)/%.o)
 # sandpit-stream: WebSocket framing (wslay), SHA-1 for the handshake (libcrypto)
@@ -74,6 +74,20 @@ $(B)/gen/sh_programs.h $(B)/gen/sh_programs.c &: $(SH_SRC) sandbox/sh/embed.awk
 	@awk -v gen=$(B)/gen -v sh=$(B)/sh -f sandbox/sh/embed.awk $(SH_SRC)
 $(SANDBOX_SRC:%.c=$(B)/%.o): $(B)/gen/sh_programs.h
 $(B)/gen/sh_programs.o: $(B)/gen/sh_programs.c
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# The store's Lua programs (store/lua/*.lua) as C data:
+# build/gen/lua_programs.{c,h} (store_lua_NAME: text and SHA-1), and each
+# program as Redis gets it, its comments out, as build/lua/NAME.lua
+# (store/lua/embed.awk).
+LUA_SRC = $(sort $(wildcard store/lua/*.lua))
+$(B)/gen/lua_programs.h $(B)/gen/lua_programs.c &: $(LUA_SRC) store/lua/embed.awk
+	@mkdir -p $(B)/gen $(B)/lua
+	@echo "  GEN     $@"
+	@awk -v gen=$(B)/gen -v lua=$(B)/lua -f store/lua/embed.awk $(LUA_SRC)
+$(STORE_SRC:%.c=$(B)/%.o): $(B)/gen/lua_programs.h
+$(B)/gen/lua_programs.o: $(B)/gen/lua_programs.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -179,7 +193,8 @@ FUZZ_CC      = clang
 FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS  = $(filter-out -Wno-format-truncation,$(WARN)) -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) -I. -I$(B)/gen
 FUZZ_LIB_SRC = $(CORE_SRC) $(FCGI_SRC) $(HANDLER_SRC) $(filter-out stream/main.c,$(STREAM_SRC))
-FUZZ_LIB_OBJ = $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o) $(B)/fuzz/obj/gen/sh_programs.o
+FUZZ_LIB_OBJ = $(FUZZ_LIB_SRC:%.c=$(B)/fuzz/obj/%.o) $(B)/fuzz/obj/gen/sh_programs.o \
+	       $(B)/fuzz/obj/gen/lua_programs.o
 FUZZ_SRC     = $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN     = $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(B)/fuzz/%)
 FUZZ_SECONDS ?= 60
@@ -191,6 +206,12 @@ $(B)/fuzz/obj/%.o: %.c $(wildcard */*.h */*/*.h)
 
 $(SANDBOX_SRC:%.c=$(B)/fuzz/obj/%.o): $(B)/gen/sh_programs.h
 $(B)/fuzz/obj/gen/sh_programs.o: $(B)/gen/sh_programs.c
+	@mkdir -p $(dir $@)
+	@echo "  CC-FUZZ $<"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(STORE_SRC:%.c=$(B)/fuzz/obj/%.o): $(B)/gen/lua_programs.h
+$(B)/fuzz/obj/gen/lua_programs.o: $(B)/gen/lua_programs.c
 	@mkdir -p $(dir $@)
 	@echo "  CC-FUZZ $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@

@@ -1,5 +1,7 @@
 /*
- * Redis store over hiredis. See store.h. A connection found closed before a
+ * Redis store over hiredis, its connection: see store.h; the families of
+ * records are the files beside this one (store_int.h lists them), the Lua
+ * programs store/lua. A connection found closed before a
  * command is sent is rebuilt silently. A command whose answer is lost (the
  * connection broke or timed out after it was sent) is ambiguous: it is sent
  * again once only when it is a read or an idempotent write (STORE_READ,
@@ -43,33 +45,12 @@ struct store {
 	struct sentinel *sn; /* set for sentinel:// urls */
 	int wait_replicas;   /* WAIT for this many replicas after each write (0: never) */
 	int wait_ms;	     /* ... for at most this long */
+	unsigned long conn;  /* counts the connections made (a Lua program loaded on one) */
 };
 
 const char *store_prefix(const struct store *st)
 {
 	return st->prefix;
-}
-
-void store_rec_free(struct store_rec *r)
-{
-	for (int i = 0; i < r->n; i++) {
-		free(r->name[i]);
-		free(r->value[i]);
-	}
-	free(r->name);
-	free(r->value);
-	free(r->vlen);
-	r->name = r->value = NULL;
-	r->vlen = NULL;
-	r->n = 0;
-}
-
-const char *store_rec_get(const struct store_rec *r, const char *name)
-{
-	for (int i = 0; i < r->n; i++)
-		if (strcmp(r->name[i], name) == 0)
-			return r->value[i];
-	return NULL;
 }
 
 /* Reads "wait=N&wait_ms=T" (the part after '?') into st. */
@@ -229,6 +210,7 @@ static int store_connect(struct store *st, int64_t deadline, struct sp_err *e)
 		}
 		freeReplyObject(r);
 	}
+	st->conn++;
 	return 0;
 }
 
@@ -286,17 +268,24 @@ static redisReply *send_cmd(struct store *st, enum store_kind kind, int argc, co
 	return r;
 }
 
+static int script_load(struct store *st, const struct store_lua *prog, struct sp_err *e);
+
 /* Runs one command of the given kind (see enum store_kind): a connection
  * found closed is rebuilt first; a lost answer is retried once for READ
  * and IDEM only; LOADING is waited out (plain url) or, like READONLY and
  * MASTERDOWN, sends the worker to Sentinel for the master (the command did
- * not run, so it goes again whatever its kind). The caller frees the reply.
- * Returns NULL with e set (SP_UNAVAILABLE). */
-redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, const char **argv,
-			   const size_t *lens, struct sp_err *e)
+ * not run, so it goes again whatever its kind). prog, when not NULL, is
+ * the Lua program the command (EVALSHA) runs: NOSCRIPT loads it and sends
+ * the command once more (it did not run either), once per connection (a
+ * failover may meet a server without it again). The caller frees the
+ * reply. Returns NULL with e set (SP_UNAVAILABLE). */
+static redisReply *run_cmd(struct store *st, enum store_kind kind, const struct store_lua *prog,
+			   int argc, const char **argv, const size_t *lens, struct sp_err *e)
 {
 	int64_t start = mono_ms(), until = start + 5000, failover = start + STORE_FAILOVER_MS;
-	int resent = 0, moved = 0, unconfirmed;
+	int resent = 0, moved = 0, loads = 0, unconfirmed;
+	unsigned long loaded = 0; /* the connection prog was loaded on */
+	const char *what = prog ? prog->name : argv[0];
 	redisReply *r;
 
 	for (;;) {
@@ -308,8 +297,7 @@ redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, con
 			return NULL;
 		r = send_cmd(st, kind, argc, argv, lens, &unconfirmed);
 		if (!r) {
-			log_warn("redis %s: %s", argv[0],
-				 st->rc ? st->rc->errstr : "connection lost");
+			log_warn("redis %s: %s", what, st->rc ? st->rc->errstr : "connection lost");
 			store_drop(st);
 			if (kind == STORE_ONCE || resent++ > 0) {
 				/* it may or may not have run: never sent twice */
@@ -320,7 +308,7 @@ redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, con
 		}
 		if (r->type == REDIS_REPLY_ERROR && st->sn && not_master_error(r) && moved++ < 3 &&
 		    mono_ms() < failover) {
-			log_warn("redis %s at %s: %.60s; asking Sentinel for the master", argv[0],
+			log_warn("redis %s at %s: %.60s; asking Sentinel for the master", what,
 				 st->sn->master, r->str);
 			freeReplyObject(r);
 			store_drop(st);
@@ -337,8 +325,18 @@ redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, con
 			nanosleep(&ts, NULL);
 			continue;
 		}
+		if (r->type == REDIS_REPLY_ERROR && prog && loaded != st->conn && loads++ < 3 &&
+		    strncmp(r->str, "NOSCRIPT", 8) == 0) {
+			/* once per server: a failover may find another without it */
+			log_info("redis: Lua program %s not loaded there; loading it", prog->name);
+			freeReplyObject(r);
+			loaded = st->conn;
+			if (script_load(st, prog, e) < 0)
+				return NULL;
+			continue;
+		}
 		if (r->type == REDIS_REPLY_ERROR) {
-			log_error("redis %s: %s", argv[0], r->str);
+			log_error("redis %s: %s", what, r->str);
 			if (not_master_error(r) || strncmp(r->str, "NOREPLICAS", 10) == 0)
 				sp_err_set(e, SP_UNAVAILABLE, "Redis is unavailable");
 			else
@@ -358,33 +356,82 @@ redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, con
 	}
 }
 
-/* A command that is never sent twice after a lost answer: the safe default
- * for writes not marked STORE_IDEM. */
-static redisReply *store_cmd(struct store *st, int argc, const char **argv, const size_t *lens,
-			     struct sp_err *e)
+redisReply *store_cmd_kind(struct store *st, enum store_kind kind, int argc, const char **argv,
+			   const size_t *lens, struct sp_err *e)
 {
-	return store_cmd_kind(st, STORE_ONCE, argc, argv, lens, e);
+	return run_cmd(st, kind, NULL, argc, argv, lens, e);
 }
 
-int store_ping(struct store *st, struct sp_err *e)
+/* SCRIPT LOAD of prog: Redis's script cache is the server's, so a program
+ * is loaded once per server (and again after a restart, a failover or a
+ * SCRIPT FLUSH), whichever connection meets it missing first. The digest
+ * Redis answers must be the one computed at build time. */
+static int script_load(struct store *st, const struct store_lua *prog, struct sp_err *e)
 {
-	const char *argv[] = { "PING" };
-	redisReply *r = store_cmd_kind(st, STORE_READ, 1, argv, NULL, e);
+	const char *argv[] = { "SCRIPT", "LOAD", prog->text };
+	redisReply *r = store_cmd_kind(st, STORE_READ, 3, argv, NULL, e);
+	int ok;
 
 	if (!r)
 		return -1;
+	ok = r->type == REDIS_REPLY_STRING && r->len == 40 && memcmp(r->str, prog->sha, 40) == 0;
 	freeReplyObject(r);
+	if (!ok) {
+		log_error("redis SCRIPT LOAD %s: not the digest computed at build time",
+			  prog->name);
+		return sp_err_set(e, SP_INTERNAL, "Lua program %s: digest mismatch", prog->name);
+	}
 	return 0;
 }
 
-static void key_sb(const struct store *st, const char *org, const char *id, char *out, size_t cap)
+redisReply *store_eval(struct store *st, enum store_kind kind, const struct store_lua *prog,
+		       int argc, const char **argv, const size_t *lens, struct sp_err *e)
 {
-	snprintf(out, cap, "%s:{%s}:sb:%s", st->prefix, org, id);
+	const char **full = calloc((size_t)argc + 2, sizeof(*full));
+	size_t *flens = lens ? calloc((size_t)argc + 2, sizeof(*flens)) : NULL;
+	redisReply *r = NULL;
+
+	if (!full || (lens && !flens)) {
+		sp_err_set(e, SP_INTERNAL, "out of memory");
+		goto out;
+	}
+	full[0] = "EVALSHA";
+	full[1] = prog->sha;
+	memcpy(full + 2, argv, (size_t)argc * sizeof(*full));
+	if (flens) {
+		flens[0] = 7;
+		flens[1] = strlen(prog->sha);
+		memcpy(flens + 2, lens, (size_t)argc * sizeof(*flens));
+	}
+	r = run_cmd(st, kind, prog, argc + 2, full, flens, e);
+out:
+	free(full);
+	free(flens);
+	return r;
 }
 
-static void key_idx(const struct store *st, const char *org, char *out, size_t cap)
+/* --- answers into records (struct store_rec), for every family ------- */
+
+void store_rec_free(struct store_rec *r)
 {
-	snprintf(out, cap, "%s:{%s}:sbs", st->prefix, org);
+	for (int i = 0; i < r->n; i++) {
+		free(r->name[i]);
+		free(r->value[i]);
+	}
+	free(r->name);
+	free(r->value);
+	free(r->vlen);
+	r->name = r->value = NULL;
+	r->vlen = NULL;
+	r->n = 0;
+}
+
+const char *store_rec_get(const struct store_rec *r, const char *name)
+{
+	for (int i = 0; i < r->n; i++)
+		if (strcmp(r->name[i], name) == 0)
+			return r->value[i];
+	return NULL;
 }
 
 int store_rec_from_reply(const redisReply *r, struct store_rec *out)
@@ -428,425 +475,6 @@ int store_rec_from_reply(const redisReply *r, struct store_rec *out)
 	return 0;
 }
 
-/* KEYS[1] record, KEYS[2] index; ARGV: ttl, score, id, k1, v1, ... */
-static const char lua_put[] = "redis.call('DEL', KEYS[1]) "
-			      "redis.call('HSET', KEYS[1], unpack(ARGV, 4)) "
-			      "redis.call('EXPIRE', KEYS[1], ARGV[1]) "
-			      "redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3]) "
-			      "return 1";
-
-int store_sandbox_put(struct store *st, const char *org, const char *id, const char *const *kv,
-		      int nkv, int64_t ttl_s, int64_t score, struct sp_err *e)
-{
-	char k1[256], k2[256], ttl[32], sc[32];
-	const char *argv[8 + 2 * STORE_MAX_FIELDS];
-	redisReply *r;
-	int argc = 0;
-
-	if (nkv > 2 * STORE_MAX_FIELDS || nkv % 2)
-		return sp_err_set(e, SP_INTERNAL, "bad record: %d values, at most %d fields", nkv,
-				  STORE_MAX_FIELDS);
-	key_sb(st, org, id, k1, sizeof(k1));
-	key_idx(st, org, k2, sizeof(k2));
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_s > 0 ? ttl_s : 1));
-	snprintf(sc, sizeof(sc), "%lld", (long long)score);
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_put;
-	argv[argc++] = "2";
-	argv[argc++] = k1;
-	argv[argc++] = k2;
-	argv[argc++] = ttl;
-	argv[argc++] = sc;
-	argv[argc++] = id;
-	for (int i = 0; i < nkv; i++)
-		argv[argc++] = kv[i];
-	r = store_cmd_kind(st, STORE_IDEM, argc, argv, NULL, e); /* same record twice = once */
-	if (!r)
-		return -1;
-	freeReplyObject(r);
-	return 0;
-}
-
-/* Runs a record update script (1 applied, 0 not, -1 no record) once:
- * run twice, a compare-and-set that applied answers "changed". 0
- * applied, 1 not (the expectation did not hold), -1 SP_NOT_FOUND or the
- * store's error. */
-static int update_call(struct store *st, int argc, const char **argv, struct sp_err *e)
-{
-	redisReply *r = store_cmd(st, argc, argv, NULL, e);
-	int rc;
-
-	if (!r)
-		return -1;
-	rc = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
-	freeReplyObject(r);
-	if (rc == -1)
-		return sp_err_set(e, SP_NOT_FOUND, "Sandbox not found");
-	return rc == 1 ? 0 : 1;
-}
-
-/* KEYS[1] record; ARGV: expect ("" = any), ttl (0 = keep), k1, v1, ... */
-static const char lua_update[] =
-	"if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end "
-	"if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], 'status') ~= ARGV[1] then return 0 end "
-	"if #ARGV > 2 then redis.call('HSET', KEYS[1], unpack(ARGV, 3)) end "
-	"if tonumber(ARGV[2]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end "
-	"return 1";
-
-int store_sandbox_update(struct store *st, const char *org, const char *id,
-			 const char *expect_status, const char *const *kv, int nkv, int64_t ttl_s,
-			 struct sp_err *e)
-{
-	char k1[256], ttl[32];
-	const char *argv[8 + 2 * STORE_MAX_FIELDS];
-	int argc = 0;
-
-	if (nkv > 2 * STORE_MAX_FIELDS || nkv % 2)
-		return sp_err_set(e, SP_INTERNAL, "bad record: %d values, at most %d fields", nkv,
-				  STORE_MAX_FIELDS);
-	key_sb(st, org, id, k1, sizeof(k1));
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_s > 0 ? ttl_s : 0));
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_update;
-	argv[argc++] = "1";
-	argv[argc++] = k1;
-	argv[argc++] = expect_status ? expect_status : "";
-	argv[argc++] = ttl;
-	for (int i = 0; i < nkv; i++)
-		argv[argc++] = kv[i];
-	return update_call(st, argc, argv, e);
-}
-
-/* KEYS[1] the record; ARGV[1] the number of expected pairs n, then n
- * field/value pairs that must all hold, then the pairs to set. */
-static const char lua_update_if[] =
-	"if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end "
-	"local n = tonumber(ARGV[1]) "
-	"for i = 0, n - 1 do "
-	"local v = redis.call('HGET', KEYS[1], ARGV[2 + 2 * i]) or '' "
-	"if v ~= ARGV[3 + 2 * i] then return 0 end end "
-	"if #ARGV > 1 + 2 * n then redis.call('HSET', KEYS[1], unpack(ARGV, 2 + 2 * n)) end "
-	"return 1";
-
-int store_sandbox_update_if(struct store *st, const char *org, const char *id,
-			    const char *const *expect, int nexpect, const char *const *kv, int nkv,
-			    struct sp_err *e)
-{
-	char k1[256], n[16];
-	const char *argv[8 + 4 * STORE_MAX_FIELDS];
-	int argc = 0;
-
-	if (nkv > 2 * STORE_MAX_FIELDS || nkv % 2 || nexpect > 2 * STORE_MAX_FIELDS || nexpect % 2)
-		return sp_err_set(e, SP_INTERNAL,
-				  "bad record: %d values, %d expected, at most %d "
-				  "fields",
-				  nkv, nexpect, STORE_MAX_FIELDS);
-	key_sb(st, org, id, k1, sizeof(k1));
-	snprintf(n, sizeof(n), "%d", nexpect / 2);
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_update_if;
-	argv[argc++] = "1";
-	argv[argc++] = k1;
-	argv[argc++] = n;
-	for (int i = 0; i < nexpect; i++)
-		argv[argc++] = expect[i];
-	for (int i = 0; i < nkv; i++)
-		argv[argc++] = kv[i];
-	return update_call(st, argc, argv, e);
-}
-
-int store_sandbox_get(struct store *st, const char *org, const char *id, struct store_rec *out,
-		      struct sp_err *e)
-{
-	char k1[256];
-
-	key_sb(st, org, id, k1, sizeof(k1));
-	return store_hgetall(st, k1, out, SP_NOT_FOUND, "Sandbox not found", e);
-}
-
-int store_sandbox_del(struct store *st, const char *org, const char *id, struct sp_err *e)
-{
-	static const char lua_del[] = "redis.call('DEL', KEYS[1]) "
-				      "redis.call('ZREM', KEYS[2], ARGV[1]) return 1";
-	char k1[256], k2[256];
-	const char *argv[] = { "EVAL", lua_del, "2", k1, k2, id };
-	redisReply *r;
-
-	key_sb(st, org, id, k1, sizeof(k1));
-	key_idx(st, org, k2, sizeof(k2));
-	r = store_cmd_kind(st, STORE_IDEM, 6, argv, NULL, e);
-	if (!r)
-		return -1;
-	freeReplyObject(r);
-	return 0;
-}
-
-/* The records of a sorted-set index, in its order (newest first: ZREVRANGE;
- * oldest: ZRANGE); drops index members whose record expired. Returns a
- * flat array of HGETALL results. KEYS[1] index; ARGV[1] max; ARGV[2]
- * record key prefix. */
-#define LUA_INDEX_RECORDS(range)                                                        \
-	"local ids = redis.call('" range "', KEYS[1], 0, tonumber(ARGV[1]) - 1) "       \
-	"local out = {} "                                                               \
-	"for _, id in ipairs(ids) do "                                                  \
-	"  local h = redis.call('HGETALL', ARGV[2] .. id) "                             \
-	"  if #h == 0 then redis.call('ZREM', KEYS[1], id) else out[#out + 1] = h end " \
-	"end return out"
-static const char lua_newest[] = LUA_INDEX_RECORDS("ZREVRANGE"),
-		  lua_oldest[] = LUA_INDEX_RECORDS("ZRANGE");
-
-int store_index_records(struct store *st, const char *index, const char *prefix, int newest,
-			struct store_rec *recs, int max, struct sp_err *e)
-{
-	char mx[16];
-	const char *argv[] = { "EVAL", newest ? lua_newest : lua_oldest, "1", index, mx, prefix };
-	redisReply *r;
-	int n = 0;
-
-	snprintf(mx, sizeof(mx), "%d", max);
-	r = store_cmd_kind(st, STORE_READ, 6, argv, NULL, e); /* drops only expired members */
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_ARRAY) {
-		for (size_t i = 0; i < r->elements && n < max; i++)
-			if (store_rec_from_reply(r->element[i], &recs[n]) == 0 && recs[n].n > 0)
-				n++;
-	}
-	freeReplyObject(r);
-	return n;
-}
-
-int store_sandbox_list(struct store *st, const char *org, struct store_rec *recs, int max,
-		       struct sp_err *e)
-{
-	char k2[256], pfx[256];
-
-	key_idx(st, org, k2, sizeof(k2));
-	snprintf(pfx, sizeof(pfx), "%s:{%s}:sb:", st->prefix, org);
-	return store_index_records(st, k2, pfx, 1, recs, max, e);
-}
-
-int store_sandbox_ids(struct store *st, const char *org, char ***ids, int *n, struct sp_err *e)
-{
-	char k2[256];
-	const char *argv[] = { "ZREVRANGE", k2, "0", "-1" };
-	redisReply *r;
-
-	key_idx(st, org, k2, sizeof(k2));
-	*ids = NULL;
-	*n = 0;
-	r = store_cmd_kind(st, STORE_READ, 4, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_ARRAY && r->elements) {
-		*ids = calloc(r->elements, sizeof(char *));
-		if (!*ids) {
-			freeReplyObject(r);
-			return sp_err_set(e, SP_INTERNAL, "out of memory");
-		}
-		for (size_t i = 0; i < r->elements; i++) {
-			if (r->element[i]->type != REDIS_REPLY_STRING)
-				continue;
-			(*ids)[*n] = strndup(r->element[i]->str, r->element[i]->len);
-			if (!(*ids)[*n]) {
-				store_ids_free(*ids, *n);
-				*ids = NULL;
-				*n = 0;
-				freeReplyObject(r);
-				return sp_err_set(e, SP_INTERNAL, "out of memory");
-			}
-			(*n)++;
-		}
-	}
-	freeReplyObject(r);
-	return 0;
-}
-
-/* KEYS[1] index; ARGV: after score, after id ("" = from the newest), max.
- * Flat member, score pairs, newest first (ZREVRANGE's order: score, then
- * member, both descending), strictly after the (score, id) member. */
-static const char lua_ids_page[] =
-	"local max = tonumber(ARGV[3]) "
-	"if ARGV[2] == '' then return redis.call('ZREVRANGE', KEYS[1], 0, max - 1, 'WITHSCORES') end "
-	"local s = tonumber(ARGV[1]) "
-	"local c = redis.call('ZCOUNT', KEYS[1], ARGV[1], ARGV[1]) "
-	"local r = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], '-inf', 'WITHSCORES', 'LIMIT', 0, c + max) "
-	"local out = {} "
-	"for i = 1, #r, 2 do "
-	"  if #out >= 2 * max then break end "
-	"  if tonumber(r[i + 1]) < s or r[i] < ARGV[2] then out[#out + 1] = r[i]; out[#out + 1] = r[i + 1] end "
-	"end "
-	"return out";
-
-int store_sandbox_ids_page(struct store *st, const char *org, int64_t after_score,
-			   const char *after_id, int max, char **ids, int64_t *scores, int *n,
-			   struct sp_err *e)
-{
-	char k2[256], sc[32], mx[16];
-	const char *argv[] = { "EVAL", lua_ids_page, "1", k2, sc, after_id ? after_id : "", mx };
-	redisReply *r;
-
-	key_idx(st, org, k2, sizeof(k2));
-	snprintf(sc, sizeof(sc), "%lld", (long long)after_score);
-	snprintf(mx, sizeof(mx), "%d", max);
-	*n = 0;
-	r = store_cmd_kind(st, STORE_READ, 7, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_ARRAY) {
-		for (size_t i = 0; i + 1 < r->elements && *n < max; i += 2) {
-			redisReply *m = r->element[i], *v = r->element[i + 1];
-			long long score = 0;
-			double d;
-			if (m->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
-				continue;
-			if (parse_ll(v->str, LLONG_MIN, LLONG_MAX, &score) < 0 &&
-			    parse_double(v->str, &d) == 0)
-				score = (long long)d;
-			ids[*n] = strndup(m->str, m->len);
-			if (!ids[*n]) {
-				store_ids_free_items(ids, *n);
-				*n = 0;
-				freeReplyObject(r);
-				return sp_err_set(e, SP_INTERNAL, "out of memory");
-			}
-			scores[*n] = score;
-			(*n)++;
-		}
-	}
-	freeReplyObject(r);
-	return 0;
-}
-
-void store_ids_free_items(char **ids, int n)
-{
-	for (int i = 0; i < n; i++) {
-		free(ids[i]);
-		ids[i] = NULL;
-	}
-}
-
-void store_ids_free(char **ids, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(ids[i]);
-	free(ids);
-}
-
-/* The records of ARGV[2..] in that order; drops index members whose record
- * expired. KEYS[1] index; ARGV[1] record key prefix. */
-static const char lua_get_many[] =
-	"local out = {} "
-	"for i = 2, #ARGV do "
-	"  local h = redis.call('HGETALL', ARGV[1] .. ARGV[i]) "
-	"  if #h == 0 then redis.call('ZREM', KEYS[1], ARGV[i]) else out[#out + 1] = h end "
-	"end return out";
-
-int store_sandbox_get_many(struct store *st, const char *org, char *const *ids, int n,
-			   struct store_rec *recs, struct sp_err *e)
-{
-	char k2[256], pfx[256];
-	const char **argv;
-	redisReply *r;
-	int got = 0;
-
-	if (n <= 0)
-		return 0;
-	argv = calloc((size_t)n + 5, sizeof(*argv));
-	if (!argv)
-		return sp_err_set(e, SP_INTERNAL, "out of memory");
-	key_idx(st, org, k2, sizeof(k2));
-	snprintf(pfx, sizeof(pfx), "%s:{%s}:sb:", st->prefix, org);
-	argv[0] = "EVAL";
-	argv[1] = lua_get_many;
-	argv[2] = "1";
-	argv[3] = k2;
-	argv[4] = pfx;
-	for (int i = 0; i < n; i++)
-		argv[5 + i] = ids[i];
-	r = store_cmd_kind(st, STORE_READ, n + 5, argv, NULL, e); /* drops only expired members */
-	free(argv);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_ARRAY) {
-		for (size_t i = 0; i < r->elements && got < n; i++)
-			if (store_rec_from_reply(r->element[i], &recs[got]) == 0 && recs[got].n > 0)
-				got++;
-	}
-	freeReplyObject(r);
-	return got;
-}
-
-/* GCRA, as nginx's limit_req with nodelay: KEYS[1] the key's theoretical
- * arrival time (ms); ARGV now, interval (ms per call), tolerance (burst x
- * interval), n. Takes n calls at once or none; returns {1, 0} or {0, ms
- * until they would fit}. */
-static const char lua_rate[] =
-	"local now, t, tau, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), "
-	"tonumber(ARGV[4]) "
-	"local tat = tonumber(redis.call('GET', KEYS[1]) or '0') or 0 "
-	"if tat < now then tat = now end "
-	"local new = tat + n * t "
-	"if new - now > tau + t then return {0, math.ceil(new - now - tau - t)} end "
-	"redis.call('SET', KEYS[1], string.format('%.3f', new), 'PX', math.ceil(new - now) + 1000) "
-	"return {1, 0}";
-
-int store_rate_take(struct store *st, const char *key_id, int n, int per_min, int burst,
-		    int64_t *retry_ms, struct sp_err *e)
-{
-	char k[256], now[32], iv[32], tau[32], cnt[16];
-	const char *argv[] = { "EVAL", lua_rate, "1", k, now, iv, tau, cnt };
-	redisReply *r;
-	int rc = -1;
-
-	*retry_ms = 0;
-	if (per_min <= 0)
-		return 1;
-	snprintf(k, sizeof(k), "%s:rate:{%s}", st->prefix, key_id);
-	snprintf(now, sizeof(now), "%lld", (long long)now_ms());
-	snprintf(iv, sizeof(iv), "%.3f", 60000.0 / per_min);
-	snprintf(tau, sizeof(tau), "%.3f", 60000.0 / per_min * burst);
-	snprintf(cnt, sizeof(cnt), "%d", n);
-	r = store_cmd(st, 8, argv, NULL, e); /* not sent twice: it counts */
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-	    r->element[0]->type == REDIS_REPLY_INTEGER &&
-	    r->element[1]->type == REDIS_REPLY_INTEGER) {
-		rc = r->element[0]->integer == 1;
-		*retry_ms = r->element[1]->integer;
-	} else {
-		sp_err_set(e, SP_INTERNAL, "bad rate answer");
-	}
-	freeReplyObject(r);
-	return rc;
-}
-
-int store_key_put(struct store *st, const char *hash, const char *org, const char *role,
-		  const char *key_id, struct sp_err *e)
-{
-	static const char lua_key[] =
-		"redis.call('HSET', KEYS[1], 'org', ARGV[1], 'role', ARGV[2], 'keyId', ARGV[3], "
-		"'createdAt', ARGV[4]) "
-		"redis.call('HSET', KEYS[2], 'hash', ARGV[5], 'org', ARGV[1], 'role', ARGV[2], "
-		"'keyId', ARGV[3], 'createdAt', ARGV[4]) "
-		"redis.call('SADD', KEYS[3], ARGV[1]) redis.call('SADD', KEYS[4], ARGV[3]) return 1";
-	char k1[256], k2[256], k3[256], k4[256], now[32];
-	const char *argv[] = { "EVAL", lua_key, "4", k1, k2, k3, k4, org, role, key_id, now, hash };
-	redisReply *r;
-
-	snprintf(k1, sizeof(k1), "%s:key:%s", st->prefix, hash);
-	snprintf(k2, sizeof(k2), "%s:keyid:%s", st->prefix, key_id);
-	snprintf(k3, sizeof(k3), "%s:orgs", st->prefix);
-	snprintf(k4, sizeof(k4), "%s:{%s}:keys", st->prefix, org);
-	snprintf(now, sizeof(now), "%lld", (long long)now_ms());
-	r = store_cmd_kind(st, STORE_IDEM, 12, argv, NULL, e); /* createdAt is fixed above */
-	if (!r)
-		return -1;
-	freeReplyObject(r);
-	return 0;
-}
-
 int store_hgetall(struct store *st, const char *key, struct store_rec *out, enum sp_code missing,
 		  const char *msg, struct sp_err *e)
 {
@@ -867,125 +495,19 @@ int store_hgetall(struct store *st, const char *key, struct store_rec *out, enum
 	return 0;
 }
 
-int store_key_get(struct store *st, const char *hash, struct store_rec *out, struct sp_err *e)
+int store_ping(struct store *st, struct sp_err *e)
 {
-	char k1[256];
+	const char *argv[] = { "PING" };
+	redisReply *r = store_cmd_kind(st, STORE_READ, 1, argv, NULL, e);
 
-	snprintf(k1, sizeof(k1), "%s:key:%s", st->prefix, hash);
-	return store_hgetall(st, k1, out, SP_UNAUTHORIZED, "Invalid API key", e);
-}
-
-int store_key_revoke(struct store *st, const char *key_id, struct sp_err *e)
-{
-	static const char lua_rev[] =
-		"local h = redis.call('HGET', KEYS[1], 'hash') if not h then return 0 end "
-		"local org = redis.call('HGET', KEYS[1], 'org') "
-		"redis.call('DEL', ARGV[1] .. h) redis.call('DEL', KEYS[1]) "
-		"redis.call('SREM', ARGV[2] .. '{' .. org .. '}:keys', ARGV[3]) return 1";
-	char k1[256], pfx[128], pfx2[128];
-	const char *argv[] = { "EVAL", lua_rev, "1", k1, pfx, pfx2, key_id };
-	redisReply *r;
-	long long n;
-
-	snprintf(k1, sizeof(k1), "%s:keyid:%s", st->prefix, key_id);
-	snprintf(pfx, sizeof(pfx), "%s:key:", st->prefix);
-	snprintf(pfx2, sizeof(pfx2), "%s:", st->prefix);
-	/* ONCE: run twice, a revocation that applied answers "no such key" */
-	r = store_cmd(st, 7, argv, NULL, e);
-	if (!r)
-		return -1;
-	n = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-	freeReplyObject(r);
-	if (n == 0)
-		return sp_err_set(e, SP_NOT_FOUND, "No key with id %s", key_id);
-	return 0;
-}
-
-int store_key_list(struct store *st, const char *org, struct store_rec *recs, int max,
-		   struct sp_err *e)
-{
-	static const char lua_list_keys[] =
-		"local out = {} for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do "
-		"local h = redis.call('HGETALL', ARGV[1] .. id) "
-		"if #h > 0 then out[#out + 1] = h end end return out";
-	char k1[256], pfx[128];
-	const char *argv[] = { "EVAL", lua_list_keys, "1", k1, pfx };
-	redisReply *r;
-	int n = 0;
-
-	snprintf(k1, sizeof(k1), "%s:{%s}:keys", st->prefix, org);
-	snprintf(pfx, sizeof(pfx), "%s:keyid:", st->prefix);
-	r = store_cmd_kind(st, STORE_READ, 5, argv, NULL, e);
-	if (!r)
-		return -1;
-	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements && n < max; i++) {
-		if (store_rec_from_reply(r->element[i], &recs[n]) == 0 && recs[n].n > 0) {
-			/* the hash never leaves the store */
-			for (int k = 0; k < recs[n].n; k++)
-				if (strcmp(recs[n].name[k], "hash") == 0)
-					recs[n].value[k][0] = '\0';
-			n++;
-		}
-	}
-	freeReplyObject(r);
-	return n;
-}
-
-int store_org_add(struct store *st, const char *org, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "SADD", k, org };
-	redisReply *r;
-
-	snprintf(k, sizeof(k), "%s:orgs", st->prefix);
-	r = store_cmd_kind(st, STORE_IDEM, 3, argv, NULL, e);
 	if (!r)
 		return -1;
 	freeReplyObject(r);
 	return 0;
 }
 
-int store_org_exists(struct store *st, const char *org, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "SISMEMBER", k, org };
-	redisReply *r;
-	int n;
-
-	snprintf(k, sizeof(k), "%s:orgs", st->prefix);
-	r = store_cmd_kind(st, STORE_READ, 3, argv, NULL, e);
-	if (!r)
-		return -1;
-	n = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-	freeReplyObject(r);
-	return n;
-}
-
-int store_org_list(struct store *st, char ***names, int *n, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "SMEMBERS", k };
-	redisReply *r;
-
-	snprintf(k, sizeof(k), "%s:orgs", st->prefix);
-	*names = NULL;
-	*n = 0;
-	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_ARRAY && r->elements) {
-		*names = calloc(r->elements, sizeof(char *));
-		for (size_t i = 0; *names && i < r->elements; i++)
-			if (r->element[i]->type == REDIS_REPLY_STRING)
-				(*names)[(*n)++] = strndup(r->element[i]->str, r->element[i]->len);
-	}
-	freeReplyObject(r);
-	return 0;
-}
-
-/* A simple command with up to 6 arguments and an integer or status answer. */
-static int simple_kind(struct store *st, enum store_kind kind, int argc, const char **argv,
-		       long long *out, struct sp_err *e)
+int store_simple(struct store *st, enum store_kind kind, int argc, const char **argv,
+		 long long *out, struct sp_err *e)
 {
 	redisReply *r = store_cmd_kind(st, kind, argc, argv, NULL, e);
 
@@ -993,820 +515,6 @@ static int simple_kind(struct store *st, enum store_kind kind, int argc, const c
 		return -1;
 	if (out)
 		*out = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-	freeReplyObject(r);
-	return 0;
-}
-
-/* The same, never sent twice (STORE_ONCE). */
-static int simple(struct store *st, int argc, const char **argv, long long *out, struct sp_err *e)
-{
-	return simple_kind(st, STORE_ONCE, argc, argv, out, e);
-}
-
-int store_role_put(struct store *st, const char *org, const char *name, const char *perms,
-		   struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "HSET", k, name, perms };
-
-	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
-	return simple_kind(st, STORE_IDEM, 4, argv, NULL, e);
-}
-
-int store_role_get(struct store *st, const char *org, const char *name, char **perms,
-		   struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "HGET", k, name };
-	redisReply *r;
-
-	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
-	*perms = NULL;
-	r = store_cmd_kind(st, STORE_READ, 3, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_STRING)
-		*perms = strndup(r->str, r->len);
-	freeReplyObject(r);
-	if (!*perms)
-		return sp_err_set(e, SP_NOT_FOUND, "No role %s", name);
-	return 0;
-}
-
-int store_role_del(struct store *st, const char *org, const char *name, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "HDEL", k, name };
-	long long n = 0;
-
-	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
-	/* ONCE: run twice, a delete that applied answers "no such role" */
-	if (simple(st, 3, argv, &n, e) < 0)
-		return -1;
-	return n ? 0 : sp_err_set(e, SP_NOT_FOUND, "No role %s in %s", name, org);
-}
-
-int store_role_list(struct store *st, const char *org, struct store_rec *out, struct sp_err *e)
-{
-	char k[256];
-
-	snprintf(k, sizeof(k), "%s:{%s}:roles", st->prefix, org);
-	return store_hgetall(st, k, out, SP_OK, NULL, e);
-}
-
-int store_quota_set(struct store *st, const char *org, int64_t sandboxes, int64_t cpu_milli,
-		    int64_t memory_mb, int64_t max_lifetime_ms, struct sp_err *e)
-{
-	static const char *const names[] = { "sandboxes", "cpuMilli", "memoryMb", "maxLifetimeMs" };
-	int64_t vals[] = { sandboxes, cpu_milli, memory_mb, max_lifetime_ms };
-	char k[256], v[32];
-
-	snprintf(k, sizeof(k), "%s:{%s}:quota", st->prefix, org);
-	for (int i = 0; i < 4; i++) {
-		const char *hset[] = { "HSET", k, names[i], v };
-		const char *hdel[] = { "HDEL", k, names[i] };
-		if (vals[i] < 0)
-			continue;
-		snprintf(v, sizeof(v), "%lld", (long long)vals[i]);
-		if (simple_kind(st, STORE_IDEM, vals[i] ? 4 : 3, vals[i] ? hset : hdel, NULL, e) <
-		    0)
-			return -1;
-	}
-	return 0;
-}
-
-int store_quota_get(struct store *st, const char *org, struct store_rec *out, struct sp_err *e)
-{
-	char k[256];
-
-	snprintf(k, sizeof(k), "%s:{%s}:quota", st->prefix, org);
-	return store_hgetall(st, k, out, SP_OK, NULL, e);
-}
-
-/* KEYS[1] quota, KEYS[2] reservations; ARGV now, id, cpuMilli, memoryMb, deadline */
-static const char lua_reserve[] =
-	"local q = {} local raw = redis.call('HGETALL', KEYS[1]) "
-	"for i = 1, #raw, 2 do q[raw[i]] = tonumber(raw[i + 1]) end "
-	"local now = tonumber(ARGV[1]) local n, cpu, mem = 0, 0, 0 "
-	"local r = redis.call('HGETALL', KEYS[2]) "
-	"for i = 1, #r, 2 do "
-	"  local d, c, m = string.match(r[i + 1], '(%d+) (%d+) (%d+)') "
-	"  if r[i] ~= ARGV[2] then "
-	"    if d == nil or tonumber(d) < now then redis.call('HDEL', KEYS[2], r[i]) "
-	"    else n = n + 1 cpu = cpu + tonumber(c) mem = mem + tonumber(m) end "
-	"  end "
-	"end "
-	"local c, m = tonumber(ARGV[3]), tonumber(ARGV[4]) "
-	"if q.sandboxes and q.sandboxes > 0 and n + 1 > q.sandboxes then "
-	"  return {1, 'sandboxes', n, q.sandboxes} end "
-	"if q.cpuMilli and q.cpuMilli > 0 and cpu + c > q.cpuMilli then "
-	"  return {1, 'cpuMilli', cpu, q.cpuMilli} end "
-	"if q.memoryMb and q.memoryMb > 0 and mem + m > q.memoryMb then "
-	"  return {1, 'memoryMb', mem, q.memoryMb} end "
-	"redis.call('HSET', KEYS[2], ARGV[2], ARGV[5] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' .. ARGV[1]) "
-	"return {0}";
-
-int store_reserve(struct store *st, const char *org, const char *id, int64_t deadline_ms,
-		  int64_t cpu_milli, int64_t memory_mb, char *msg, size_t msglen, struct sp_err *e)
-{
-	char k1[256], k2[256], now[32], c[32], m[32], d[32];
-	const char *argv[] = { "EVAL", lua_reserve, "2", k1, k2, now, id, c, m, d };
-	redisReply *r;
-	int rc = 0;
-
-	snprintf(k1, sizeof(k1), "%s:{%s}:quota", st->prefix, org);
-	snprintf(k2, sizeof(k2), "%s:{%s}:resv", st->prefix, org);
-	snprintf(now, sizeof(now), "%lld", (long long)now_ms());
-	snprintf(c, sizeof(c), "%lld", (long long)cpu_milli);
-	snprintf(m, sizeof(m), "%lld", (long long)memory_mb);
-	snprintf(d, sizeof(d), "%lld", (long long)deadline_ms);
-	/* IDEM: a second run skips id's own reservation when counting */
-	r = store_cmd_kind(st, STORE_IDEM, 10, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 && r->element[0]->integer == 1) {
-		const char *what = r->element[1]->str;
-		long long used = r->element[2]->integer, lim = r->element[3]->integer;
-		if (strcmp(what, "sandboxes") == 0)
-			snprintf(msg, msglen,
-				 "Quota exceeded: %lld of %lld running sandboxes in use", used,
-				 lim);
-		else if (strcmp(what, "cpuMilli") == 0)
-			snprintf(msg, msglen, "Quota exceeded: %.1f of %.1f CPUs in use",
-				 (double)used / 1000, (double)lim / 1000);
-		else
-			snprintf(msg, msglen, "Quota exceeded: %lld of %lld MiB of memory in use",
-				 used, lim);
-		rc = 1;
-	}
-	freeReplyObject(r);
-	return rc;
-}
-
-int store_reservations(struct store *st, const char *org, char ***ids, int64_t **made, int *n,
-		       struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "HGETALL", k };
-	redisReply *r;
-
-	snprintf(k, sizeof(k), "%s:{%s}:resv", st->prefix, org);
-	*ids = NULL;
-	*made = NULL;
-	*n = 0;
-	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2) {
-		size_t cnt = r->elements / 2;
-		*ids = calloc(cnt, sizeof(char *));
-		*made = calloc(cnt, sizeof(int64_t));
-		for (size_t i = 0; *ids && *made && i < cnt; i++) {
-			redisReply *kr = r->element[2 * i], *vr = r->element[2 * i + 1];
-			long long d, c, m, t = 0;
-			char v[128];
-			if (kr->type != REDIS_REPLY_STRING || vr->type != REDIS_REPLY_STRING)
-				continue;
-			snprintf(v, sizeof(v), "%.*s", (int)vr->len, vr->str);
-			/* "deadline cpu memory [made]": older entries lack made (0) */
-			if (sscanf(v, "%lld %lld %lld %lld", &d, &c, &m, &t) < 3)
-				t = 0;
-			(*made)[*n] = t;
-			(*ids)[(*n)++] = strndup(kr->str, kr->len);
-		}
-	}
-	freeReplyObject(r);
-	return 0;
-}
-
-/* SET <prefix>:<space>:<id> value EX ttl_s (at least 1 s). */
-static int string_set(struct store *st, const char *space, const char *id, const char *value,
-		      int64_t ttl_s, struct sp_err *e)
-{
-	char k[256], ttl[32];
-	const char *argv[] = { "SET", k, value, "EX", ttl };
-
-	snprintf(k, sizeof(k), "%s:%s:%s", st->prefix, space, id);
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_s > 0 ? ttl_s : 1));
-	return simple_kind(st, STORE_IDEM, 5, argv, NULL, e);
-}
-
-/* GET <prefix>:<space>:<id> into out: 1, 0 when absent (or longer than
- * cap), -1 with e set. */
-static int string_get(struct store *st, const char *space, const char *id, char *out, size_t cap,
-		      struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "GET", k };
-	redisReply *r;
-	int rc = 0;
-
-	snprintf(k, sizeof(k), "%s:%s:%s", st->prefix, space, id);
-	out[0] = '\0';
-	r = store_cmd_kind(st, STORE_READ, 2, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_STRING && r->len < cap) {
-		memcpy(out, r->str, r->len);
-		out[r->len] = '\0';
-		rc = 1;
-	}
-	freeReplyObject(r);
-	return rc;
-}
-
-int store_owner_set(struct store *st, const char *id, const char *org, int64_t ttl_s,
-		    struct sp_err *e)
-{
-	return string_set(st, "owner", id, org, ttl_s, e);
-}
-
-int store_owner_get(struct store *st, const char *id, char *org, size_t cap, struct sp_err *e)
-{
-	return string_get(st, "owner", id, org, cap, e);
-}
-
-/* The preview index: <p>:pv:<uid> -> "<org> <sandbox>" of a published
- * port (sandbox/ports.c), with the record's TTL. */
-int store_preview_set(struct store *st, const char *uid, const char *value, int64_t ttl_s,
-		      struct sp_err *e)
-{
-	return string_set(st, "pv", uid, value, ttl_s, e);
-}
-
-int store_preview_get(struct store *st, const char *uid, char *out, size_t cap, struct sp_err *e)
-{
-	return string_get(st, "pv", uid, out, cap, e);
-}
-
-int store_fast_addr_set(struct store *st, const char *cid, const char *ip, int64_t ttl_s,
-			struct sp_err *e)
-{
-	return string_set(st, "fa", cid, ip, ttl_s, e);
-}
-
-int store_fast_addr_get(struct store *st, const char *cid, char *out, size_t cap, struct sp_err *e)
-{
-	return string_get(st, "fa", cid, out, cap, e);
-}
-
-int store_preview_del(struct store *st, const char *uid, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "DEL", k };
-
-	snprintf(k, sizeof(k), "%s:pv:%s", st->prefix, uid);
-	return simple_kind(st, STORE_IDEM, 2, argv, NULL, e);
-}
-
-int store_install_id(struct store *st, const char *fresh, char *out, size_t cap, struct sp_err *e)
-{
-	char k[256];
-	const char *set[] = { "SET", k, fresh, "NX" };
-	const char *get[] = { "GET", k };
-	redisReply *r;
-	int rc = -1;
-
-	snprintf(k, sizeof(k), "%s:install", st->prefix);
-	if (simple_kind(st, STORE_IDEM, 4, set, NULL, e) < 0)
-		return -1;
-	r = store_cmd_kind(st, STORE_READ, 2, get, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < cap) {
-		memcpy(out, r->str, r->len);
-		out[r->len] = '\0';
-		rc = 0;
-	} else {
-		sp_err_set(e, SP_INTERNAL, "no installation id in Redis");
-	}
-	freeReplyObject(r);
-	return rc;
-}
-
-int store_lock(struct store *st, const char *name, int64_t ttl_ms, struct sp_err *e)
-{
-	char k[256], ttl[32];
-	const char *argv[] = { "SET", k, "1", "NX", "PX", ttl };
-	redisReply *r;
-	int rc;
-
-	snprintf(k, sizeof(k), "%s:lock:%s", st->prefix, name);
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)(ttl_ms > 0 ? ttl_ms : 1));
-	r = store_cmd_kind(st, STORE_ONCE, 6, argv, NULL, e);
-	if (!r)
-		return -1;
-	rc = r->type == REDIS_REPLY_STATUS ? 1 : 0;
-	freeReplyObject(r);
-	return rc;
-}
-
-int store_release(struct store *st, const char *org, const char *id, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "HDEL", k, id };
-
-	snprintf(k, sizeof(k), "%s:{%s}:resv", st->prefix, org);
-	return simple_kind(st, STORE_IDEM, 3, argv, NULL, e); /* the count is ignored */
-}
-
-int store_server_put(struct store *st, const char *id, const char *json, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "HSET", k, id, json };
-
-	snprintf(k, sizeof(k), "%s:servers", st->prefix);
-	return simple(st, 4, argv, NULL, e);
-}
-
-int store_server_get(struct store *st, const char *id, char **json, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "HGET", k, id };
-	redisReply *r;
-
-	snprintf(k, sizeof(k), "%s:servers", st->prefix);
-	*json = NULL;
-	r = store_cmd(st, 3, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_STRING)
-		*json = strndup(r->str, r->len);
-	freeReplyObject(r);
-	if (!*json)
-		return sp_err_set(e, SP_NOT_FOUND, "Server %s not found", id);
-	return 0;
-}
-
-int store_server_del(struct store *st, const char *id, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "HDEL", k, id };
-	long long n = 0;
-
-	snprintf(k, sizeof(k), "%s:servers", st->prefix);
-	if (simple(st, 3, argv, &n, e) < 0)
-		return -1;
-	return n ? 0 : sp_err_set(e, SP_NOT_FOUND, "Server %s not found", id);
-}
-
-int store_server_list(struct store *st, struct store_rec *out, struct sp_err *e)
-{
-	char k[256];
-
-	snprintf(k, sizeof(k), "%s:servers", st->prefix);
-	return store_hgetall(st, k, out, SP_OK, NULL, e);
-}
-
-/* KEYS: the candidates' reservation hashes. ARGV: now, id, cpu, mem,
- * deadline. Returns the index (1-based) of the chosen one. */
-/* --- org-scoped JSON records (snapshots): <p>:{<org>}:<kind>, a hash of
- * id -> JSON text; no TTL (they last until deleted) --------------------- */
-
-static void key_objs(const struct store *st, const char *org, const char *kind, char *out,
-		     size_t cap)
-{
-	snprintf(out, cap, "%s:{%s}:%s", st->prefix, org, kind);
-}
-
-int store_obj_put(struct store *st, const char *org, const char *kind, const char *id,
-		  const char *json, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "HSET", k, id, json };
-
-	key_objs(st, org, kind, k, sizeof(k));
-	return simple(st, 4, argv, NULL, e);
-}
-
-static const char lua_obj_cas[] = "local cur = redis.call('HGET', KEYS[1], ARGV[1]) "
-				  "if not cur or cur ~= ARGV[2] then return 1 end "
-				  "if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[1]) "
-				  "else redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) end return 0";
-
-int store_obj_cas(struct store *st, const char *org, const char *kind, const char *id,
-		  const char *expect, const char *json, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "EVAL", lua_obj_cas, "1", k, id, expect, json ? json : "" };
-	long long out = 1;
-
-	key_objs(st, org, kind, k, sizeof(k));
-	if (simple(st, 7, argv, &out, e) < 0)
-		return -1;
-	return out == 0 ? 0 : 1;
-}
-
-int store_obj_get(struct store *st, const char *org, const char *kind, const char *id, char **json,
-		  struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "HGET", k, id };
-	redisReply *r;
-
-	key_objs(st, org, kind, k, sizeof(k));
-	*json = NULL;
-	r = store_cmd_kind(st, STORE_READ, 3, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_STRING)
-		*json = strndup(r->str, r->len);
-	freeReplyObject(r);
-	if (!*json)
-		return sp_err_set(e, SP_NOT_FOUND, "Not found");
-	return 0;
-}
-
-int store_obj_list(struct store *st, const char *org, const char *kind, struct store_rec *out,
-		   struct sp_err *e)
-{
-	char k[256];
-
-	key_objs(st, org, kind, k, sizeof(k));
-	return store_hgetall(st, k, out, SP_OK, NULL, e);
-}
-
-int store_unlock(struct store *st, const char *name, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "DEL", k };
-
-	snprintf(k, sizeof(k), "%s:lock:%s", st->prefix, name);
-	return simple(st, 2, argv, NULL, e);
-}
-
-int store_locked(struct store *st, const char *name, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "EXISTS", k };
-	long long n = 0;
-
-	snprintf(k, sizeof(k), "%s:lock:%s", st->prefix, name);
-	if (simple_kind(st, STORE_READ, 2, argv, &n, e) < 0)
-		return -1;
-	return n > 0;
-}
-
-static const char lua_place[] =
-	"local now = tonumber(ARGV[1]) local best, bn, bc, bm = 0, 0, 0, 0 "
-	"for k = 1, #KEYS do "
-	"  local n, cpu, mem = 0, 0, 0 local r = redis.call('HGETALL', KEYS[k]) "
-	"  for i = 1, #r, 2 do "
-	"    local d, c, m = string.match(r[i + 1], '(%d+) (%d+) (%d+)') "
-	"    if d == nil or tonumber(d) < now then redis.call('HDEL', KEYS[k], r[i]) "
-	"    else n = n + 1 cpu = cpu + tonumber(c) mem = mem + tonumber(m) end "
-	"  end "
-	"  if best == 0 or n < bn or (n == bn and (cpu < bc or (cpu == bc and mem < bm))) then "
-	"    best, bn, bc, bm = k, n, cpu, mem end "
-	"end "
-	"redis.call('HSET', KEYS[best], ARGV[2], ARGV[5] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]) "
-	"return best";
-
-int store_place(struct store *st, const char *const *candidates, int n, const char *id,
-		int64_t deadline_ms, int64_t cpu_milli, int64_t memory_mb, char *out, size_t cap,
-		struct sp_err *e)
-{
-	enum { MAXC = 64 };
-	char keys[MAXC][256], nbuf[16], now[32], c[32], m[32], d[32];
-	const char *argv[8 + MAXC];
-	redisReply *r;
-	int argc = 0;
-	long long pick;
-
-	if (n < 1 || n > MAXC)
-		return sp_err_set(e, SP_INTERNAL, "placement needs 1..%d servers", MAXC);
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
-	snprintf(now, sizeof(now), "%lld", (long long)now_ms());
-	snprintf(c, sizeof(c), "%lld", (long long)cpu_milli);
-	snprintf(m, sizeof(m), "%lld", (long long)memory_mb);
-	snprintf(d, sizeof(d), "%lld", (long long)deadline_ms);
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_place;
-	argv[argc++] = nbuf;
-	for (int i = 0; i < n; i++) {
-		snprintf(keys[i], sizeof(keys[i]), "%s:srv:%s:resv", st->prefix, candidates[i]);
-		argv[argc++] = keys[i];
-	}
-	argv[argc++] = now;
-	argv[argc++] = id;
-	argv[argc++] = c;
-	argv[argc++] = m;
-	argv[argc++] = d;
-	r = store_cmd(st, argc, argv, NULL, e);
-	if (!r)
-		return -1;
-	pick = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-	freeReplyObject(r);
-	if (pick < 1 || pick > n)
-		return sp_err_set(e, SP_INTERNAL, "placement failed");
-	str_copy(out, cap, candidates[pick - 1]);
-	return 0;
-}
-
-int store_server_release(struct store *st, const char *server, const char *id, struct sp_err *e)
-{
-	char k[256];
-	const char *argv[] = { "HDEL", k, id };
-
-	snprintf(k, sizeof(k), "%s:srv:%s:resv", st->prefix, server && *server ? server : "local");
-	return simple(st, 3, argv, NULL, e);
-}
-
-int store_server_load(struct store *st, const char *server, int64_t *sandboxes, int64_t *cpu_milli,
-		      int64_t *memory_mb, struct sp_err *e)
-{
-	struct store_rec rec = { 0 };
-	char k[256];
-	int64_t now = now_ms();
-
-	*sandboxes = *cpu_milli = *memory_mb = 0;
-	snprintf(k, sizeof(k), "%s:srv:%s:resv", st->prefix, server);
-	if (store_hgetall(st, k, &rec, SP_OK, NULL, e) < 0)
-		return -1;
-	for (int i = 0; i < rec.n; i++) {
-		long long d = 0, c = 0, m = 0;
-		if (sscanf(rec.value[i], "%lld %lld %lld", &d, &c, &m) == 3 && d >= now) {
-			(*sandboxes)++;
-			*cpu_milli += c;
-			*memory_mb += m;
-		}
-	}
-	store_rec_free(&rec);
-	return 0;
-}
-
-int store_pool_claim(struct store *st, const char *pool, int64_t min_expiry_ms, char *member,
-		     size_t cap, struct sp_err *e)
-{
-	static const char lua_claim[] =
-		"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) "
-		"local m = redis.call('ZPOPMAX', KEYS[1]) "
-		"if #m == 0 then return false end redis.call('INCR', KEYS[2]) return m[1]";
-	char key[300], claims[320], limit[32];
-	const char *argv[] = { "EVAL", lua_claim, "2", key, claims, limit };
-	redisReply *r;
-	int got = 0;
-
-	snprintf(key, sizeof(key), "%s:pool:%s", st->prefix, pool);
-	snprintf(claims, sizeof(claims), "%s:pool:%s:claims", st->prefix, pool);
-	snprintf(limit, sizeof(limit), "%lld", (long long)min_expiry_ms);
-	/* a lost answer must not hand the same container out again: once only */
-	r = store_cmd(st, 6, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_STRING && r->len < cap) {
-		memcpy(member, r->str, r->len);
-		member[r->len] = '\0';
-		got = 1;
-	}
-	freeReplyObject(r);
-	return got;
-}
-
-int store_pool_add(struct store *st, const char *pool, int64_t expiry_ms, const char *member,
-		   struct sp_err *e)
-{
-	char key[300], score[32];
-	const char *argv[] = { "ZADD", key, score, member };
-
-	snprintf(key, sizeof(key), "%s:pool:%s", st->prefix, pool);
-	snprintf(score, sizeof(score), "%lld", (long long)expiry_ms);
-	return simple(st, 4, argv, NULL, e);
-}
-
-int store_pool_fill_begin(struct store *st, const char *pool, int64_t min_expiry_ms, int size,
-			  struct sp_err *e)
-{
-	static const char lua_need[] =
-		"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) "
-		"local have = redis.call('ZCARD', KEYS[1]) "
-		"local busy = tonumber(redis.call('GET', KEYS[2]) or '0') "
-		"if have + busy >= tonumber(ARGV[2]) then return 0 end "
-		"redis.call('INCR', KEYS[2]) redis.call('EXPIRE', KEYS[2], 120) return 1";
-	char key[300], fill[320], limit[32], sz[16];
-	const char *argv[] = { "EVAL", lua_need, "2", key, fill, limit, sz };
-	long long go = 0;
-
-	snprintf(key, sizeof(key), "%s:pool:%s", st->prefix, pool);
-	snprintf(fill, sizeof(fill), "%s:pool:%s:filling", st->prefix, pool);
-	snprintf(limit, sizeof(limit), "%lld", (long long)min_expiry_ms);
-	snprintf(sz, sizeof(sz), "%d", size);
-	if (simple(st, 7, argv, &go, e) < 0)
-		return -1;
-	return go == 1;
-}
-
-int store_pool_fill_end(struct store *st, const char *pool, struct sp_err *e)
-{
-	char fill[320];
-	const char *argv[] = { "DECR", fill };
-
-	snprintf(fill, sizeof(fill), "%s:pool:%s:filling", st->prefix, pool);
-	return simple(st, 2, argv, NULL, e);
-}
-
-int store_pool_size(struct store *st, const char *pool, int64_t min_expiry_ms, struct sp_err *e)
-{
-	char key[300], lo[32];
-	const char *argv[] = { "ZCOUNT", key, lo, "+inf" };
-	long long n = 0;
-
-	snprintf(key, sizeof(key), "%s:pool:%s", st->prefix, pool);
-	snprintf(lo, sizeof(lo), "%lld", (long long)min_expiry_ms);
-	if (simple(st, 4, argv, &n, e) < 0)
-		return -1;
-	return (int)n;
-}
-
-int store_sandbox_field(struct store *st, const char *org, const char *id, const char *field,
-			struct buf *out, struct sp_err *e)
-{
-	char k1[256];
-	const char *argv[] = { "HGET", k1, field };
-	redisReply *r;
-	int rc = 0;
-
-	key_sb(st, org, id, k1, sizeof(k1));
-	r = store_cmd(st, 3, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_STRING && buf_append(out, r->str, r->len) < 0)
-		rc = sp_err_set(e, SP_INTERNAL, "record field too large");
-	freeReplyObject(r);
-	return rc;
-}
-
-long long store_pool_claims(struct store *st, const char *pool, struct sp_err *e)
-{
-	char key[320];
-	const char *argv[] = { "GET", key };
-	redisReply *r;
-	long long n = 0;
-
-	snprintf(key, sizeof(key), "%s:pool:%s:claims", st->prefix, pool);
-	r = store_cmd(st, 2, argv, NULL, e);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_STRING)
-		parse_ll(r->str, 0, 1LL << 62, &n);
-	freeReplyObject(r);
-	return n;
-}
-
-/* --- the Idempotency-Key replay ledger (/v1) ------------------------------- */
-
-static void key_idem(const struct store *st, const char *org, const char *op, const char *khash,
-		     char *out, size_t cap)
-{
-	snprintf(out, cap, "%s:{%s}:idem:%s:%s", st->prefix, org, op, khash);
-}
-
-/* KEYS[1] the entry; ARGV payload hash, lease seconds, and the new
- * entry's resource id, owner and until (ms). A new entry is "pending" for
- * the lease; the same payload again reads the entry (a pending one with
- * its resource id, owner and until). */
-static const char lua_idem_begin[] =
-	"local k = KEYS[1] "
-	"if redis.call('EXISTS', k) == 0 then "
-	"redis.call('HSET', k, 'state', 'pending', 'payload', ARGV[1], 'rid', ARGV[3], "
-	"'owner', ARGV[4], 'until', ARGV[5]) "
-	"redis.call('EXPIRE', k, ARGV[2]) return {'new'} end "
-	"if redis.call('HGET', k, 'payload') ~= ARGV[1] then return {'mismatch'} end "
-	"if redis.call('HGET', k, 'state') ~= 'done' then "
-	"return {'pending', redis.call('HGET', k, 'rid') or '', "
-	"redis.call('HGET', k, 'owner') or '', redis.call('HGET', k, 'until') or '0'} end "
-	"return {'done', redis.call('HGET', k, 'status'), redis.call('HGET', k, 'body')}";
-
-/* A reply element's string into out; "" when it is not a string. */
-static void reply_str(const redisReply *r, char *out, size_t cap)
-{
-	str_copy(out, cap, r->type == REDIS_REPLY_STRING ? r->str : "");
-}
-
-int store_idem_begin(struct store *st, const char *org, const char *op, const char *khash,
-		     const char *payload, int64_t lease_s, const struct store_idem_owner *mine,
-		     struct store_idem_owner *seen, int *status, struct buf *body, struct sp_err *e)
-{
-	char k[512], lease[32], until[32];
-	const char *argv[] = { "EVAL", lua_idem_begin, "1",	    k,	  payload,
-			       lease,  mine->rid,      mine->owner, until };
-	redisReply *r;
-	int rc = -1;
-
-	key_idem(st, org, op, khash, k, sizeof(k));
-	snprintf(lease, sizeof(lease), "%lld", (long long)lease_s);
-	snprintf(until, sizeof(until), "%lld", (long long)mine->until_ms);
-	memset(seen, 0, sizeof(*seen));
-	r = store_cmd(st, 9, argv, NULL, e); /* not sent twice: a second "new" is "pending" */
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-	    r->element[0]->type == REDIS_REPLY_STRING) {
-		const char *s = r->element[0]->str;
-		if (strcmp(s, "new") == 0)
-			rc = STORE_IDEM_NEW;
-		else if (strcmp(s, "mismatch") == 0)
-			rc = STORE_IDEM_MISMATCH;
-		else if (strcmp(s, "pending") == 0) {
-			char u[32];
-			long long n = 0;
-			rc = STORE_IDEM_PENDING;
-			if (r->elements == 4) {
-				reply_str(r->element[1], seen->rid, sizeof(seen->rid));
-				reply_str(r->element[2], seen->owner, sizeof(seen->owner));
-				reply_str(r->element[3], u, sizeof(u));
-				if (parse_ll(u, 0, 1LL << 62, &n) == 0)
-					seen->until_ms = n;
-			}
-		} else if (strcmp(s, "done") == 0 && r->elements == 3 &&
-			   r->element[1]->type == REDIS_REPLY_STRING &&
-			   r->element[2]->type == REDIS_REPLY_STRING) {
-			long long n;
-			if (parse_ll(r->element[1]->str, 100, 599, &n) == 0 &&
-			    buf_append(body, r->element[2]->str, r->element[2]->len) == 0) {
-				*status = (int)n;
-				rc = STORE_IDEM_DONE;
-			}
-		}
-	}
-	freeReplyObject(r);
-	if (rc < 0)
-		return sp_err_set(e, SP_INTERNAL, "bad idempotency entry");
-	return rc;
-}
-
-int store_idem_claim(struct store *st, const char *org, const char *op, const char *khash,
-		     const char *seen_owner, const struct store_idem_owner *mine, struct sp_err *e)
-{
-	char k[512], until[32];
-	const char *argv[] = { "EVAL",
-			       "if redis.call('HGET', KEYS[1], 'state') ~= 'pending' or "
-			       "(redis.call('HGET', KEYS[1], 'owner') or '') ~= ARGV[1] then "
-			       "return 0 end "
-			       "redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'until', ARGV[3]) "
-			       "return 1",
-			       "1",
-			       k,
-			       seen_owner,
-			       mine->owner,
-			       until };
-	redisReply *r;
-	int rc;
-
-	key_idem(st, org, op, khash, k, sizeof(k));
-	snprintf(until, sizeof(until), "%lld", (long long)mine->until_ms);
-	r = store_cmd(st, 7, argv, NULL, e);
-	if (!r)
-		return -1;
-	rc = r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? 0 : 1;
-	freeReplyObject(r);
-	return rc;
-}
-
-int store_idem_finish(struct store *st, const char *org, const char *op, const char *khash,
-		      int status, const char *body, size_t len, int64_t ttl_s, struct sp_err *e)
-{
-	char k[512], ttl[32], sts[16];
-	const char *argv[] = { "EVAL",
-			       "redis.call('HSET', KEYS[1], 'state', 'done', 'status', "
-			       "ARGV[1], 'body', ARGV[2]) "
-			       "redis.call('EXPIRE', KEYS[1], ARGV[3]) return 1",
-			       "1",
-			       k,
-			       sts,
-			       body,
-			       ttl };
-	size_t lens[7];
-	redisReply *r;
-
-	key_idem(st, org, op, khash, k, sizeof(k));
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_s);
-	snprintf(sts, sizeof(sts), "%d", status);
-	for (int i = 0; i < 7; i++)
-		lens[i] = strlen(argv[i]);
-	lens[5] = len;
-	r = store_cmd(st, 7, argv, lens, e);
-	if (!r)
-		return -1;
-	freeReplyObject(r);
-	return 0;
-}
-
-int store_idem_abort(struct store *st, const char *org, const char *op, const char *khash,
-		     const char *owner, struct sp_err *e)
-{
-	char k[512];
-	const char *argv[] = { "EVAL",
-			       "if redis.call('HGET', KEYS[1], 'state') == 'pending' and "
-			       "(redis.call('HGET', KEYS[1], 'owner') or '') == ARGV[1] then "
-			       "redis.call('DEL', KEYS[1]) end return 1",
-			       "1", k, owner };
-	redisReply *r;
-
-	key_idem(st, org, op, khash, k, sizeof(k));
-	r = store_cmd(st, 5, argv, NULL, e);
-	if (!r)
-		return -1;
 	freeReplyObject(r);
 	return 0;
 }

@@ -10,6 +10,7 @@
  *   <p>:{<org>}:vols      zset  the org's volume ids, scored by createdAt
  *
  * holder: "" free, a sandbox id (attached), "!del:<ms>" (a delete runs).
+ * The programs are store/lua/volume_*.lua.
  * Never logs values.
  */
 #include <stdio.h>
@@ -31,19 +32,11 @@ static void key_vols(const struct store *st, const char *org, char *out, size_t 
 	snprintf(out, cap, "%s:{%s}:vols", store_prefix(st), org);
 }
 
-/* KEYS[1] record, KEYS[2] index; ARGV: score, id, max, k1, v1, ... */
-static const char lua_vol_put[] =
-	"if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end "
-	"if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 2 end "
-	"redis.call('HSET', KEYS[1], unpack(ARGV, 4)) "
-	"redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2]) "
-	"return 0";
-
 int store_volume_put(struct store *st, const char *org, const char *id, const char *const *kv,
 		     int nkv, int64_t score, int max, struct sp_err *e)
 {
 	char k1[256], k2[256], sc[32], mx[16];
-	const char *argv[7 + STORE_MAX_FIELDS * 2];
+	const char *argv[6 + STORE_MAX_FIELDS * 2];
 	redisReply *r;
 	int argc = 0, rc;
 
@@ -54,8 +47,6 @@ int store_volume_put(struct store *st, const char *org, const char *id, const ch
 	key_vols(st, org, k2, sizeof(k2));
 	snprintf(sc, sizeof(sc), "%lld", (long long)score);
 	snprintf(mx, sizeof(mx), "%d", max);
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_vol_put;
 	argv[argc++] = "2";
 	argv[argc++] = k1;
 	argv[argc++] = k2;
@@ -66,7 +57,7 @@ int store_volume_put(struct store *st, const char *org, const char *id, const ch
 		argv[argc++] = kv[i];
 	/* a second run after a lost answer reads "existed": the caller
 	 * re-reads the record either way */
-	r = store_cmd_kind(st, STORE_IDEM, argc, argv, NULL, e);
+	r = store_eval(st, STORE_IDEM, &store_lua_volume_put, argc, argv, NULL, e);
 	if (!r)
 		return -1;
 	rc = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
@@ -96,24 +87,12 @@ int store_volume_list(struct store *st, const char *org, struct store_rec *recs,
 	return store_index_records(st, k2, pfx, 0, recs, max, e);
 }
 
-/* KEYS: the records; ARGV[1] the sandbox, ARGV[1 + i] the holder KEYS[i]
- * may have besides it. {0} all claimed; {1, i} KEYS[i] absent; {2, i,
- * holder} KEYS[i] held by another. Nothing changes unless all are claimed. */
-static const char lua_vol_claim[] =
-	"for i, k in ipairs(KEYS) do "
-	"  if redis.call('EXISTS', k) == 0 then return {1, i} end "
-	"  local h = redis.call('HGET', k, 'holder') or '' "
-	"  if h ~= ARGV[1] and h ~= ARGV[i + 1] then return {2, i, h} end "
-	"end "
-	"for _, k in ipairs(KEYS) do redis.call('HSET', k, 'holder', ARGV[1]) end "
-	"return {0}";
-
 int store_volume_claim(struct store *st, const char *org, const char *sid, const char *const *ids,
 		       const char *const *expect, int n, int *bad, char *holder, size_t cap,
 		       struct sp_err *e)
 {
 	char keys[STORE_VOLUME_CLAIM_MAX][256], nk[16];
-	const char *argv[4 + 2 * STORE_VOLUME_CLAIM_MAX];
+	const char *argv[2 + 2 * STORE_VOLUME_CLAIM_MAX];
 	redisReply *r;
 	int argc = 0, rc = -1;
 
@@ -122,8 +101,6 @@ int store_volume_claim(struct store *st, const char *org, const char *sid, const
 	if (n < 1 || n > STORE_VOLUME_CLAIM_MAX)
 		return sp_err_set(e, SP_INTERNAL, "a claim of %d volumes", n);
 	snprintf(nk, sizeof(nk), "%d", n);
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_vol_claim;
 	argv[argc++] = nk;
 	for (int i = 0; i < n; i++) {
 		key_vol(st, org, ids[i], keys[i], sizeof(keys[i]));
@@ -133,7 +110,7 @@ int store_volume_claim(struct store *st, const char *org, const char *sid, const
 	for (int i = 0; i < n; i++)
 		argv[argc++] = expect[i];
 	/* applied twice, it answers the same (the holder is sid by then) */
-	r = store_cmd_kind(st, STORE_IDEM, argc, argv, NULL, e);
+	r = store_eval(st, STORE_IDEM, &store_lua_volume_claim, argc, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
@@ -150,17 +127,11 @@ int store_volume_claim(struct store *st, const char *org, const char *sid, const
 	return rc;
 }
 
-/* KEYS: the records; ARGV[1] the sandbox: each one it holds is freed. */
-static const char lua_vol_release[] = "for _, k in ipairs(KEYS) do "
-				      "  if redis.call('HGET', k, 'holder') == ARGV[1] then "
-				      "    redis.call('HSET', k, 'holder', '') end "
-				      "end return 0";
-
 int store_volume_release(struct store *st, const char *org, const char *sid, const char *const *ids,
 			 int n, struct sp_err *e)
 {
 	char keys[STORE_VOLUME_CLAIM_MAX][256], nk[16];
-	const char *argv[4 + STORE_VOLUME_CLAIM_MAX];
+	const char *argv[2 + STORE_VOLUME_CLAIM_MAX];
 	redisReply *r;
 	int argc = 0;
 
@@ -169,39 +140,30 @@ int store_volume_release(struct store *st, const char *org, const char *sid, con
 	if (n > STORE_VOLUME_CLAIM_MAX)
 		return sp_err_set(e, SP_INTERNAL, "a release of %d volumes", n);
 	snprintf(nk, sizeof(nk), "%d", n);
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_vol_release;
 	argv[argc++] = nk;
 	for (int i = 0; i < n; i++) {
 		key_vol(st, org, ids[i], keys[i], sizeof(keys[i]));
 		argv[argc++] = keys[i];
 	}
 	argv[argc++] = sid;
-	r = store_cmd_kind(st, STORE_IDEM, argc, argv, NULL, e);
+	r = store_eval(st, STORE_IDEM, &store_lua_volume_release, argc, argv, NULL, e);
 	if (!r)
 		return -1;
 	freeReplyObject(r);
 	return 0;
 }
 
-/* KEYS[1] record; ARGV: expected holder, new holder. {0} set, {1, now}
- * differed, {2} absent. */
-static const char lua_vol_cas[] = "if redis.call('EXISTS', KEYS[1]) == 0 then return {2} end "
-				  "local h = redis.call('HGET', KEYS[1], 'holder') or '' "
-				  "if h ~= ARGV[1] then return {1, h} end "
-				  "redis.call('HSET', KEYS[1], 'holder', ARGV[2]) return {0}";
-
 int store_volume_holder_cas(struct store *st, const char *org, const char *id, const char *expect,
 			    const char *value, char *seen, size_t cap, struct sp_err *e)
 {
 	char k1[256];
-	const char *argv[] = { "EVAL", lua_vol_cas, "1", k1, expect, value };
+	const char *argv[] = { "1", k1, expect, value };
 	redisReply *r;
 	int rc = -1;
 
 	seen[0] = '\0';
 	key_vol(st, org, id, k1, sizeof(k1));
-	r = store_cmd_kind(st, STORE_ONCE, 6, argv, NULL, e);
+	r = store_eval(st, STORE_ONCE, &store_lua_volume_holder_cas, 4, argv, NULL, e);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
@@ -218,23 +180,17 @@ int store_volume_holder_cas(struct store *st, const char *org, const char *id, c
 	return rc;
 }
 
-/* KEYS[1] record, KEYS[2] index; ARGV: the holder it must have, the id. */
-static const char lua_vol_del[] =
-	"local h = redis.call('HGET', KEYS[1], 'holder') "
-	"if h and h ~= ARGV[1] then return 1 end "
-	"redis.call('DEL', KEYS[1]) redis.call('ZREM', KEYS[2], ARGV[2]) return 0";
-
 int store_volume_del(struct store *st, const char *org, const char *id, const char *holder,
 		     struct sp_err *e)
 {
 	char k1[256], k2[256];
-	const char *argv[] = { "EVAL", lua_vol_del, "2", k1, k2, holder, id };
+	const char *argv[] = { "2", k1, k2, holder, id };
 	redisReply *r;
 	int rc;
 
 	key_vol(st, org, id, k1, sizeof(k1));
 	key_vols(st, org, k2, sizeof(k2));
-	r = store_cmd_kind(st, STORE_IDEM, 7, argv, NULL, e);
+	r = store_eval(st, STORE_IDEM, &store_lua_volume_del, 5, argv, NULL, e);
 	if (!r)
 		return -1;
 	rc = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : 0;

@@ -11,6 +11,10 @@
 #   5. the layering check from the object files (tests/layers.sh, after a
 #      build: make lint builds them) and its own test (tests/layers-test.sh)
 #                                                             — fails the lint
+#   6. the store's Lua programs (store/lua/*.lua): each compiles in Redis
+#      (SCRIPT LOAD into a throwaway redis-server on a unix socket: the
+#      Lua 5.1 and the libraries they run with), and store/*.c names
+#      (store_lua_NAME) exactly the programs there are        — fails the lint
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -127,6 +131,54 @@ if ! out=$(bash tests/layers-test.sh 2>&1); then
 fi
 if ! bash tests/layers.sh; then
 	echo "lint: a call against the layers (tests/layers.map), or a stale line in tests/layers.allow"
+	status=1
+fi
+
+# --- 6. Lua programs ----------------------------------------------------
+echo "== Lua programs (store/lua)"
+if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+	mapfile -t LUA < <(find store/lua -name '*.lua' | sort)
+	rdir=$(mktemp -d)
+	redis-server --port 0 --unixsocket "$rdir/r.sock" --save '' --appendonly no \
+		--dir "$rdir" --loglevel warning >/dev/null 2>&1 &
+	rpid=$!
+	for _ in $(seq 100); do
+		[ -S "$rdir/r.sock" ] && break
+		sleep 0.05
+	done
+	ok=1
+	for f in "${LUA[@]}"; do
+		out=$(redis-cli -s "$rdir/r.sock" -x SCRIPT LOAD <"$f" 2>&1)
+		if ! [[ $out =~ ^[0-9a-f]{40}$ ]]; then
+			echo "$f: $out"
+			ok=0
+		fi
+	done
+	kill "$rpid"
+	wait "$rpid" 2>/dev/null || true
+	rm -rf "$rdir"
+	# the programs store/*.c runs, and the files there are
+	used=$(grep -ohE '\bstore_lua_[a-z0-9_]+' store/*.c | sed 's/^store_lua_//' |
+		grep -vxE 'all|count' | sort -u)
+	have=$(printf '%s\n' "${LUA[@]}" | sed 's|.*/||; s|\.lua$||' | sort -u)
+	missing=$(comm -23 <(echo "$used") <(echo "$have"))
+	unused=$(comm -13 <(echo "$used") <(echo "$have"))
+	if [ -n "$missing" ]; then
+		echo "store/*.c runs programs with no file in store/lua: $missing"
+		ok=0
+	fi
+	if [ -n "$unused" ]; then
+		echo "programs in store/lua that store/*.c never runs: $unused"
+		ok=0
+	fi
+	if [ $ok = 1 ]; then
+		echo "ok (${#LUA[@]} programs)"
+	else
+		echo "lint: a Lua program does not compile, or store/*.c and store/lua disagree"
+		status=1
+	fi
+else
+	echo "lint: redis-server and redis-cli not installed (apt-get install redis-server)"
 	status=1
 fi
 

@@ -187,3 +187,33 @@ test('L3: Redis restarted and still LOADING its data: requests wait it out and a
   assert.equal(cli('get', 'l3filler:7999'), 'x'.repeat(32));
   assert.deepEqual(await snapshot(), before);
 });
+
+test('Redis forgets its Lua programs (SCRIPT FLUSH) under traffic: every request still answers, the programs are loaded again', { timeout: 180000 }, async (t) => {
+  const ids = [];
+  for (let i = 0; i < 2; i++) {
+    const c = await api('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
+    assert.equal(c.status, 200, c.text);
+    made.push(c.json.sandboxId);
+    ids.push(c.json.sandboxId);
+  }
+  const cached = () => Number(/number_of_cached_scripts:(\d+)/.exec(cli('info', 'memory'))?.[1]);
+  assert.ok(cached() > 0, 'the store runs its programs by EVALSHA: Redis has them');
+  const tr = traffic(ids);
+  await waitFor(() => tr.log.filter((x) => x.status === 200).length >= 10, 30000, 50);
+  const flushedAt = Date.now();
+  for (let i = 0; i < 3; i++) {
+    assert.equal(cli('script', 'flush'), 'OK');
+    await new Promise((r) => setTimeout(r, 400));
+  }
+  await waitFor(() => tr.log.filter((x) => x.at > flushedAt + 1200 && x.status === 200).length >= 10, 30000, 100);
+  await tr.stop();
+  const byStatus = {};
+  for (const x of tr.log) byStatus[`${x.kind} ${x.status}`] = (byStatus[`${x.kind} ${x.status}`] || 0) + 1;
+  t.diagnostic(`${tr.log.length} requests around 3 SCRIPT FLUSHes: ${JSON.stringify(byStatus)}`);
+  for (const x of tr.log) {
+    if (x.kind === 'create') assert.ok(x.status > 0 && x.status < 500, `create answered ${x.status}: ${x.text}`);
+    else assert.equal(x.status, 200, `${x.kind} answered ${x.status}: ${x.text}`);
+  }
+  assert.ok(cached() > 0, 'the programs were loaded again');
+  assert.match(fs.readFileSync(path.join(s.dir, 'sandpitd.log'), 'utf8'), /Lua program \w+ not loaded there; loading it/);
+});

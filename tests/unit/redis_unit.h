@@ -3,8 +3,9 @@
  * socket in a temporary folder (no TCP port, no persistence), with a
  * store opened on it; stopped and its folder removed after. Included by
  * the test files that need it (test_store_page.c, test_store_idem.c,
- * test_store_obj.c) as
- * their cmocka group setup and teardown.
+ * test_store_obj.c, test_store_lua.c) as their cmocka group setup and
+ * teardown; unit_redis_restart gives a test a fresh server on the same
+ * socket.
  */
 #ifndef SANDPIT_TESTS_REDIS_UNIT_H
 #define SANDPIT_TESTS_REDIS_UNIT_H
@@ -22,18 +23,15 @@ static char unit_redis_dir[64], unit_redis_sock[128];
 static pid_t unit_redis_pid;
 static struct store *st;
 
-static int unit_redis_setup(void **state)
+/* Starts redis-server on unit_redis_sock and waits for the socket. */
+static int unit_redis_spawn(void)
 {
-	char url[160];
-	struct sp_err e;
 	struct timespec ts = { 0, 20 * 1000 * 1000 };
 
-	(void)state;
-	snprintf(unit_redis_dir, sizeof(unit_redis_dir), "/tmp/sandpit-unit-XXXXXX");
-	if (!mkdtemp(unit_redis_dir))
-		return -1;
-	snprintf(unit_redis_sock, sizeof(unit_redis_sock), "%s/r.sock", unit_redis_dir);
+	unlink(unit_redis_sock);
 	unit_redis_pid = fork();
+	if (unit_redis_pid < 0)
+		return -1;
 	if (unit_redis_pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
 		if (null >= 0) {
@@ -47,6 +45,38 @@ static int unit_redis_setup(void **state)
 	}
 	for (int i = 0; i < 250 && access(unit_redis_sock, F_OK) != 0; i++)
 		nanosleep(&ts, NULL);
+	return access(unit_redis_sock, F_OK);
+}
+
+/* Stops the server (SIGTERM, waited for). */
+static void unit_redis_stop(void)
+{
+	if (unit_redis_pid > 0) {
+		kill(unit_redis_pid, SIGTERM);
+		waitpid(unit_redis_pid, NULL, 0);
+	}
+	unit_redis_pid = 0;
+}
+
+/* A restart: a new server on the same socket, empty (no data, no scripts). */
+static inline int unit_redis_restart(void)
+{
+	unit_redis_stop();
+	return unit_redis_spawn();
+}
+
+static int unit_redis_setup(void **state)
+{
+	char url[160];
+	struct sp_err e;
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+	(void)state;
+	snprintf(unit_redis_dir, sizeof(unit_redis_dir), "/tmp/sandpit-unit-XXXXXX");
+	if (!mkdtemp(unit_redis_dir))
+		return -1;
+	snprintf(unit_redis_sock, sizeof(unit_redis_sock), "%s/r.sock", unit_redis_dir);
+	unit_redis_spawn();
 	snprintf(url, sizeof(url), "unix://%s", unit_redis_sock);
 	st = store_open(url, "t", &e);
 	if (!st)
@@ -61,10 +91,7 @@ static int unit_redis_teardown(void **state)
 	(void)state;
 	if (st)
 		store_close(st);
-	if (unit_redis_pid > 0) {
-		kill(unit_redis_pid, SIGTERM);
-		waitpid(unit_redis_pid, NULL, 0);
-	}
+	unit_redis_stop();
 	unlink(unit_redis_sock);
 	rmdir(unit_redis_dir);
 	return 0;
