@@ -7,7 +7,7 @@
  * 169.254.169.254:80, with busybox nc and a 1 s timeout each, all at once.
  * A target that answers, or refuses (a reset also comes from the host), is
  * reached; the check passes when every target timed out or was rejected.
- * May call: prepare.c (the networks it probes).
+ * May call: prepare.c (the networks it probes), run/runner.c (the probe).
  */
 #include "internal.h"
 
@@ -20,6 +20,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "run/run.h"
 #include "sh_programs.h"
 
 #define METADATA "169.254.169.254:80"
@@ -102,16 +103,54 @@ static json_object *probe_body(const struct config *cfg, const char *image, cons
 	return o;
 }
 
+/* The probe's targets: each port of docker_port and the configured list
+ * on gateway gw, then the metadata address. */
+#define PROBE_TARGETS_MAX 80
+struct probe_targets {
+	char t[PROBE_TARGETS_MAX][96];
+	const char *argv[PROBE_TARGETS_MAX + 6];
+	int n;
+};
+
+static void probe_targets(const struct config *cfg, const char *docker_port, const char *gw,
+			  struct probe_targets *pt)
+{
+	char list[sizeof(cfg->probe_ports) + 16];
+	const char *targets[PROBE_TARGETS_MAX + 1];
+
+	pt->n = 0;
+	snprintf(list, sizeof(list), "%s%s%s", docker_port ? docker_port : "",
+		 docker_port && docker_port[0] ? "," : "", cfg->probe_ports);
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, ", \t");
+		if (n > 0 && n < 8 && pt->n < PROBE_TARGETS_MAX - 1) {
+			snprintf(pt->t[pt->n], sizeof(pt->t[0]), "%s:%.*s", gw, (int)n, p);
+			targets[pt->n] = pt->t[pt->n];
+			pt->n++;
+		}
+		p += n;
+		while (*p == ',' || *p == ' ' || *p == '\t')
+			p++;
+	}
+	targets[pt->n++] = METADATA;
+	targets[pt->n] = NULL;
+	run_sh(pt->argv, PROBE_TARGETS_MAX + 6, sh_probe, "probe", targets);
+}
+
 /* Probes from network net; appends the reached targets to detail. 1 when
  * nothing was reached, 0 when something was, -1 on error. */
 static int probe_network(struct sandbox_ctx *ctx, const char *mode, const char *docker_port,
 			 char *detail, size_t cap, struct sp_err *e)
 {
 	const struct config *cfg = ctx->cfg;
-	char net[128], gw[64], cid[65] = "", exec_id[65], cname[96], rid[13];
-	json_object *body = NULL, *ex = NULL, *cmd;
+	char net[128], gw[64], cid[65] = "", cname[96], rid[13];
+	json_object *body = NULL;
 	struct buf out;
-	int rc = -1, timed_out = 0, exit_code = -1, running = 0, ntargets = 0, lines = 0;
+	int rc = -1, ntargets = 0, lines = 0;
+	struct probe_targets pt;
+	struct sb_cmd cmd = { .argv = pt.argv, .who = SB_AS_IMAGE };
+	struct sb_run_io io = { .timeout_ms = 20000, .on_output = collect, .arg = &out };
+	struct sb_run_res res;
 
 	buf_init(&out, 64 * 1024);
 	config_network_name(cfg, mode, net, sizeof(net));
@@ -123,42 +162,15 @@ static int probe_network(struct sandbox_ctx *ctx, const char *mode, const char *
 	if (docker_container_create(ctx->dk, cname, body, cid, e) < 0 ||
 	    docker_container_start(ctx->dk, cid, e) < 0)
 		goto done;
-	ex = json_object_new_object();
-	cmd = json_object_new_array();
-	json_object_array_add(cmd, json_object_new_string("sh"));
-	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(sh_probe));
-	json_object_array_add(cmd, json_object_new_string("probe"));
-	{
-		char list[sizeof(cfg->probe_ports) + 16], t[96];
-		const char *p;
-		snprintf(list, sizeof(list), "%s%s%s", docker_port ? docker_port : "",
-			 docker_port && docker_port[0] ? "," : "", cfg->probe_ports);
-		for (p = list; *p;) {
-			size_t n = strcspn(p, ", \t");
-			if (n > 0 && n < 8) {
-				snprintf(t, sizeof(t), "%s:%.*s", gw, (int)n, p);
-				json_object_array_add(cmd, json_object_new_string(t));
-				ntargets++;
-			}
-			p += n;
-			while (*p == ',' || *p == ' ' || *p == '\t')
-				p++;
-		}
-	}
-	json_object_array_add(cmd, json_object_new_string(METADATA));
-	ntargets++;
-	json_object_object_add(ex, "Cmd", cmd);
-	json_object_object_add(ex, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(ex, "AttachStderr", json_object_new_boolean(1));
-	if (docker_exec_create(ctx->dk, cid, ex, exec_id, e) < 0 ||
-	    docker_exec_start(ctx->dk, exec_id, 20000, collect, NULL, &out, &timed_out, e) < 0)
+	probe_targets(cfg, docker_port, gw, &pt);
+	ntargets = pt.n;
+	/* the probe image's own user: the probe container is no sandbox */
+	if (run_container(ctx, cid, &cmd, &io, &res, e) < 0)
 		goto done;
-	if (timed_out) {
+	if (res.timed_out) {
 		sp_err_set(e, SP_UNAVAILABLE, "the probe on %s did not end within 20 s", net);
 		goto done;
 	}
-	docker_exec_inspect(ctx->dk, exec_id, &exit_code, &running, e);
 	rc = 1;
 	if (buf_append(&out, "", 1) < 0) {
 		rc = sp_err_set(e, SP_INTERNAL, "out of memory");
@@ -190,7 +202,6 @@ done:
 		docker_container_remove(ctx->dk, cid, 1, &ignore);
 	}
 	json_object_put(body);
-	json_object_put(ex);
 	buf_free(&out);
 	return rc;
 }
