@@ -404,7 +404,9 @@ static int exec_cmd(struct sandbox_ctx *ctx, const struct sandbox *sb,
 
 	for (const char *const *a = rq->args; a && *a; a++)
 		n++;
-	*env = json_object_new_array();
+	*env = run_env(ctx, sb, rq->env, rq->nenv, MARKER_VAR, e);
+	if (!*env)
+		return -1;
 	*argv = calloc(n + 6, sizeof(**argv));
 	if (!*argv)
 		return sp_err_set(e, SP_INTERNAL, "out of memory");
@@ -418,23 +420,6 @@ static int exec_cmd(struct sandbox_ctx *ctx, const struct sandbox *sb,
 	for (const char *const *a = rq->args; a && *a; a++)
 		(*argv)[k++] = *a;
 	(*argv)[k] = NULL;
-	if (sb->pooled && sandbox_pooled_env(ctx, sb, *env, e) < 0)
-		return -1;
-	for (size_t i = 0; i < rq->nenv; i++) {
-		const struct sandbox_env_var *v = &rq->env[i];
-		struct buf kv;
-		if (strcmp(v->key, MARKER_VAR) == 0)
-			continue;
-		buf_init(&kv, SB_ENV_VAR_MAX);
-		if (buf_printf(&kv, "%s=", v->key) < 0 ||
-		    buf_append(&kv, v->value, v->value_len) < 0) {
-			buf_wipe(&kv); /* sandbox_env_check keeps this from happening */
-			return sp_err_field(e, SP_BAD_REQUEST, "env", "env.%.64s: too long",
-					    v->key);
-		}
-		json_object_array_add(*env, json_object_new_string_len(kv.data, (int)kv.len));
-		buf_wipe(&kv);
-	}
 	json_object_array_add(*env, json_object_new_string(mvar));
 	return 0;
 }

@@ -67,25 +67,9 @@ static int helper_call(struct sandbox_ctx *ctx, const char *org, const char *id,
 	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
 		return -1;
 	buf_init(&o, out_max);
-	if (rq) {
-		env = json_object_new_array();
-		if (sb.pooled && sandbox_pooled_env(ctx, &sb, env, e) < 0)
-			goto out;
-		for (size_t i = 0; i < rq->nenv; i++) {
-			struct buf kv;
-			buf_init(&kv, SB_ENV_VAR_MAX + 1);
-			if (buf_printf(&kv, "%s=", rq->env[i].key) < 0 ||
-			    buf_append(&kv, rq->env[i].value, rq->env[i].value_len) < 0) {
-				buf_wipe(&kv);
-				sp_err_field(e, SP_BAD_REQUEST, "env", "env.%.64s: too long",
-					     rq->env[i].key);
-				goto out;
-			}
-			json_object_array_add(env,
-					      json_object_new_string_len(kv.data, (int)kv.len));
-			buf_wipe(&kv);
-		}
-	}
+	/* a process gets the command env (run_env), an operation on one none */
+	if (rq && !(env = run_env(ctx, &sb, rq->env, rq->nenv, NULL, e)))
+		goto out;
 	if (sandbox_helper_run(ctx, &sb, argv, env, rq ? sb.workdir : NULL, &o, err, sizeof(err),
 			       &code, e) < 0)
 		goto out;

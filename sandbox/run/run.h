@@ -89,6 +89,13 @@ int run_sh(const char **out, size_t cap, const char *script, const char *name,
  * attached unless detached, stdin when stdin_attached. A new object. */
 json_object *run_body(const struct sb_cmd *cmd, const char *user, int stdin_attached, int detached);
 
+/* The env of a command of sb: a pooled sandbox's envVars (its container
+ * was started before they were known), then the n variables at v (checked
+ * by sandbox_env_check), but none named skip (may be NULL). A new array;
+ * NULL with e set when it cannot be made. */
+json_object *run_env(struct sandbox_ctx *ctx, const struct sandbox *sb,
+		     const struct sandbox_env_var *v, size_t n, const char *skip, struct sp_err *e);
+
 /* What Docker's refusal of an exec on a sandbox means. The facts, as far as
  * they are known: docker the refusal's code (SP_NOT_FOUND, SP_CONFLICT, or
  * any other: passed on as it is); sb_running whether the record reads

@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "../../common/buf.h"
 #include "../../common/log.h"
 #include "../../common/util.h"
 
@@ -78,6 +79,33 @@ json_object *run_body(const struct sb_cmd *cmd, const char *user, int stdin_atta
 	if (stdin_attached)
 		json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
 	return body;
+}
+
+json_object *run_env(struct sandbox_ctx *ctx, const struct sandbox *sb,
+		     const struct sandbox_env_var *v, size_t n, const char *skip, struct sp_err *e)
+{
+	json_object *env = json_object_new_array();
+
+	if (sb->pooled && sandbox_pooled_env(ctx, sb, env, e) < 0)
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		struct buf kv;
+		if (skip && strcmp(v[i].key, skip) == 0)
+			continue;
+		buf_init(&kv, SB_ENV_VAR_MAX + 1);
+		if (buf_printf(&kv, "%s=", v[i].key) < 0 ||
+		    buf_append(&kv, v[i].value, v[i].value_len) < 0) {
+			buf_wipe(&kv); /* sandbox_env_check keeps this from happening */
+			sp_err_field(e, SP_BAD_REQUEST, "env", "env.%.64s: too long", v[i].key);
+			goto fail;
+		}
+		json_object_array_add(env, json_object_new_string_len(kv.data, (int)kv.len));
+		buf_wipe(&kv);
+	}
+	return env;
+fail:
+	json_object_put(env);
+	return NULL;
 }
 
 enum run_refusal run_refusal_of(const struct run_facts *f)
