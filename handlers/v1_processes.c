@@ -85,7 +85,7 @@ static int env_read(json_object *in, struct sandbox_env_var **v, size_t *n, stru
  * user (or none) is fine, any other is refused. */
 static int user_check(json_object *in, const struct sandbox *sb, struct sp_err *e)
 {
-	const char *u = hin_str(in, "user", NULL), *mine = sb->user[0] ? sb->user : "root";
+	const char *u = hin_str(in, "user", NULL), *mine = sandbox_run_user(sb->user);
 
 	if (!u || !*u || strcmp(u, mine) == 0)
 		return 0;

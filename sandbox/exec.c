@@ -11,11 +11,11 @@
  * the sandbox reads killed from then on. A running command counts as
  * activity: expiresAt covers it, and the container's watcher sees it run
  * (a process with PPid 0); expiry.c moves the container's expiry as it
- * ends. Every exec names the sandbox user in ExecCreate's User: the
+ * ends. Every command runs as the sandbox user (run/runner.c): the
  * container's own user is the keeper, which only sandpit's lifetime writes
  * run as.
  * May call: expiry.c (activity), state.c (mark gone), spec.c (envVars
- * lines).
+ * lines), run/runner.c (every command, and the mapping of a refusal).
  */
 #include "internal.h"
 
@@ -29,6 +29,7 @@
 #include "../common/utf8.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "run/run.h"
 #include "sh_programs.h"
 
 /* The killer is sandbox/sh/kill.sh (sh_kill), the wrapper of every command
@@ -89,23 +90,6 @@ int sandbox_under_proc(const char *path)
 	return strncmp(norm, "/proc", 5) == 0 && (norm[5] == '\0' || norm[5] == '/');
 }
 
-/* The user every command of sb runs as: the template's, or the image's own
- * as it names it ("root" when it names none). Never a caller's value, and
- * never "" (that would be the container's user: the keeper). */
-static const char *sandbox_user(const struct sandbox *sb)
-{
-	return sb->user[0] ? sb->user : "root";
-}
-
-static int discard(void *arg, int stream, const char *data, size_t len)
-{
-	(void)arg;
-	(void)stream;
-	(void)data;
-	(void)len;
-	return 0;
-}
-
 static void kill_container(struct sandbox_ctx *ctx, struct sandbox *sb, const char *why)
 {
 	struct sp_err e;
@@ -129,27 +113,16 @@ static void kill_container(struct sandbox_ctx *ctx, struct sandbox *sb, const ch
 static int run_check(struct sandbox_ctx *ctx, struct sandbox *sb, const char *script,
 		     const char *name, const char *arg)
 {
-	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
-	char eid[65];
+	const char *args[] = { arg, NULL }, *argv[8];
+	struct sb_cmd cmd = { .argv = argv, .who = SB_AS_USER };
+	struct sb_run_io io = { .timeout_ms = 10000, .inspect = 1, .unmapped = 1 };
+	struct sb_run_res res;
 	struct sp_err e;
-	int timed_out = 0, code = -1, running = 0;
 
-	json_object_array_add(cmd, json_object_new_string("sh"));
-	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(script));
-	json_object_array_add(cmd, json_object_new_string(name));
-	json_object_array_add(cmd, json_object_new_string(arg));
-	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "User", json_object_new_string(sandbox_user(sb)));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
-	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
-	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, &e) < 0 ||
-	    docker_exec_start(ctx->dk, eid, 10000, discard, NULL, NULL, &timed_out, &e) < 0 ||
-	    timed_out || docker_exec_inspect(ctx->dk, eid, &code, &running, &e) < 0)
-		code = -1;
-	json_object_put(body);
-	return code;
+	run_sh(argv, 8, script, name, args);
+	if (run_start(ctx, sb, &cmd, &io, &res, &e) < 0 || res.timed_out)
+		return -1;
+	return res.code;
 }
 
 /* Runs the killer for marker; returns -1 if it could not run. */
@@ -418,59 +391,37 @@ out:
 	return rc;
 }
 
-/* The ExecCreate body of rq: sh -c the command (through the wrapper
- * unless no_activity), env (a pooled sandbox's envVars, the caller's, the
- * marker mvar), the sandbox user, cwd or the workdir. A new object; NULL
- * with e set when the env cannot be made. */
-static json_object *exec_body(struct sandbox_ctx *ctx, const struct sandbox *sb,
-			      const struct sandbox_exec_req *rq, const char *mvar, struct sp_err *e)
+/* The command of rq: sh -c the command (through the wrapper unless
+ * no_activity) and its arguments into *argv (allocated: release with
+ * free), its env (a pooled sandbox's envVars, the caller's, the marker
+ * mvar) into *env (a new array). -1 with e set when they cannot be made. */
+static int exec_cmd(struct sandbox_ctx *ctx, const struct sandbox *sb,
+		    const struct sandbox_exec_req *rq, const char *mvar, const char ***argv,
+		    json_object **env, struct sp_err *e)
 {
-	json_object *body = json_object_new_object(), *cmd = json_object_new_array(), *env;
+	size_t n = 0;
+	int k;
 
-	json_object_array_add(cmd, json_object_new_string("sh"));
-	json_object_array_add(cmd, json_object_new_string("-c"));
+	for (const char *const *a = rq->args; a && *a; a++)
+		n++;
+	*env = run_env(ctx, sb, rq->env, rq->nenv, MARKER_VAR, e);
+	if (!*env)
+		return -1;
+	*argv = calloc(n + 6, sizeof(**argv));
+	if (!*argv)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	/* sh -c CMD sh ARGS..., or sh -c WRAPPER sandpit CMD ARGS... */
 	if (rq->no_activity) {
-		json_object_array_add(cmd, json_object_new_string_len(rq->cmd, (int)rq->cmd_len));
-		json_object_array_add(cmd, json_object_new_string("sh"));
+		k = run_sh(*argv, n + 6, rq->cmd ? rq->cmd : "", "sh", NULL);
 	} else {
-		json_object_array_add(cmd, json_object_new_string(sh_wrapper));
-		json_object_array_add(cmd, json_object_new_string("sandpit"));
-		json_object_array_add(cmd, json_object_new_string_len(rq->cmd, (int)rq->cmd_len));
+		k = run_sh(*argv, n + 6, sh_wrapper, "sandpit", NULL);
+		(*argv)[k++] = rq->cmd ? rq->cmd : "";
 	}
 	for (const char *const *a = rq->args; a && *a; a++)
-		json_object_array_add(cmd, json_object_new_string(*a));
-	json_object_object_add(body, "Cmd", cmd);
-	env = json_object_new_array();
-	json_object_object_add(body, "Env", env);
-	if (sb->pooled && sandbox_pooled_env(ctx, sb, env, e) < 0)
-		goto fail;
-	for (size_t i = 0; i < rq->nenv; i++) {
-		const struct sandbox_env_var *v = &rq->env[i];
-		struct buf kv;
-		if (strcmp(v->key, MARKER_VAR) == 0)
-			continue;
-		buf_init(&kv, SB_ENV_VAR_MAX);
-		if (buf_printf(&kv, "%s=", v->key) < 0 ||
-		    buf_append(&kv, v->value, v->value_len) < 0) {
-			buf_wipe(&kv); /* sandbox_env_check keeps this from happening */
-			sp_err_field(e, SP_BAD_REQUEST, "env", "env.%.64s: too long", v->key);
-			goto fail;
-		}
-		json_object_array_add(env, json_object_new_string_len(kv.data, (int)kv.len));
-		buf_wipe(&kv);
-	}
-	json_object_array_add(env, json_object_new_string(mvar));
-	json_object_object_add(body, "User", json_object_new_string(sandbox_user(sb)));
-	json_object_object_add(body, "WorkingDir",
-			       json_object_new_string(rq->cwd ? rq->cwd : sb->workdir));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStdin", json_object_new_boolean(rq->input != NULL));
-	json_object_object_add(body, "Tty", json_object_new_boolean(0));
-	return body;
-fail:
-	json_object_put(body);
-	return NULL;
+		(*argv)[k++] = *a;
+	(*argv)[k] = NULL;
+	json_object_array_add(*env, json_object_new_string(mvar));
+	return 0;
 }
 
 /* The exec went with its container (under gVisor, a command that fills
@@ -566,13 +517,27 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		     const struct sandbox_exec_io *io, struct sandbox_exec_result *res,
 		     struct sp_err *e)
 {
-	json_object *body = NULL;
-	char marker[MARKER_LEN + 1], mvar[64], eid[65];
+	json_object *env = NULL;
+	const char **argv = NULL;
+	char marker[MARKER_LEN + 1], mvar[64];
 	int64_t timeout = rq->timeout_ms > 0 ? rq->timeout_ms : SB_DEFAULT_EXEC_TIMEOUT_MS;
-	int timed_out = 0, rc = -1, started, done;
+	int rc = -1, done;
 	struct stop_watch watch = { .io = io, .rq = rq };
+	/* the fast path first (nothing ran when it does not serve); the
+	 * watcher does not see its commands (their parent is the helper, not
+	 * Docker's), so the fast path keeps the container's expiry ahead of
+	 * one while it runs (keep_alive) */
+	struct sb_run_io rio = { .timeout_ms = timeout,
+				 .on_output = pass_output,
+				 .should_stop = watch_stop,
+				 .arg = &watch,
+				 .fast = 1,
+				 .keep_alive = !rq->no_activity };
+	struct sb_run_res run;
 
 	memset(res, 0, sizeof(*res));
+	if (rq->cmd && memchr(rq->cmd, '\0', rq->cmd_len))
+		return sp_err_field(e, SP_BAD_REQUEST, "cmd", "cmd: must not contain NUL bytes");
 	if (rq->cwd && (sandbox_path_check("cwd", rq->cwd, e) < 0))
 		return -1;
 	if (rq->cwd && sandbox_under_proc(rq->cwd))
@@ -581,46 +546,20 @@ int sandbox_exec_run(struct sandbox_ctx *ctx, struct sandbox *sb, const struct s
 		return -1;
 	crypto_random_id(marker, MARKER_LEN);
 	snprintf(mvar, sizeof(mvar), MARKER_VAR "=%s", marker);
-	body = exec_body(ctx, sb, rq, mvar, e);
-	if (!body)
+	if (exec_cmd(ctx, sb, rq, mvar, &argv, &env, e) < 0)
 		goto out;
 	/* a running command is activity until it ends (plus timeoutMs after) */
 	if (!rq->no_activity && sandbox_touch_record(ctx, sb, timeout, e) < 0)
 		goto out;
-	/* the fast path first (nothing ran when it does not serve); the
-	 * watcher does not see its commands (their parent is the helper, not
-	 * Docker's), so the fast path keeps the container's expiry ahead of
-	 * one while it runs (keep_alive) */
-	if (sandbox_fast_possible(ctx, sb)) {
-		struct sandbox_fast_io fio = { rq->input,	rq->input_len, timeout,
-					       pass_output,	watch_stop,    &watch,
-					       !rq->no_activity };
-		struct sandbox_fast_result fres;
-		if (sandbox_fast_exec(ctx, sb, body, &fio, &fres) == 1) {
-			done = exec_outcome(ctx, sb, rq, NULL, &fres, marker, fres.timed_out,
-					    &watch, res, e);
-			goto ended;
-		}
+	{
+		/* as the sandbox's user, in cwd or the workdir */
+		struct sb_cmd cmd = { argv,	  env,	     rq->cwd ? rq->cwd : sb->workdir,
+				      SB_AS_USER, rq->input, rq->input_len };
+		if (run_start(ctx, sb, &cmd, &rio, &run, e) < 0)
+			goto out;
 	}
-	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
-			sandbox_container_gone(ctx, sb, e);
-		goto out;
-	}
-	if (rq->input)
-		started = docker_exec_start_input(ctx->dk, eid, timeout, rq->input, rq->input_len,
-						  pass_output, watch_stop, &watch, &timed_out, NULL,
-						  e);
-	else
-		started = docker_exec_start(ctx->dk, eid, timeout, pass_output, watch_stop, &watch,
-					    &timed_out, e);
-	if (started < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
-			sandbox_container_gone(ctx, sb, e);
-		goto out;
-	}
-	done = exec_outcome(ctx, sb, rq, eid, NULL, marker, timed_out, &watch, res, e);
-ended:
+	done = exec_outcome(ctx, sb, rq, run.fast ? NULL : run.eid, run.fast ? &run.f : NULL,
+			    marker, run.timed_out, &watch, res, e);
 	if (done < 0)
 		goto out;
 	if (done == 0 && sb->status == SB_RUNNING && !rq->no_activity) {
@@ -633,6 +572,7 @@ out:
 		res->stopped = 1; /* the caller refused the held piece */
 	res->truncated = watch.truncated;
 	buf_free(&watch.held);
-	json_object_put(body);
+	free((void *)argv);
+	json_object_put(env);
 	return rc;
 }

@@ -5,7 +5,7 @@
  * helper's serving mode
  * (sandbox/helper/serve.c) over TCP to the container's bridge address
  * instead of through docker exec: one connection, no Docker call.
- * exec.c and helper.c try it first and use docker exec whenever it says
+ * The runner (run/runner.c) tries it first and uses docker exec whenever it says
  * "not served" (nothing ran then), so answers are the same either way.
  *
  * The serving helper is started by one docker exec as the sandbox's user
@@ -77,6 +77,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "run/run.h"
 
 #define FAST_SLOTS 64
 #define FAST_RETRY_MS 60000
@@ -383,26 +384,25 @@ static int boot_stop(void *arg)
 
 int sandbox_fast_start(struct sandbox_ctx *ctx, struct sandbox *sb)
 {
-	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
 	unsigned char secret[crypto_auth_hmacsha256_BYTES];
 	struct fast_boot boot;
 	struct docker_input in = { boot_peek, boot_consume, -1, &boot };
-	char port[16], eid[65];
-	int timed_out = 0, code = -1, running = 0;
+	char port[16];
+	const char *argv[] = { sandbox_helper_path(sb), "serve", port, NULL };
+	/* the sandbox's user, never the keeper (the container's own) */
+	struct sb_cmd cmd = { .argv = argv, .who = SB_AS_USER };
+	struct sb_run_io io = { .timeout_ms = 10000,
+				.on_output = boot_out,
+				.should_stop = boot_stop,
+				.arg = &boot,
+				.live = &in,
+				.inspect = 1,
+				.unmapped = 1 };
+	struct sb_run_res res;
+	int code = -1;
 	struct sp_err e;
 
 	snprintf(port, sizeof(port), "%d", SANDBOX_FAST_PORT);
-	json_object_array_add(cmd, json_object_new_string(sandbox_helper_path(sb)));
-	json_object_array_add(cmd, json_object_new_string("serve"));
-	json_object_array_add(cmd, json_object_new_string(port));
-	json_object_object_add(body, "Cmd", cmd);
-	/* the sandbox's user, never the keeper (the container's own) */
-	json_object_object_add(body, "User",
-			       json_object_new_string(sb->user[0] ? sb->user : "root"));
-	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
-	json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
 	memset(&boot, 0, sizeof(boot));
 	fast_secret(ctx, sb->container_id, secret);
 	sodium_bin2hex(boot.line, sizeof(boot.line) - 1, secret, sizeof(secret));
@@ -410,19 +410,15 @@ int sandbox_fast_start(struct sandbox_ctx *ctx, struct sandbox *sb)
 	boot.line[sizeof(boot.line) - 2] = '\n';
 	boot.line[sizeof(boot.line) - 1] = '\0';
 	boot.give_up = mono_ms() + FAST_READY_MS;
-	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, &e) < 0 ||
-	    docker_exec_start_interactive(ctx->dk, eid, 10000, &in, boot_out, boot_stop, &boot,
-					  &timed_out, &e) < 0 ||
-	    timed_out || !boot.ready || boot.other ||
-	    docker_exec_inspect(ctx->dk, eid, &code, &running, &e) < 0 || running)
-		code = -1;
+	if (run_start(ctx, sb, &cmd, &io, &res, &e) == 0 && !res.timed_out && boot.ready &&
+	    !boot.other && !res.running)
+		code = res.code;
 	if (code < 0)
 		log_debug("sandbox %s: fast path: the serving helper did not start (%s)", sb->id,
 			  boot.other	? "it wrote something else than it is ready"
 			  : !boot.ready ? "it never said it is ready"
 					: "its exec failed");
 	sodium_memzero(boot.line, sizeof(boot.line));
-	json_object_put(body);
 	/* 9: the port is taken (a helper already serves, or the sandbox's own
 	 * program holds it: the handshake tells) */
 	return code == 0 || code == 9 ? 0 : -1;
@@ -484,9 +480,24 @@ static int put_str(struct buf *b, const char *s, size_t n)
 	return n > UINT32_MAX || put_u32(b, (uint32_t)n) < 0 || buf_append(b, s, n) < 0 ? -1 : 0;
 }
 
-/* One array of strings of the ExecCreate body (missing: none); -1 for
- * what the helper would refuse (a NUL, over 65536 strings): docker exec
- * answers that. */
+/* A NULL-terminated argv; -1 over 65536 strings (the helper's bound:
+ * docker exec answers that). */
+static int put_argv(struct buf *b, const char *const *argv)
+{
+	size_t n = 0;
+
+	while (argv && argv[n])
+		n++;
+	if (n > 65536 || put_u32(b, (uint32_t)n) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (put_str(b, argv[i], strlen(argv[i])) < 0)
+			return -1;
+	return 0;
+}
+
+/* An array of strings of Env (missing: none); -1 for what the helper
+ * would refuse (a NUL, over 65536 strings): docker exec answers that. */
 static int put_strings(struct buf *b, json_object *arr)
 {
 	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr)
@@ -530,10 +541,10 @@ static uint32_t be32(const unsigned char *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, json_object *body,
+int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, const struct sb_cmd *cmd,
 		      const struct sandbox_fast_io *io, struct sandbox_fast_result *res)
 {
-	json_object *cmd = NULL, *env = NULL, *wd = NULL;
+	const char *wd = cmd->cwd ? cmd->cwd : "/";
 	struct buf req;
 	const char *in = io->in;
 	size_t in_left = io->in ? io->in_len : 0;
@@ -546,18 +557,13 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, json_object *
 
 	memset(res, 0, sizeof(*res));
 	res->code = -1;
-	if (!sandbox_fast_possible(ctx, sb) || in_left > UINT32_MAX)
+	if (!sandbox_fast_possible(ctx, sb) || in_left > UINT32_MAX || cmd->who != SB_AS_USER)
 		return 0;
-	json_object_object_get_ex(body, "Cmd", &cmd);
-	json_object_object_get_ex(body, "Env", &env);
-	json_object_object_get_ex(body, "WorkingDir", &wd);
 	buf_init(&req, FAST_HDR_MAX + 4);
-	if (put_u32(&req, 0) < 0 || put_strings(&req, cmd) < 0 || put_strings(&req, env) < 0 ||
-	    put_u32(&req, 1) < 0 ||
-	    put_str(&req, wd ? json_object_get_string(wd) : "/",
-		    wd ? (size_t)json_object_get_string_len(wd) : 1) < 0 ||
-	    buf_append(&req, io->in ? "\1" : "\0", 1) < 0 || put_u32(&req, (uint32_t)in_left) < 0 ||
-	    req.len - 4 > FAST_HDR_MAX) {
+	if (put_u32(&req, 0) < 0 || put_argv(&req, cmd->argv) < 0 ||
+	    put_strings(&req, cmd->env) < 0 || put_u32(&req, 1) < 0 ||
+	    put_str(&req, wd, strlen(wd)) < 0 || buf_append(&req, io->in ? "\1" : "\0", 1) < 0 ||
+	    put_u32(&req, (uint32_t)in_left) < 0 || req.len - 4 > FAST_HDR_MAX) {
 		buf_free(&req);
 		return 0;
 	}

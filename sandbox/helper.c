@@ -34,6 +34,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -43,6 +44,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "run/run.h"
 
 #ifndef SANDPIT_HELPER_BIN
 #define SANDPIT_HELPER_BIN "build/helper/sandpit-helper"
@@ -337,87 +339,64 @@ int sandbox_helper_run(struct sandbox_ctx *ctx, struct sandbox *sb, const char *
 					e);
 }
 
+/* The helper's argv: its path, then argv (NULL-terminated). Allocates:
+ * release with free; NULL when out of memory. */
+static const char **helper_argv(const struct sandbox *sb, const char *const *argv)
+{
+	size_t n = 0;
+	const char **out;
+
+	while (argv[n])
+		n++;
+	out = calloc(n + 2, sizeof(*out));
+	if (!out)
+		return NULL;
+	out[0] = sandbox_helper_path(sb);
+	memcpy(out + 1, argv, n * sizeof(*out));
+	return out;
+}
+
 int sandbox_helper_run_input(struct sandbox_ctx *ctx, struct sandbox *sb, const char *const *argv,
 			     json_object *env, const char *cwd, const void *in, size_t in_len,
 			     struct buf *out, char *err, size_t err_cap, int *code,
 			     struct sp_err *e)
 {
-	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	const char **full = helper_argv(sb, argv);
+	/* the sandbox's user, never the keeper (the container's own) */
+	struct sb_cmd cmd = { full, env, cwd, SB_AS_USER, in, in_len };
 	struct collect c = { out, "", 0, 0 };
-	char eid[65];
-	int timed_out = 0, running = 0, rc = -1;
+	struct sb_run_io io = { .timeout_ms = SANDBOX_HELPER_TIMEOUT_MS,
+				.on_output = collect,
+				.arg = &c,
+				.fast = 1,
+				.keep_alive = 1,
+				.inspect = 1 };
+	struct sb_run_res res;
+	int rc;
 
 	*code = -1;
-	json_object_array_add(cmd, json_object_new_string(sandbox_helper_path(sb)));
-	for (const char *const *a = argv; *a; a++)
-		json_object_array_add(cmd, json_object_new_string(*a));
-	json_object_object_add(body, "Cmd", cmd);
-	if (env)
-		json_object_object_add(body, "Env", json_object_get(env));
-	/* the sandbox's user, never the keeper (the container's own) */
-	json_object_object_add(body, "User",
-			       json_object_new_string(sb->user[0] ? sb->user : "root"));
-	json_object_object_add(body, "WorkingDir", json_object_new_string(cwd ? cwd : "/"));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
-	if (in)
-		json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
-	/* the fast path first (fastpath.c); docker exec when it does not serve */
-	if (sandbox_fast_possible(ctx, sb)) {
-		struct sandbox_fast_io fio = { in, in_len, SANDBOX_HELPER_TIMEOUT_MS, collect, NULL,
-					       &c, 1 };
-		struct sandbox_fast_result fres;
-		if (sandbox_fast_exec(ctx, sb, body, &fio, &fres) == 1) {
-			if (c.over)
-				goto answered;
-			if (fres.code < 0) {
-				sp_err_set(e, SP_UNAVAILABLE,
-					   "sandbox %s: its helper did not answer in %d s", sb->id,
-					   SANDBOX_HELPER_TIMEOUT_MS / 1000);
-				goto out;
-			}
-			*code = fres.code;
-			goto answered;
-		}
-		buf_reset(out);
-		c.over = 0;
-		c.err_len = 0;
-		c.err[0] = '\0';
-	}
-	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0 ||
-	    (in ? docker_exec_start_input(ctx->dk, eid, SANDBOX_HELPER_TIMEOUT_MS, in, in_len,
-					  collect, NULL, &c, &timed_out, NULL, e)
-		: docker_exec_start(ctx->dk, eid, SANDBOX_HELPER_TIMEOUT_MS, collect, NULL, &c,
-				    &timed_out, e)) < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
-			sandbox_container_gone(ctx, sb, e);
-		goto out;
-	}
-	if (c.over)
-		goto answered;
-	if (timed_out) {
-		sp_err_set(e, SP_UNAVAILABLE, "sandbox %s: its helper did not answer in %d s",
-			   sb->id, SANDBOX_HELPER_TIMEOUT_MS / 1000);
-		goto out;
-	}
-	if (docker_exec_inspect(ctx->dk, eid, code, &running, e) < 0)
-		goto out;
-answered:
+	if (!full)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	rc = run_start(ctx, sb, &cmd, &io, &res, e);
+	free(full);
+	if (rc < 0 && !c.over)
+		return -1;
 	if (c.over) {
 		log_warn("sandbox %s: helper %s: an answer over %zu bytes", sb->id, argv[0],
 			 out->max);
-		sp_err_set(e, SP_UNAVAILABLE,
-			   "sandbox %s: its helper's answer to %s is over %zu bytes; the "
-			   "sandbox's own code may be interfering with it",
-			   sb->id, argv[0], out->max);
-		goto out;
+		return sp_err_set(e, SP_UNAVAILABLE,
+				  "sandbox %s: its helper's answer to %s is over %zu bytes; the "
+				  "sandbox's own code may be interfering with it",
+				  sb->id, argv[0], out->max);
 	}
+	if (res.timed_out || res.code < 0)
+		return sp_err_set(e, SP_UNAVAILABLE,
+				  "sandbox %s: its helper did not answer in %d s", sb->id,
+				  SANDBOX_HELPER_TIMEOUT_MS / 1000);
+	*code = res.code;
 	if (err && err_cap)
 		str_copy(err, err_cap, c.err);
-	rc = 0;
-out:
-	json_object_put(body);
-	return rc;
+	return 0;
 }
 
 int sandbox_helper_run_stream(struct sandbox_ctx *ctx, struct sandbox *sb, const char *const *argv,
@@ -425,41 +404,28 @@ int sandbox_helper_run_stream(struct sandbox_ctx *ctx, struct sandbox *sb, const
 			      int (*on_data)(void *arg, int stream, const char *data, size_t len),
 			      void *arg, int64_t timeout_ms, int *code, struct sp_err *e)
 {
-	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
-	char eid[65];
-	int timed_out = 0, running = 0, rc = -1;
+	const char **full = helper_argv(sb, argv);
+	/* the sandbox's user, never the keeper (the container's own) */
+	struct sb_cmd cmd = { .argv = full, .who = SB_AS_USER };
+	struct sb_run_io io = { .timeout_ms = timeout_ms,
+				.on_output = on_data,
+				.arg = arg,
+				.in_fn = in_fn,
+				.in_arg = in_arg,
+				.inspect = 1 };
+	struct sb_run_res res;
+	int rc;
 
 	*code = -1;
-	json_object_array_add(cmd, json_object_new_string(sandbox_helper_path(sb)));
-	for (const char *const *a = argv; *a; a++)
-		json_object_array_add(cmd, json_object_new_string(*a));
-	json_object_object_add(body, "Cmd", cmd);
-	/* the sandbox's user, never the keeper (the container's own) */
-	json_object_object_add(body, "User",
-			       json_object_new_string(sb->user[0] ? sb->user : "root"));
-	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
-	if (in_fn)
-		json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
-	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0 ||
-	    (in_fn ? docker_exec_start_stream(ctx->dk, eid, timeout_ms, in_fn, in_arg, on_data,
-					      NULL, arg, &timed_out, e)
-		   : docker_exec_start(ctx->dk, eid, timeout_ms, on_data, NULL, arg, &timed_out,
-				       e)) < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
-			sandbox_container_gone(ctx, sb, e);
-		goto out;
-	}
-	if (timed_out) {
-		sp_err_set(e, SP_UNAVAILABLE, "the transfer did not end in %lld s",
-			   (long long)(timeout_ms / 1000));
-		goto out;
-	}
-	if (docker_exec_inspect(ctx->dk, eid, code, &running, e) < 0)
-		goto out;
-	rc = 0;
-out:
-	json_object_put(body);
-	return rc;
+	if (!full)
+		return sp_err_set(e, SP_INTERNAL, "out of memory");
+	rc = run_start(ctx, sb, &cmd, &io, &res, e);
+	free(full);
+	if (rc < 0)
+		return -1;
+	if (res.timed_out)
+		return sp_err_set(e, SP_UNAVAILABLE, "the transfer did not end in %lld s",
+				  (long long)(timeout_ms / 1000));
+	*code = res.code;
+	return 0;
 }

@@ -192,10 +192,11 @@ int sandbox_catch_up_time(struct sandbox_ctx *ctx, struct sandbox *sb);
  * that cannot be reached, ctx->dk is NULL and ctx->server_err says why). */
 int sandbox_load(struct sandbox_ctx *ctx, const char *org, const char *id, struct sandbox *sb,
 		 struct sp_err *e);
-/* Maps Docker's refusal to act on a sandbox's container (e: no such
- * container, or a 409) to its state: a paused container makes the record
- * stopped, 412 "Sandbox is stopped"; else it is marked gone, 412 "Sandbox
- * is killed". */
+/* run/runner.c: maps Docker's refusal to act on a sandbox's container (e:
+ * no such container, or a 409) to its state (run.h, run_refusal_of): 503
+ * while a capture holds it paused or while it still runs, 412 "Sandbox is
+ * stopped" when a stop paused it, 412 "Sandbox is killed" only when it is
+ * gone; any other error is left as it is. Returns -1. */
 int sandbox_container_gone(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
 /* 1 when Docker says sb's container is paused (a stop came in meanwhile):
  * a running record is made stopped. 0 otherwise, or when Docker cannot
@@ -338,8 +339,8 @@ int sandbox_helper_run_stream(struct sandbox_ctx *ctx, struct sandbox *sb, const
  * sandbox's bridge address, skipping docker exec (the local server, runc only;
  * off with fast_path = no). possible: whether sb could use it at all.
  * start: starts the serving helper in sb (one docker exec as its user);
- * 0 when one serves. exec: runs the ExecCreate body (Cmd, Env,
- * WorkingDir; not consumed) through it: 0 not served (nothing ran: use
+ * 0 when one serves. exec: runs cmd (argv, env, cwd, as the sandbox's
+ * user; run/run.h) through it: 0 not served (nothing ran: use
  * docker exec), 1 served: res->code the exit status (-1 when none came:
  * timed out, stopped by the caller, or the helper lost mid-command, which
  * the caller then treats as a still-running command). */
@@ -365,7 +366,8 @@ int sandbox_fast_start(struct sandbox_ctx *ctx, struct sandbox *sb);
 /* Learns sb's address from Docker now (a warm container as it is made)
  * and shares it, so no worker's first command waits on Docker for it. */
 void sandbox_fast_prime(struct sandbox_ctx *ctx, const struct sandbox *sb);
-int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, json_object *body,
+struct sb_cmd; /* run/run.h */
+int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, const struct sb_cmd *cmd,
 		      const struct sandbox_fast_io *io, struct sandbox_fast_result *res);
 
 /* files_v1.c: the document's error of a helper file command's refusal

@@ -27,6 +27,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "run/run.h"
 #include "sh_programs.h"
 
 #define POOL_MARGIN_MS 60000 /* never hand out a container this close to its pool expiry */
@@ -107,9 +108,11 @@ int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req 
  * signal; others are handed over by arm.sh as the keeper. */
 static int pool_arm(struct sandbox_ctx *ctx, const struct sandbox_arm *a, struct sp_err *e)
 {
-	json_object *body = NULL, *cmd;
-	char eid[65], dl[32], dlms[8], exp[32], tsec[32], keeper[48];
-	int rc = -1;
+	char dl[32], dlms[8], exp[32], tsec[32];
+	const char *args[] = { dl, dlms, exp, tsec, NULL }, *argv[10];
+	struct sb_cmd cmd = { .argv = argv, .who = SB_AS_KEEPER };
+	struct sb_run_io io = { .detached = 1 };
+	struct sb_run_res res;
 
 	if (a->max_lifetime_ms == SB_MAX_LIFETIME_MS && a->timeout_ms == SB_DEFAULT_TIMEOUT_MS)
 		return docker_container_kill(ctx->dk, a->cid, "USR1", e);
@@ -120,25 +123,8 @@ static int pool_arm(struct sandbox_ctx *ctx, const struct sandbox_arm *a, struct
 	snprintf(dlms, sizeof(dlms), "%03lld", (long long)(a->deadline_at % 1000));
 	snprintf(exp, sizeof(exp), "%lld", (long long)((a->expires_at + 999) / 1000));
 	snprintf(tsec, sizeof(tsec), "%lld", (long long)((a->timeout_ms + 999) / 1000));
-	sandbox_keeper_user(ctx->cfg, keeper, sizeof(keeper));
-	body = json_object_new_object();
-	cmd = json_object_new_array();
-	json_object_array_add(cmd, json_object_new_string("sh"));
-	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(sh_arm));
-	json_object_array_add(cmd, json_object_new_string("sandpit-arm"));
-	json_object_array_add(cmd, json_object_new_string(dl));
-	json_object_array_add(cmd, json_object_new_string(dlms));
-	json_object_array_add(cmd, json_object_new_string(exp));
-	json_object_array_add(cmd, json_object_new_string(tsec));
-	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "User", json_object_new_string(keeper));
-	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
-	if (docker_exec_create(ctx->dk, a->cid, body, eid, e) == 0 &&
-	    docker_exec_start_detached(ctx->dk, eid, e) == 0)
-		rc = 0;
-	json_object_put(body);
-	return rc;
+	run_sh(argv, 10, sh_arm, "sandpit-arm", args);
+	return run_container(ctx, a->cid, &cmd, &io, &res, e);
 }
 
 int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)

@@ -22,6 +22,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "run/run.h"
 
 /* the helper's exit statuses (sandbox/helper/sandpit-helper.c) */
 enum {
@@ -66,25 +67,9 @@ static int helper_call(struct sandbox_ctx *ctx, const char *org, const char *id,
 	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
 		return -1;
 	buf_init(&o, out_max);
-	if (rq) {
-		env = json_object_new_array();
-		if (sb.pooled && sandbox_pooled_env(ctx, &sb, env, e) < 0)
-			goto out;
-		for (size_t i = 0; i < rq->nenv; i++) {
-			struct buf kv;
-			buf_init(&kv, SB_ENV_VAR_MAX + 1);
-			if (buf_printf(&kv, "%s=", rq->env[i].key) < 0 ||
-			    buf_append(&kv, rq->env[i].value, rq->env[i].value_len) < 0) {
-				buf_wipe(&kv);
-				sp_err_field(e, SP_BAD_REQUEST, "env", "env.%.64s: too long",
-					     rq->env[i].key);
-				goto out;
-			}
-			json_object_array_add(env,
-					      json_object_new_string_len(kv.data, (int)kv.len));
-			buf_wipe(&kv);
-		}
-	}
+	/* a process gets the command env (run_env), an operation on one none */
+	if (rq && !(env = run_env(ctx, &sb, rq->env, rq->nenv, NULL, e)))
+		goto out;
 	if (sandbox_helper_run(ctx, &sb, argv, env, rq ? sb.workdir : NULL, &o, err, sizeof(err),
 			       &code, e) < 0)
 		goto out;
@@ -260,39 +245,26 @@ int sandbox_process_attach(struct sandbox_ctx *ctx, const char *org, const char 
 {
 	struct sandbox sb;
 	struct docker_input in = { io->in_peek, io->in_consume, io->wake_fd, io->arg };
-	json_object *body = NULL, *cmd;
-	char eid[65], f[24];
-	int timed_out = 0, rc = -1;
+	char f[24];
+	const char *argv[] = { NULL, "attach", puid, f, NULL };
+	/* the sandbox's user, never the keeper (the container's own) */
+	struct sb_cmd cmd = { .argv = argv, .who = SB_AS_USER };
+	struct sb_run_io rio = { .timeout_ms = SB_PROC_ATTACH_MAX_MS,
+				 .on_output = io->on_output,
+				 .should_stop = io->should_stop,
+				 .arg = io->arg,
+				 .live = &in };
+	struct sb_run_res res;
 
 	if (sandbox_get_running(ctx, org, id, &sb, e) < 0)
 		return -1;
 	snprintf(f, sizeof(f), "%lld", (long long)from);
-	body = json_object_new_object();
-	cmd = json_object_new_array();
-	json_object_array_add(cmd, json_object_new_string(sandbox_helper_path(&sb)));
-	json_object_array_add(cmd, json_object_new_string("attach"));
-	json_object_array_add(cmd, json_object_new_string(puid));
-	json_object_array_add(cmd, json_object_new_string(f));
-	json_object_object_add(body, "Cmd", cmd);
-	/* the sandbox's user, never the keeper (the container's own) */
-	json_object_object_add(body, "User", json_object_new_string(sb.user[0] ? sb.user : "root"));
-	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
-	json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
-	if (docker_exec_create(ctx->dk, sb.container_id, body, eid, e) < 0 ||
-	    docker_exec_start_interactive(ctx->dk, eid, SB_PROC_ATTACH_MAX_MS, &in, io->on_output,
-					  io->should_stop, io->arg, &timed_out, e) < 0) {
-		if (e->code == SP_NOT_FOUND || e->code == SP_CONFLICT)
-			sandbox_container_gone(ctx, &sb, e);
-		goto out;
-	}
+	argv[0] = sandbox_helper_path(&sb);
+	if (run_start(ctx, &sb, &cmd, &rio, &res, e) < 0)
+		return -1;
 	{
 		struct sp_err ignore;
 		sandbox_touch_record(ctx, &sb, 0, &ignore);
 	}
-	rc = 0;
-out:
-	json_object_put(body);
-	return rc;
+	return 0;
 }

@@ -215,6 +215,11 @@ struct sandbox_create_req {
 #define SB_KILL_GRACE_S 2
 
 const char *sandbox_status_name(enum sandbox_status s);
+/* The user every command of a sandbox runs as, given the user its image or
+ * template names (user, may be "" or NULL): that user, or "root" when it
+ * names none; never "", which would be the container's own user (the
+ * keeper). A caller never chooses it. */
+const char *sandbox_run_user(const char *user);
 
 /* Prepares ctx for a worker: opens the store and the Docker client.
  * Allocates; release with sandbox_ctx_cleanup. Safe from any thread: a

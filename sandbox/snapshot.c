@@ -521,7 +521,7 @@ static json_object *commit_config(struct sandbox_ctx *ctx, const struct sandbox_
 	json_object *o = json_object_new_object(), *labels = json_object_new_object();
 	char lname[160];
 
-	json_object_object_add(o, "User", json_object_new_string(s->user[0] ? s->user : "root"));
+	json_object_object_add(o, "User", json_object_new_string(sandbox_run_user(s->user)));
 	json_object_object_add(o, "WorkingDir", json_object_new_string(s->workdir));
 	static const char *const emptied[] = { "sandbox", "sandboxId", NULL };
 

@@ -411,36 +411,3 @@ int sandbox_container_running(struct sandbox_ctx *ctx, struct sandbox *sb)
 	json_object_put(info);
 	return running;
 }
-
-/* Maps Docker's refusal to act on sb's container (no such container, or
- * a 409: not running, or paused) to the record's state: a paused
- * container is a stopped sandbox (412 "Sandbox is stopped": a stop that
- * came in meanwhile), a container Docker still lists running a 503 (the
- * refusal was about the exec, or the runtime could not start it: no
- * operation ends a sandbox for that), one it cannot say about a 503 too,
- * and only a container that is gone or ended a killed sandbox. */
-int sandbox_container_gone(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e)
-{
-	int running;
-
-	/* a snapshot's capture holds it paused (or did a moment ago) */
-	if (e->code == SP_CONFLICT && sb->status == SB_RUNNING &&
-	    sandbox_snapshot_capturing(ctx, sb->id))
-		return sp_err_set(
-			e, SP_UNAVAILABLE,
-			"The sandbox is paused for a snapshot's capture; retry in a moment");
-	if (e->code == SP_CONFLICT && sandbox_container_paused(ctx, sb))
-		return sp_err_set(e, SP_PRECONDITION, "Sandbox is %s",
-				  sandbox_status_name(sb->status));
-	running = sandbox_container_running(ctx, sb);
-	if (running != 0) {
-		log_warn("sandbox %s: Docker refused a call on its container (%s), which %s",
-			 sb->id, e->msg, running == 1 ? "still runs" : "it cannot inspect");
-		return sp_err_set(e, SP_UNAVAILABLE,
-				  "sandbox %s: Docker refused to act on its container; retry in a "
-				  "moment",
-				  sb->id);
-	}
-	sandbox_mark_gone(ctx, sb);
-	return sp_err_set(e, SP_PRECONDITION, "Sandbox is killed");
-}
