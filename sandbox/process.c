@@ -22,19 +22,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
-
-/* the helper's exit statuses (sandbox/helper/sandpit-helper.c) */
-enum {
-	HX_OK,
-	HX_ERROR,
-	HX_USAGE,
-	HX_NOT_FOUND,
-	HX_DROPPED,
-	HX_LABEL_TAKEN,
-	HX_EXITED,
-	HX_EXEC,
-	HX_CWD
-};
+#include "helper/proto.h"
 
 /* The structural tokens (helper.c, sandbox_helper_json) of the helper's
  * answers: a report has 9 members and an exit of 2 (about 26 tokens); a
@@ -194,7 +182,7 @@ int sandbox_process_create(struct sandbox_ctx *ctx, const char *org, const char 
 	snprintf(keep, sizeof(keep), "%d", SB_PROC_RETENTION);
 	if (rq->pty)
 		snprintf(tty, sizeof(tty), "%ux%u", rq->rows, rq->cols);
-	argv[n++] = "start";
+	argv[n++] = HC_START;
 	argv[n++] = rq->uid;
 	argv[n++] = keep;
 	argv[n++] = rq->label;
@@ -213,7 +201,7 @@ int sandbox_process_create(struct sandbox_ctx *ctx, const char *org, const char 
 int sandbox_process_get(struct sandbox_ctx *ctx, const char *org, const char *id, const char *puid,
 			json_object **out, struct sp_err *e)
 {
-	const char *argv[] = { "get", puid, NULL };
+	const char *argv[] = { HC_GET, puid, NULL };
 
 	return helper_call(ctx, org, id, argv, NULL, 65536, REPORT_TOKENS, out, NULL, e);
 }
@@ -221,7 +209,7 @@ int sandbox_process_get(struct sandbox_ctx *ctx, const char *org, const char *id
 int sandbox_process_list(struct sandbox_ctx *ctx, const char *org, const char *id,
 			 json_object **out, struct sp_err *e)
 {
-	const char *argv[] = { "list", NULL };
+	const char *argv[] = { HC_LIST, NULL };
 
 	return helper_call(ctx, org, id, argv, NULL, 8 * 1024 * 1024, LIST_TOKENS, out, NULL, e);
 }
@@ -231,7 +219,7 @@ int sandbox_process_read(struct sandbox_ctx *ctx, const char *org, const char *i
 			 struct sp_err *e)
 {
 	char f[32], m[32];
-	const char *argv[] = { "read", puid, f, m, NULL };
+	const char *argv[] = { HC_READ, puid, f, m, NULL };
 
 	snprintf(f, sizeof(f), "%lld", (long long)from);
 	snprintf(m, sizeof(m), "%lld", (long long)max);
@@ -244,7 +232,7 @@ int sandbox_process_signal(struct sandbox_ctx *ctx, const char *org, const char 
 			   const char *puid, int signo, struct sp_err *e)
 {
 	char s[16];
-	const char *argv[] = { "signal", puid, s, NULL };
+	const char *argv[] = { HC_SIGNAL, puid, s, NULL };
 	json_object *o = NULL;
 	int rc;
 
@@ -270,7 +258,7 @@ int sandbox_process_attach(struct sandbox_ctx *ctx, const char *org, const char 
 	body = json_object_new_object();
 	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string(sandbox_helper_path(&sb)));
-	json_object_array_add(cmd, json_object_new_string("attach"));
+	json_object_array_add(cmd, json_object_new_string(HC_ATTACH));
 	json_object_array_add(cmd, json_object_new_string(puid));
 	json_object_array_add(cmd, json_object_new_string(f));
 	json_object_object_add(body, "Cmd", cmd);
