@@ -98,7 +98,8 @@ $(B)/gen/lua_programs.o: $(B)/gen/lua_programs.c
 HELPER_CC ?= musl-gcc
 $(B)/helper/sandpit-helper: sandbox/helper/sandpit-helper.c sandbox/helper/files.c \
 		sandbox/helper/files.h sandbox/helper/io.c sandbox/helper/io.h sandbox/helper/serve.c \
-		sandbox/helper/serve.h sandbox/helper/clock.c sandbox/helper/clock.h
+		sandbox/helper/serve.h sandbox/helper/clock.c sandbox/helper/clock.h \
+		sandbox/helper/hmac.c sandbox/helper/hmac.h sandbox/helper/proto.h
 	@mkdir -p $(dir $@)
 	@echo "  MUSL    $@"
 	@$(HELPER_CC) -static -Os -s -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes \
@@ -127,6 +128,8 @@ $(B)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(APP_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
 	@$(CC) $(ALL_CFLAGS) -o $@ $< $(APP_OBJ) $(LDFLAGS) $(LIBS) -lcmocka
+# the helper's HMAC, built into the protocol's test with glibc
+$(B)/tests/test_proto: sandbox/helper/hmac.c
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

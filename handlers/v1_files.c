@@ -19,6 +19,7 @@
 #include "../common/buf.h"
 #include "../common/utf8.h"
 #include "../common/util.h"
+#include "../sandbox/helper/proto.h"
 
 #define LIST_PAGE_DEFAULT 100
 #define LIST_PAGE_MAX 1000
@@ -104,7 +105,7 @@ int v1_files_list(struct handler_ctx *h, json_object *in, json_object **out, str
 	const char *order = hin_str(in, "orderBy", NULL), *path = hin_str(in, "path", NULL);
 	size_t size = v1_page_size(in, LIST_PAGE_DEFAULT, LIST_PAGE_MAX), skip = 0;
 	char s[24], m[24], scope[8192];
-	const char *argv[] = { "ls", path, s, m, NULL };
+	const char *argv[] = { HC_LS, path, s, m, NULL };
 	json_object *rep = NULL, *ents, *arr, *more;
 	int rc = -1;
 
@@ -150,7 +151,7 @@ done:
 /* GET <endpoint>/v1/files/stat?path= */
 int v1_files_stat(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
-	const char *argv[] = { "stat", hin_str(in, "path", NULL), NULL };
+	const char *argv[] = { HC_STAT, hin_str(in, "path", NULL), NULL };
 	json_object *rep = NULL;
 	int rc;
 
@@ -253,7 +254,7 @@ int v1_files_write(struct handler_ctx *h, json_object *in, json_object **out, st
 {
 	const char *cl = req_param(h->r, "CONTENT_LENGTH");
 	char mode[24], len[24];
-	const char *argv[] = { "put", hin_str(in, "path", NULL), mode, len, NULL };
+	const char *argv[] = { HC_PUT, hin_str(in, "path", NULL), mode, len, NULL };
 	struct body_src src = { h->r, 0 };
 	json_object *rep = NULL;
 	int rc;
@@ -290,7 +291,7 @@ int v1_files_mkdir(struct handler_ctx *h, json_object *in, json_object **out, st
 	char mode[24];
 	json_object *p, *rep = NULL;
 	int parents = json_object_object_get_ex(in, "parents", &p) && json_object_get_boolean(p);
-	const char *argv[] = { "mkdir", hin_str(in, "path", NULL), mode, parents ? "1" : "0",
+	const char *argv[] = { HC_MKDIR, hin_str(in, "path", NULL), mode, parents ? "1" : "0",
 			       NULL };
 
 	snprintf(mode, sizeof(mode), "%lld", (long long)(hin_i64(in, "mode", 0) & 0777));
@@ -309,7 +310,7 @@ int v1_files_mkdir(struct handler_ctx *h, json_object *in, json_object **out, st
 /* POST <endpoint>/v1/files/move: one rename, never a copy. */
 int v1_files_move(struct handler_ctx *h, json_object *in, json_object **out, struct sp_err *e)
 {
-	const char *argv[] = { "mv", hin_str(in, "from", NULL), hin_str(in, "to", NULL), NULL };
+	const char *argv[] = { HC_MV, hin_str(in, "from", NULL), hin_str(in, "to", NULL), NULL };
 	json_object *rep = NULL;
 
 	if (sandbox_files_json(h->sb, h->r->org, sandbox_of(in), argv, NULL, 0, 1024,
@@ -326,7 +327,7 @@ int v1_files_remove(struct handler_ctx *h, json_object *in, json_object **out, s
 {
 	json_object *r, *rep = NULL, *done, *arr;
 	int rec = json_object_object_get_ex(in, "recursive", &r) && json_object_get_boolean(r);
-	const char *argv[] = { "rm", hin_str(in, "path", NULL), rec ? "1" : "0", NULL };
+	const char *argv[] = { HC_RM, hin_str(in, "path", NULL), rec ? "1" : "0", NULL };
 	const char *failed;
 	int64_t count;
 

@@ -206,7 +206,8 @@ static int lifetime_fit(const struct sandbox_create_req *rq, struct sandbox *sb,
 
 static int create_fill(struct sandbox_ctx *ctx, const char *org,
 		       const struct sandbox_create_req *rq, struct sandbox *sb,
-		       const struct template_conf **t, struct sp_err *e)
+		       const struct template_conf **t, struct sandbox_pool_claim *claim,
+		       struct sp_err *e)
 {
 	int64_t now = now_ms(), limit;
 	const char *who;
@@ -267,7 +268,7 @@ static int create_fill(struct sandbox_ctx *ctx, const char *org,
 		/* a warm container brings its own id; it has AutoRemove, so a
 		 * discard-mode sandbox is always made cold */
 		if (strcmp(ctx->cfg->stop_mode, "discard") != 0)
-			sandbox_pool_claim(ctx, rq, sb);
+			sandbox_pool_claim(ctx, rq, sb, claim);
 	}
 	sb->discard = strcmp(ctx->cfg->stop_mode, "discard") == 0;
 	str_copy(sb->org, sizeof(sb->org), org);
@@ -368,10 +369,11 @@ static int place_lifetime(struct sandbox_ctx *ctx, const char *org,
 /* The sandbox admitted: its quota share reserved, its server chosen (its
  * share there reserved) and made ready, its runtime and disk possible
  * there, and the record written "creating". On failure the shares are
- * released and there is no record. */
+ * released; *saved says whether the record was written. */
 static int create_admit(struct sandbox_ctx *ctx, const char *org,
 			const struct sandbox_create_req *rq, struct sandbox *sb,
-			const struct buf *sealed, const struct buf *sealed_env, struct sp_err *e)
+			const struct buf *sealed, const struct buf *sealed_env, int *saved,
+			struct sp_err *e)
 {
 	struct sp_err ignore;
 	const char *kv[] = { "environment", sealed_env->data };
@@ -384,7 +386,7 @@ static int create_admit(struct sandbox_ctx *ctx, const char *org,
 	    sandbox_docker_ready(ctx, e) == 0 && sandbox_ensure_networks(ctx, e) == 0 &&
 	    sandbox_runtime_ok(ctx, sb, e) == 0 &&
 	    sandbox_disk_plan(ctx, sb, rq->disk_mb, e) == 0 &&
-	    sandbox_save(ctx, sb, sealed->len ? sealed->data : NULL, e) == 0 &&
+	    sandbox_save(ctx, sb, sealed->len ? sealed->data : NULL, e) == 0 && (*saved = 1) &&
 	    (!sealed_env->len ||
 	     store_sandbox_update(ctx->st, org, sb->id, "", kv, 2, 0, e) == 0)) {
 		sb->has_environment = sealed_env->len > 0;
@@ -570,19 +572,22 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 	json_object *env = NULL;
 	struct buf sealed, sealed_env;
 	struct sandbox_timing tm = { 0 };
+	struct sandbox_pool_claim claim = { 0 };
 	int64_t mark = mono_us();
-	int rc = -1;
+	int rc = -1, saved = 0;
 
 	buf_init(&sealed, 256 * 1024);
 	buf_init(&sealed_env, 2 * SB_ENV_TOTAL_MAX);
 	memset(sb, 0, sizeof(*sb));
-	if (create_fill(ctx, org, rq, sb, &t, e) < 0)
-		return -1;
+	if (create_fill(ctx, org, rq, sb, &t, &claim, e) < 0)
+		goto out;
 	env = json_object_new_array();
 	if (create_env(ctx, rq, t, sb, env, &sealed, &sealed_env, e) < 0 ||
-	    create_admit(ctx, org, rq, sb, &sealed, &sealed_env, e) < 0)
+	    create_admit(ctx, org, rq, sb, &sealed, &sealed_env, &saved, e) < 0)
 		goto out;
 	tm.place_us = lap(&mark);
+	/* from here the claimed container is the sandbox's, or removed */
+	claim.member[0] = '\0';
 	if (sb->pooled && create_warm(ctx, sb, e) == 0) {
 		tm.pooled = 1;
 		tm.start_us = lap(&mark);
@@ -599,6 +604,9 @@ int sandbox_create(struct sandbox_ctx *ctx, const char *org, const struct sandbo
 out:
 	if (rc < 0)
 		sandbox_disk_abort(ctx, sb);
+	/* a claimed warm container the create failed before using: back to
+	 * its pool, or removed when a record names its id */
+	sandbox_pool_unclaim(ctx, &claim, !saved);
 	buf_wipe(&sealed);
 	buf_wipe(&sealed_env);
 	json_object_put(env);

@@ -16,7 +16,7 @@
  * worker of any sandpitd with the data key computes it; it is never
  * stored, logged or answered, and it differs for every container.
  *
- * The protocol (all integers big-endian):
+ * The protocol (all integers big-endian; helper/proto.h names each part):
  *   helper: "SPH1", nonce_h (16), n (1), its uid:gid (n bytes)
  *   sandpit: nonce_c (16), HMAC(secret, "sandpit-fast-c" nonce_h nonce_c)
  *   helper: HMAC(secret, "sandpit-fast-s" nonce_h nonce_c uid:gid)
@@ -36,7 +36,7 @@
  * the caller's deadline).
  *
  * The secret is written to the serving helper's stdin only after it said
- * it is not dumpable (FAST_READY), and the binary it runs is execute-only
+ * it is not dumpable (HP_READY), and the binary it runs is execute-only
  * (helper.c), so no process of the sandbox's reads it (serve.c explains;
  * review D5): a peer that passes the handshake is sandpit's own helper,
  * and an exec's output through it is the command's. Where that cannot be
@@ -77,16 +77,16 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "helper/proto.h"
+#include "run/handshake.h"
 #include "run/run.h"
 
 #define FAST_SLOTS 64
 #define FAST_RETRY_MS 60000
 #define FAST_CONNECT_MS 1000
 #define FAST_FRAME_MAX (1u << 20)
-#define FAST_HDR_MAX (4u << 20)
 #define FAST_KEEP_MS 10000
 #define FAST_READY_MS 3000
-#define FAST_READY 'R' /* serve.h's SERVE_READY */
 
 struct fast_slot {
 	char cid[65];
@@ -272,7 +272,10 @@ enum { FAST_REFUSED = -2, FAST_FAILED = -1 };
  * FAST_FAILED (not answering, a wrong proof, another user). */
 static int fast_connect(const struct sandbox_ctx *ctx, const struct sandbox *sb, const char *ip)
 {
-	unsigned char secret[crypto_auth_hmacsha256_BYTES], hello[21 + 40], mine[48], mac[32];
+	unsigned char secret[HP_SECRET_LEN], hello[HP_HELLO_LEN + HP_NONCE_LEN + 1 + HP_OWNER_MAX];
+	unsigned char mine[HP_NONCE_LEN + HP_MAC_LEN], mac[HP_MAC_LEN], proof[HP_MAC_LEN];
+	const unsigned char *nonce_h = hello + HP_HELLO_LEN;
+	char *owner = (char *)hello + HP_HELLO_LEN + HP_NONCE_LEN + 1;
 	struct sockaddr_in a;
 	int64_t until = mono_ms() + FAST_CONNECT_MS;
 	int fd, on = 1, err = 0;
@@ -295,34 +298,24 @@ static int fast_connect(const struct sandbox_ctx *ctx, const struct sandbox *sb,
 			return err == ECONNREFUSED ? FAST_REFUSED : FAST_FAILED;
 		}
 	}
-	if (recv_all(fd, hello, 21, until) < 0 || memcmp(hello, "SPH1", 4) != 0 || hello[20] > 40 ||
-	    recv_all(fd, hello + 21, hello[20], until) < 0)
+	if (recv_all(fd, hello, HP_HELLO_LEN + HP_NONCE_LEN + 1, until) < 0 ||
+	    memcmp(hello, HP_HELLO, HP_HELLO_LEN) != 0 ||
+	    hello[HP_HELLO_LEN + HP_NONCE_LEN] > HP_OWNER_MAX ||
+	    recv_all(fd, owner, hello[HP_HELLO_LEN + HP_NONCE_LEN], until) < 0)
 		goto fail;
-	olen = hello[20];
+	olen = hello[HP_HELLO_LEN + HP_NONCE_LEN];
 	/* the helper runs as the sandbox's user, or it is not the one */
-	if (sb->owner[0] && (strlen(sb->owner) != olen || memcmp(sb->owner, hello + 21, olen) != 0))
+	if (sb->owner[0] && (strlen(sb->owner) != olen || memcmp(sb->owner, owner, olen) != 0))
 		goto fail;
 	fast_secret(ctx, sb->container_id, secret);
-	randombytes_buf(mine, 16);
-	{
-		crypto_auth_hmacsha256_state st;
-		crypto_auth_hmacsha256_init(&st, secret, sizeof(secret));
-		crypto_auth_hmacsha256_update(&st, (const unsigned char *)"sandpit-fast-c", 14);
-		crypto_auth_hmacsha256_update(&st, hello + 4, 16);
-		crypto_auth_hmacsha256_update(&st, mine, 16);
-		crypto_auth_hmacsha256_final(&st, mine + 16);
-		if (send_all(fd, mine, 48, until) < 0 || recv_all(fd, mac, 32, until) < 0)
-			goto fail;
-		crypto_auth_hmacsha256_init(&st, secret, sizeof(secret));
-		crypto_auth_hmacsha256_update(&st, (const unsigned char *)"sandpit-fast-s", 14);
-		crypto_auth_hmacsha256_update(&st, hello + 4, 16);
-		crypto_auth_hmacsha256_update(&st, mine, 16);
-		crypto_auth_hmacsha256_update(&st, hello + 21, olen);
-		crypto_auth_hmacsha256_final(&st, mine + 16);
-		sodium_memzero(&st, sizeof(st));
-	}
+	randombytes_buf(mine, HP_NONCE_LEN);
+	run_fast_proof(secret, HP_LABEL_C, nonce_h, mine, NULL, 0, mine + HP_NONCE_LEN);
+	if (send_all(fd, mine, sizeof(mine), until) < 0 ||
+	    recv_all(fd, mac, sizeof(mac), until) < 0)
+		goto fail;
+	run_fast_proof(secret, HP_LABEL_S, nonce_h, mine, owner, olen, proof);
 	sodium_memzero(secret, sizeof(secret));
-	if (sodium_memcmp(mac, mine + 16, 32) != 0)
+	if (sodium_memcmp(mac, proof, sizeof(proof)) != 0)
 		goto fail;
 	return fd;
 fail:
@@ -332,7 +325,7 @@ fail:
 }
 
 /* The start of a serving helper: its secret goes to its stdin only once it
- * said, with FAST_READY on its stdout, that it is not dumpable (serve.c
+ * said, with HP_READY on its stdout, that it is not dumpable (serve.c
  * explains why); until then peek offers nothing. A helper that does not
  * say it within FAST_READY_MS (an older helper, one the sandbox's code
  * stopped) never gets the secret. */
@@ -349,9 +342,9 @@ static int boot_out(void *arg, int stream, const char *data, size_t len)
 
 	if (stream != 1 || !len)
 		return 0;
-	/* exactly one byte, FAST_READY, before the secret; anything else and
+	/* exactly one byte, HP_READY, before the secret; anything else and
 	 * the secret is never sent */
-	if (!b->ready && !b->other && len == 1 && data[0] == FAST_READY)
+	if (!b->ready && !b->other && len == 1 && data[0] == HP_READY)
 		b->ready = 1;
 	else
 		b->other = 1;
@@ -388,7 +381,7 @@ int sandbox_fast_start(struct sandbox_ctx *ctx, struct sandbox *sb)
 	struct fast_boot boot;
 	struct docker_input in = { boot_peek, boot_consume, -1, &boot };
 	char port[16];
-	const char *argv[] = { sandbox_helper_path(sb), "serve", port, NULL };
+	const char *argv[] = { sandbox_helper_path(sb), HC_SERVE, port, NULL };
 	/* the sandbox's user, never the keeper (the container's own) */
 	struct sb_cmd cmd = { .argv = argv, .who = SB_AS_USER };
 	struct sb_run_io io = { .timeout_ms = 10000,
@@ -421,7 +414,7 @@ int sandbox_fast_start(struct sandbox_ctx *ctx, struct sandbox *sb)
 	sodium_memzero(boot.line, sizeof(boot.line));
 	/* 9: the port is taken (a helper already serves, or the sandbox's own
 	 * program holds it: the handshake tells) */
-	return code == 0 || code == 9 ? 0 : -1;
+	return code == H_OK || code == HS_BUSY ? 0 : -1;
 }
 
 /* A connected, authenticated socket to sb's helper, starting it when none
@@ -503,7 +496,7 @@ static int put_strings(struct buf *b, json_object *arr)
 	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr)
 								    : 0;
 
-	if (n > 65536 || put_u32(b, (uint32_t)n) < 0)
+	if (n > HP_STRINGS_MAX || put_u32(b, (uint32_t)n) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		json_object *s = json_object_array_get_idx(arr, i);
@@ -551,7 +544,7 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, const struct 
 	int64_t until = mono_ms() + io->timeout_ms;
 	int64_t next_try = 0;
 	int fd, started = 0, refused = 0;
-	unsigned char hdr[5];
+	unsigned char hdr[HP_FRAME_HDR];
 	size_t hgot = 0;
 	char *data = NULL;
 
@@ -559,11 +552,11 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, const struct 
 	res->code = -1;
 	if (!sandbox_fast_possible(ctx, sb) || in_left > UINT32_MAX || cmd->who != SB_AS_USER)
 		return 0;
-	buf_init(&req, FAST_HDR_MAX + 4);
+	buf_init(&req, HP_REQ_MAX + 4);
 	if (put_u32(&req, 0) < 0 || put_argv(&req, cmd->argv) < 0 ||
 	    put_strings(&req, cmd->env) < 0 || put_u32(&req, 1) < 0 ||
 	    put_str(&req, wd, strlen(wd)) < 0 || buf_append(&req, io->in ? "\1" : "\0", 1) < 0 ||
-	    put_u32(&req, (uint32_t)in_left) < 0 || req.len - 4 > FAST_HDR_MAX) {
+	    put_u32(&req, (uint32_t)in_left) < 0 || req.len - 4 > HP_REQ_MAX) {
 		buf_free(&req);
 		return 0;
 	}
@@ -638,20 +631,20 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, const struct 
 			uint32_t n = be32(hdr + 1);
 			char t = (char)hdr[0];
 			if (n > FAST_FRAME_MAX || recv_all(fd, data, n, until) < 0 ||
-			    (!started && t != 'S' && t != 'F') ||
-			    (started && (t == 'S' || t == 'F'))) {
+			    (!started && t != HP_STARTED && t != HP_NOT_STARTED) ||
+			    (started && (t == HP_STARTED || t == HP_NOT_STARTED))) {
 				res->lost = 1;
 				break;
 			}
-			if (t == 'F') {
+			if (t == HP_NOT_STARTED) {
 				/* nothing ran: docker exec gives the answer */
 				log_debug("sandbox %s: fast path: not started (%.*s)", sb->id,
 					  (int)(n < 200 ? n : 200), data);
 				refused = 1;
 				break;
 			}
-			if (t == 'S') {
-				if (n != 12) {
+			if (t == HP_STARTED) {
+				if (n != HP_STARTED_LEN) {
 					res->lost = 1;
 					break;
 				}
@@ -661,19 +654,19 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, const struct 
 				started = 1;
 				continue;
 			}
-			if (t == 'X') {
-				if (n != 4) {
+			if (t == HP_EXIT) {
+				if (n != HP_EXIT_LEN) {
 					res->lost = 1;
 					break;
 				}
 				res->code = (int)be32((unsigned char *)data);
 				break;
 			}
-			if (t != '1' && t != '2') {
+			if (t != HP_STDOUT && t != HP_STDERR) {
 				res->lost = 1; /* no such frame: not the helper's protocol */
 				break;
 			}
-			if (n && io->on_data(io->arg, t == '2' ? 2 : 1, data, n) < 0) {
+			if (n && io->on_data(io->arg, t == HP_STDERR ? 2 : 1, data, n) < 0) {
 				res->stopped = 1;
 				break;
 			}

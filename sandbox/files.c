@@ -26,6 +26,7 @@
 #include "../common/utf8.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "helper/proto.h"
 #include "sh_programs.h"
 
 #define FILE_OP_TIMEOUT_MS 30000
@@ -365,7 +366,7 @@ static void helper_stats(struct sandbox_ctx *ctx, const struct sandbox *sb, cons
 			 struct sandbox_file_list *l)
 {
 	char max[24];
-	const char *argv[] = { "ls", path, "0", max, NULL };
+	const char *argv[] = { HC_LS, path, "0", max, NULL };
 	json_object *rep = NULL, *ents;
 	struct sp_err e;
 

@@ -19,25 +19,7 @@
 #include "../common/buf.h"
 #include "../common/log.h"
 #include "../common/util.h"
-
-/* sandbox/helper/files.c */
-enum {
-	HF_NOT_FOUND = 20,
-	HF_NONREG,
-	HF_TOO_BIG,
-	HF_DENIED,
-	HF_DEST_DIR,
-	HF_OCCUPIED,
-	HF_XDEV,
-	HF_NOT_EMPTY,
-	HF_EXISTS,
-	HF_NOT_DIR,
-	HF_IS_DIR,
-	HF_INVALID,
-	HF_NO_SPACE,
-	HF_TRUNCATED,
-	HF_CHANGED,
-};
+#include "helper/proto.h"
 
 int sandbox_files_code_err(const char *sid, int code, const char *err, struct sp_err *e)
 {

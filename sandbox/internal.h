@@ -271,13 +271,27 @@ int sandbox_settle_execs(struct sandbox_ctx *ctx, const struct sandbox *sb, stru
 /* list.c: catches every record of org up (list pages read and dropped). */
 void sandbox_catch_up_org(struct sandbox_ctx *ctx, const char *org);
 
+/* A warm container a create claimed, until the create is done with it:
+ * its pool's name and its entry there (member "" when there is none). */
+struct sandbox_pool_claim {
+	char pool[128];
+	char member[160];
+	int64_t expires_at; /* its pool expiry (ms); 0 unknown */
+	int64_t margin_ms;  /* the pool's: never handed out closer to it */
+};
+
 /* pool.c: claims a warm container for rq into sb (sets id, container id,
- * pooled) if one fits and is ready: 1 claimed, 0 none. activate gives it
- * sb's limits, then arms its lifetimes: at once, or with defer_expiry
- * right after the answer (sandbox_pool_arm_pending). */
+ * pooled) and *c if one fits and is ready: 1 claimed, 0 none. activate
+ * gives it sb's limits, then arms its lifetimes: at once, or with
+ * defer_expiry right after the answer (sandbox_pool_arm_pending).
+ * unclaim, for a create that failed before activate: the container goes
+ * back to its pool when reusable (no record was written under its id) and
+ * far enough from its pool expiry, else it is removed now; *c is then
+ * empty. */
 int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req *rq,
-		       struct sandbox *sb);
+		       struct sandbox *sb, struct sandbox_pool_claim *c);
 int sandbox_pool_activate(struct sandbox_ctx *ctx, struct sandbox *sb, struct sp_err *e);
+void sandbox_pool_unclaim(struct sandbox_ctx *ctx, struct sandbox_pool_claim *c, int reusable);
 
 /* exec.c. under_proc: whether path, read lexically, is /proc or under it.
  * pooled_env: a warm sandbox's envVars appended to env (an array of

@@ -19,6 +19,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "helper/proto.h"
 #include "sh_programs.h"
 
 #define METADATA "169.254.169.254:80"
@@ -79,7 +80,7 @@ static json_object *probe_body(const struct config *cfg, const char *image, cons
 	char lname[96];
 
 	json_object_object_add(o, "Image", json_object_new_string(image));
-	json_object_array_add(cmd, json_object_new_string("sleep"));
+	json_object_array_add(cmd, json_object_new_string(HC_SLEEP));
 	json_object_array_add(cmd, json_object_new_string("30"));
 	json_object_object_add(o, "Cmd", cmd);
 	json_object_object_add(o, "User", json_object_new_string("65534:65534"));

@@ -10,7 +10,9 @@
  * which then sleeps until the deadline like any sandbox: the container ends
  * on time with nothing of sandpit running. Claims are atomic in Redis
  * (ZPOPMAX), so a container is never handed out twice, across workers and
- * hosts. Unused containers end at their pool expiry on their own; workers
+ * hosts. A create that fails after its claim and before the arming puts
+ * its container back (it is as the pool made it) or removes it at once.
+ * Unused containers end at their pool expiry on their own; workers
  * refill pools between requests.
  * May call: spec.c, image.c, owner.c, disk.c, prepare.c, servers.c, ctx.c.
  * Never creates a record: create.c claims and arms.
@@ -82,25 +84,58 @@ static const struct pool_conf *pool_for(const struct config *cfg,
 }
 
 int sandbox_pool_claim(struct sandbox_ctx *ctx, const struct sandbox_create_req *rq,
-		       struct sandbox *sb)
+		       struct sandbox *sb, struct sandbox_pool_claim *c)
 {
 	const struct pool_conf *p = pool_for(ctx->cfg, rq);
-	char name[128], member[160], cid[80], id[40];
+	char cid[80], id[40];
+	long long until = 0;
 	struct sp_err e;
 
+	memset(c, 0, sizeof(*c));
 	if (!p)
 		return 0;
-	pool_name(p, ctx->cfg->disk_limit, ctx->cfg->disk_default_mb, name, sizeof(name));
+	pool_name(p, ctx->cfg->disk_limit, ctx->cfg->disk_default_mb, c->pool, sizeof(c->pool));
 	ctx->pool_dirty = 1;
-	if (store_pool_claim(ctx->st, name, now_ms() + pool_margin_ms(p), member, sizeof(member),
-			     &e) != 1)
+	c->margin_ms = pool_margin_ms(p);
+	if (store_pool_claim(ctx->st, c->pool, now_ms() + c->margin_ms, c->member,
+			     sizeof(c->member), &e) != 1) {
+		c->member[0] = '\0';
 		return 0;
-	if (sscanf(member, "%79s %39s", cid, id) != 2 || strlen(id) != SANDBOX_ID_LEN)
+	}
+	/* "containerId sandboxId expiry" (fill_one) */
+	if (sscanf(c->member, "%79s %39s %lld", cid, id, &until) < 2 ||
+	    strlen(id) != SANDBOX_ID_LEN) {
+		c->member[0] = '\0';
 		return 0;
+	}
+	c->expires_at = until;
 	str_copy(sb->container_id, sizeof(sb->container_id), cid);
 	str_copy(sb->id, sizeof(sb->id), id);
 	sb->pooled = 1;
 	return 1;
+}
+
+void sandbox_pool_unclaim(struct sandbox_ctx *ctx, struct sandbox_pool_claim *c, int reusable)
+{
+	char cid[80];
+	struct sp_err e;
+
+	if (!c->member[0] || sscanf(c->member, "%79s", cid) != 1)
+		return;
+	/* as the pool made it: nothing of the create's reached it (its id's
+	 * reservations are released, no record or owner names it) */
+	if (reusable && c->expires_at - now_ms() > c->margin_ms &&
+	    store_pool_add(ctx->st, c->pool, c->expires_at, c->member, &e) == 0) {
+		log_info("pool %s: container %.12s back after a failed create", c->pool, cid);
+	} else {
+		/* warm containers are the local server's */
+		log_info("pool %s: container %.12s removed after a failed create", c->pool, cid);
+		if (sandbox_select_server(ctx, "", &e) < 0 || !ctx->dk ||
+		    docker_container_remove(ctx->dk, cid, 1, &e) < 0)
+			log_warn("pool %s: could not remove container %.12s: %s", c->pool, cid,
+				 e.msg);
+	}
+	c->member[0] = '\0';
 }
 
 /* Arms warm container a->cid with a sandbox's lifetimes: its main
@@ -278,7 +313,7 @@ static int fill_one(struct sandbox_ctx *ctx, const struct pool_conf *p, const ch
 	sb.status = SB_RUNNING;
 	if (sandbox_fast_possible(ctx, &sb) && sandbox_fast_start(ctx, &sb) == 0)
 		sandbox_fast_prime(ctx, &sb);
-	snprintf(member, sizeof(member), "%s %s", sb.container_id, sb.id);
+	snprintf(member, sizeof(member), "%s %s %lld", sb.container_id, sb.id, (long long)until);
 	if (store_pool_add(ctx->st, key, until, member, e) < 0)
 		goto out;
 	log_info("pool %s: container %.12s ready", key, sb.container_id);

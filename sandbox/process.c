@@ -22,20 +22,8 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "helper/proto.h"
 #include "run/run.h"
-
-/* the helper's exit statuses (sandbox/helper/sandpit-helper.c) */
-enum {
-	HX_OK,
-	HX_ERROR,
-	HX_USAGE,
-	HX_NOT_FOUND,
-	HX_DROPPED,
-	HX_LABEL_TAKEN,
-	HX_EXITED,
-	HX_EXEC,
-	HX_CWD
-};
 
 /* The structural tokens (helper.c, sandbox_helper_json) of the helper's
  * answers: a report has 9 members and an exit of 2 (about 26 tokens); a
@@ -179,7 +167,7 @@ int sandbox_process_create(struct sandbox_ctx *ctx, const char *org, const char 
 	snprintf(keep, sizeof(keep), "%d", SB_PROC_RETENTION);
 	if (rq->pty)
 		snprintf(tty, sizeof(tty), "%ux%u", rq->rows, rq->cols);
-	argv[n++] = "start";
+	argv[n++] = HC_START;
 	argv[n++] = rq->uid;
 	argv[n++] = keep;
 	argv[n++] = rq->label;
@@ -198,7 +186,7 @@ int sandbox_process_create(struct sandbox_ctx *ctx, const char *org, const char 
 int sandbox_process_get(struct sandbox_ctx *ctx, const char *org, const char *id, const char *puid,
 			json_object **out, struct sp_err *e)
 {
-	const char *argv[] = { "get", puid, NULL };
+	const char *argv[] = { HC_GET, puid, NULL };
 
 	return helper_call(ctx, org, id, argv, NULL, 65536, REPORT_TOKENS, out, NULL, e);
 }
@@ -206,7 +194,7 @@ int sandbox_process_get(struct sandbox_ctx *ctx, const char *org, const char *id
 int sandbox_process_list(struct sandbox_ctx *ctx, const char *org, const char *id,
 			 json_object **out, struct sp_err *e)
 {
-	const char *argv[] = { "list", NULL };
+	const char *argv[] = { HC_LIST, NULL };
 
 	return helper_call(ctx, org, id, argv, NULL, 8 * 1024 * 1024, LIST_TOKENS, out, NULL, e);
 }
@@ -216,7 +204,7 @@ int sandbox_process_read(struct sandbox_ctx *ctx, const char *org, const char *i
 			 struct sp_err *e)
 {
 	char f[32], m[32];
-	const char *argv[] = { "read", puid, f, m, NULL };
+	const char *argv[] = { HC_READ, puid, f, m, NULL };
 
 	snprintf(f, sizeof(f), "%lld", (long long)from);
 	snprintf(m, sizeof(m), "%lld", (long long)max);
@@ -229,7 +217,7 @@ int sandbox_process_signal(struct sandbox_ctx *ctx, const char *org, const char 
 			   const char *puid, int signo, struct sp_err *e)
 {
 	char s[16];
-	const char *argv[] = { "signal", puid, s, NULL };
+	const char *argv[] = { HC_SIGNAL, puid, s, NULL };
 	json_object *o = NULL;
 	int rc;
 
@@ -246,7 +234,7 @@ int sandbox_process_attach(struct sandbox_ctx *ctx, const char *org, const char 
 	struct sandbox sb;
 	struct docker_input in = { io->in_peek, io->in_consume, io->wake_fd, io->arg };
 	char f[24];
-	const char *argv[] = { NULL, "attach", puid, f, NULL };
+	const char *argv[] = { NULL, HC_ATTACH, puid, f, NULL };
 	/* the sandbox's user, never the keeper (the container's own) */
 	struct sb_cmd cmd = { .argv = argv, .who = SB_AS_USER };
 	struct sb_run_io rio = { .timeout_ms = SB_PROC_ATTACH_MAX_MS,

@@ -18,9 +18,9 @@
 #include "../common/log.h"
 #include "../common/utf8.h"
 #include "../common/util.h"
+#include "helper/proto.h"
 
-#define HF_TOO_BIG 22
-#define UP_PIECE_MAX (1u << 20) /* the helper's largest 'D' frame */
+#define UP_PIECE_MAX HU_DATA_MAX
 #define UP_ANSWER_MAX 4096
 
 static void put32(char *p, uint32_t v)
@@ -89,7 +89,7 @@ static long up_input(void *arg, char *buf, size_t cap)
 				k = cap - used - 5;
 			if (k > UP_PIECE_MAX)
 				k = UP_PIECE_MAX;
-			buf[used] = 'D';
+			buf[used] = HU_DATA;
 			put32(buf + used + 1, (uint32_t)k);
 			memcpy(buf + used + 5, u->pend, k);
 			used += 5 + k;
@@ -114,7 +114,7 @@ static long up_input(void *arg, char *buf, size_t cap)
 				u->src_failed = u->ended = 1;
 				break;
 			}
-			buf[used] = 'F';
+			buf[used] = HU_FILE;
 			put32(buf + used + 1, ev.mode & 0777);
 			put32(buf + used + 5, (uint32_t)n);
 			memcpy(buf + used + 9, ev.path, n);
@@ -126,11 +126,11 @@ static long up_input(void *arg, char *buf, size_t cap)
 			u->pend_len = ev.len;
 			break;
 		case SB_UP_COMMIT:
-			buf[used++] = 'C';
+			buf[used++] = HU_COMMIT;
 			u->commits++;
 			break;
 		case SB_UP_END:
-			buf[used++] = 'Q';
+			buf[used++] = HU_END;
 			u->ended = 1;
 			break;
 		}
@@ -143,7 +143,7 @@ int sandbox_files_upload(struct sandbox_ctx *ctx, const char *org, const char *i
 {
 	struct sandbox sb;
 	char capx[24];
-	const char *argv[] = { "upload", capx, NULL };
+	const char *argv[] = { HC_UPLOAD, capx, NULL };
 	struct up u;
 	int code = -1;
 	long long w = -1;
@@ -264,22 +264,22 @@ static int down_frame(struct down *d)
 	struct sp_err fe;
 
 	switch (t) {
-	case 'H':
+	case HD_HEAD:
 		if (d->in_item || d->item >= d->n || d->small_have != 4)
 			return down_broken(d, "a header out of place");
 		d->in_item = 1;
 		return d->sink->header(d->arg, d->item, get32(d->small) & 0777);
-	case 'Z':
+	case HD_END:
 		if (!d->in_item)
 			return down_broken(d, "an end out of place");
 		d->in_item = 0;
 		return d->sink->end(d->arg, d->item++);
-	case 'E':
+	case HD_ITEM:
 		if (d->in_item || d->item >= d->n || d->small_have < 1)
 			return down_broken(d, "an error out of place");
 		down_err(d->sid, d->small, d->small_have, d->cap, &fe);
 		return d->sink->item_error(d->arg, d->item++, &fe);
-	case 'X':
+	case HD_FAIL:
 		down_err(d->sid, d->small, d->small_have, d->cap, &d->fatal);
 		d->broken = 1;
 		return -1;
@@ -307,7 +307,7 @@ static int down_output(void *arg, int stream, const char *data, size_t len)
 		if (d->left == 0 && d->head_have == 0) {
 			d->head[d->head_have++] = *p++;
 			len--;
-			if (d->head[0] == 'Z') {
+			if (d->head[0] == HD_END) {
 				d->head_have = 0;
 				d->small_have = 0;
 				if (down_frame(d) < 0)
@@ -321,7 +321,7 @@ static int down_output(void *arg, int stream, const char *data, size_t len)
 			if (d->head_have == 5) {
 				d->left = get32(d->head + 1);
 				d->small_have = 0;
-				if (d->head[0] == 'D') {
+				if (d->head[0] == HD_DATA) {
 					if (!d->in_item || d->left == 0)
 						return down_broken(d, "data out of place");
 					if ((int64_t)d->left > d->cap - d->total) {
@@ -346,7 +346,7 @@ static int down_output(void *arg, int stream, const char *data, size_t len)
 		}
 		{
 			size_t k = len < d->left ? len : d->left;
-			if (d->head[0] == 'D') {
+			if (d->head[0] == HD_DATA) {
 				if (d->sink->data(d->arg, (const char *)p, k) < 0)
 					goto stop;
 			} else {
@@ -358,7 +358,7 @@ static int down_output(void *arg, int stream, const char *data, size_t len)
 			d->left -= (uint32_t)k;
 			if (d->left == 0) {
 				d->head_have = 0;
-				if (d->head[0] != 'D' && down_frame(d) < 0)
+				if (d->head[0] != HD_DATA && down_frame(d) < 0)
 					goto stop;
 			}
 		}
@@ -386,7 +386,7 @@ int sandbox_files_download(struct sandbox_ctx *ctx, const char *org, const char 
 	if (!argv)
 		return sp_err_set(e, SP_INTERNAL, "out of memory");
 	snprintf(capx, sizeof(capx), "%lld", (long long)cap);
-	argv[0] = "download";
+	argv[0] = HC_DOWNLOAD;
 	argv[1] = capx;
 	for (size_t i = 0; i < n; i++)
 		argv[2 + i] = paths[i];
@@ -496,7 +496,7 @@ int sandbox_files_read_stream(struct sandbox_ctx *ctx, const char *org, const ch
 {
 	struct sandbox sb;
 	char capx[24];
-	const char *argv[] = { "cat", path, capx, NULL };
+	const char *argv[] = { HC_CAT, path, capx, NULL };
 	struct rd d;
 	int code = -1;
 

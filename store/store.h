@@ -20,7 +20,7 @@
  *   <p>:servers           hash  server id -> its record as JSON
  *   <p>:srv:<id>:resv     hash  sandbox id -> "deadlineMs cpuMilli memoryMb" on that server
  *   <p>:{<org>}:snaps     hash  snapshot id -> its record as JSON (sandbox/snapshot.c)
- *   <p>:pool:<pool>       zset  "containerId sandboxId" of warm containers, scored by expiry
+ *   <p>:pool:<pool>       zset  "containerId sandboxId expiryMs" of warm containers, scored by expiry
  *   <p>:pool:<pool>:filling  string  fills in progress (expires)
  *   <p>:pool:<pool>:claims   string  containers claimed so far
  */

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "clock.h"
+#include "proto.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -72,9 +73,9 @@ static int clock_now(int argc)
 
 int clock_main(const char *op, int argc, char **argv)
 {
-	if (strcmp(op, "sleep") == 0)
+	if (strcmp(op, HC_SLEEP) == 0)
 		return clock_sleep(argc, argv);
-	if (strcmp(op, "now") == 0)
+	if (strcmp(op, HC_NOW) == 0)
 		return clock_now(argc);
 	return -1;
 }

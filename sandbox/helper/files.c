@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "files.h"
 #include "io.h"
+#include "proto.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,26 +31,6 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-/* exit statuses sandbox/files_v1.c maps */
-#define HF_OK 0
-#define HF_ERROR 1
-#define HF_USAGE 2
-#define HF_NOT_FOUND 20
-#define HF_NONREG 21
-#define HF_TOO_BIG 22
-#define HF_DENIED 23
-#define HF_DEST_DIR 24
-#define HF_OCCUPIED 25
-#define HF_XDEV 26
-#define HF_NOT_EMPTY 27
-#define HF_EXISTS 28
-#define HF_NOT_DIR 29
-#define HF_IS_DIR 30
-#define HF_INVALID 31
-#define HF_NO_SPACE 32
-#define HF_TRUNCATED 33
-#define HF_CHANGED 34
 
 #define LIST_MAX 100000
 #define REMOVE_SHOWN 1000
@@ -585,7 +566,7 @@ static int cmd_rm(int argc, char **argv)
 
 /* --- upload and download: framed streams -------------------------------- */
 
-#define XFER_PIECE_MAX (1u << 20)
+#define XFER_PIECE_MAX HU_DATA_MAX
 
 static void be32(unsigned char *p, uint32_t v)
 {
@@ -766,7 +747,7 @@ static int upload_loop(unsigned long long cap, unsigned long long *writtenp)
 		if (in_read(&t, 1, -1) < 0)
 			break;
 		switch (t) {
-		case 'F': {
+		case HU_FILE: {
 			uint32_t mode, len;
 			if (it.fd >= 0 || in_read(h, 8, -1) < 0)
 				goto bad;
@@ -783,7 +764,7 @@ static int upload_loop(unsigned long long cap, unsigned long long *writtenp)
 				return rc;
 			break;
 		}
-		case 'D': {
+		case HU_DATA: {
 			uint32_t len;
 			if (it.fd < 0 || in_read(h, 4, -1) < 0)
 				goto bad;
@@ -805,7 +786,7 @@ static int upload_loop(unsigned long long cap, unsigned long long *writtenp)
 				goto cut;
 			break;
 		}
-		case 'C':
+		case HU_COMMIT:
 			if (it.fd < 0)
 				goto bad;
 			rc = upload_commit(&it, idx);
@@ -813,7 +794,7 @@ static int upload_loop(unsigned long long cap, unsigned long long *writtenp)
 				return rc;
 			*writtenp = ++written;
 			break;
-		case 'Q':
+		case HU_END:
 			if (it.fd >= 0)
 				goto bad;
 			return HF_OK;
@@ -903,37 +884,38 @@ static int cmd_download(int argc, char **argv)
 		int fd = open(argv[i], O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		int rc = 0;
 		if (fd < 0) {
-			rc = frame_err('E', errno_code(errno), "download", errno);
+			rc = frame_err(HD_ITEM, errno_code(errno), "download", errno);
 		} else if (fstat(fd, &st) < 0) {
-			rc = frame_err('E', errno_code(errno), "download", errno);
+			rc = frame_err(HD_ITEM, errno_code(errno), "download", errno);
 		} else if (!S_ISREG(st.st_mode)) {
-			rc = frame_err('E', HF_NONREG, "the path is not a regular file", 0);
+			rc = frame_err(HD_ITEM, HF_NONREG, "the path is not a regular file", 0);
 		} else if ((unsigned long long)st.st_size > cap - total) {
-			rc = frame_err('E', HF_TOO_BIG, "the file is over what is left of the cap",
-				       0);
+			rc = frame_err(HD_ITEM, HF_TOO_BIG,
+				       "the file is over what is left of the cap", 0);
 		} else {
 			be32(m, (uint32_t)(st.st_mode & 0777));
-			if (frame('H', m, 4) < 0)
+			if (frame(HD_HEAD, m, 4) < 0)
 				return HF_ERROR;
 			for (;;) {
 				ssize_t r = read(fd, buf, sizeof(buf));
 				if (r < 0 && errno == EINTR)
 					continue;
 				if (r < 0) {
-					frame_err('X', errno_code(errno), "download", errno);
+					frame_err(HD_FAIL, errno_code(errno), "download", errno);
 					return HF_ERROR;
 				}
 				if (r == 0)
 					break;
 				total += (unsigned long long)r;
 				if (total > cap) {
-					frame_err('X', HF_TOO_BIG, "the file grew over the cap", 0);
+					frame_err(HD_FAIL, HF_TOO_BIG, "the file grew over the cap",
+						  0);
 					return HF_ERROR;
 				}
-				if (frame('D', buf, r) < 0)
+				if (frame(HD_DATA, buf, r) < 0)
 					return HF_ERROR;
 			}
-			rc = frame('Z', NULL, -1);
+			rc = frame(HD_END, NULL, -1);
 		}
 		if (fd >= 0)
 			close(fd);
@@ -946,23 +928,23 @@ static int cmd_download(int argc, char **argv)
 int files_main(const char *op, int argc, char **argv)
 {
 	umask(0);
-	if (strcmp(op, "stat") == 0)
+	if (strcmp(op, HC_STAT) == 0)
 		return cmd_stat(argc, argv);
-	if (strcmp(op, "ls") == 0)
+	if (strcmp(op, HC_LS) == 0)
 		return cmd_ls(argc, argv);
-	if (strcmp(op, "cat") == 0)
+	if (strcmp(op, HC_CAT) == 0)
 		return cmd_cat(argc, argv);
-	if (strcmp(op, "put") == 0)
+	if (strcmp(op, HC_PUT) == 0)
 		return cmd_put(argc, argv);
-	if (strcmp(op, "mkdir") == 0)
+	if (strcmp(op, HC_MKDIR) == 0)
 		return cmd_mkdir(argc, argv);
-	if (strcmp(op, "mv") == 0)
+	if (strcmp(op, HC_MV) == 0)
 		return cmd_mv(argc, argv);
-	if (strcmp(op, "rm") == 0)
+	if (strcmp(op, HC_RM) == 0)
 		return cmd_rm(argc, argv);
-	if (strcmp(op, "upload") == 0)
+	if (strcmp(op, HC_UPLOAD) == 0)
 		return cmd_upload(argc, argv);
-	if (strcmp(op, "download") == 0)
+	if (strcmp(op, HC_DOWNLOAD) == 0)
 		return cmd_download(argc, argv);
 	return -1;
 }

@@ -46,6 +46,7 @@
 #include "clock.h"
 #include "files.h"
 #include "io.h"
+#include "proto.h"
 #include "serve.h"
 
 #define PROC_ROOT "/.sandpit/p"
@@ -55,17 +56,6 @@
 /* a read's page holds at most this many chunks, so that sandpit parses it
  * within a fixed budget (sandbox/process.c) */
 #define READ_CHUNKS_MAX 4096
-
-/* exit statuses sandpit maps (sandbox/process.c) */
-#define HX_OK 0
-#define HX_ERROR 1
-#define HX_USAGE 2
-#define HX_NOT_FOUND 3
-#define HX_DROPPED 4
-#define HX_LABEL_TAKEN 5
-#define HX_EXITED 6
-#define HX_EXEC 7
-#define HX_CWD 8
 
 /* one retained chunk on disk: this header, then len bytes */
 struct rec {
@@ -1291,21 +1281,21 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return fail(HX_USAGE, "usage: sandpit-helper spawn|get|list|read|signal ...");
 	errno = 0;
-	if (strcmp(argv[1], "spawn") == 0)
+	if (strcmp(argv[1], HC_SPAWN) == 0)
 		return cmd_spawn(argc - 2, argv + 2, 0);
-	if (strcmp(argv[1], "start") == 0)
+	if (strcmp(argv[1], HC_START) == 0)
 		return cmd_spawn(argc - 2, argv + 2, 1);
-	if (strcmp(argv[1], "attach") == 0)
+	if (strcmp(argv[1], HC_ATTACH) == 0)
 		return cmd_attach(argc - 2, argv + 2);
-	if (strcmp(argv[1], "get") == 0)
+	if (strcmp(argv[1], HC_GET) == 0)
 		return cmd_get(argc - 2, argv + 2);
-	if (strcmp(argv[1], "list") == 0)
+	if (strcmp(argv[1], HC_LIST) == 0)
 		return cmd_list();
-	if (strcmp(argv[1], "read") == 0)
+	if (strcmp(argv[1], HC_READ) == 0)
 		return cmd_read(argc - 2, argv + 2);
-	if (strcmp(argv[1], "signal") == 0)
+	if (strcmp(argv[1], HC_SIGNAL) == 0)
 		return cmd_signal(argc - 2, argv + 2);
-	if (strcmp(argv[1], "serve") == 0)
+	if (strcmp(argv[1], HC_SERVE) == 0)
 		return serve_main(argc - 2, argv + 2);
 	{
 		int rc = files_main(argv[1], argc - 2, argv + 2);
@@ -1317,7 +1307,7 @@ int main(int argc, char **argv)
 		if (rc >= 0)
 			return rc;
 	}
-	if (strcmp(argv[1], "version") == 0) {
+	if (strcmp(argv[1], HC_VERSION) == 0) {
 		printf("{\"helper\":1}\n");
 		return HX_OK;
 	}

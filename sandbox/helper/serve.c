@@ -21,7 +21,7 @@
  * the first instruction (the kernel's would_dump), for root too, whose
  * capabilities sandpit drops. And the secret is not in the pipe until
  * this process is non-dumpable: main() calls prctl first, then this one
- * says so with one byte, SERVE_READY, on stdout, and sandpit writes the
+ * says so with one byte, HP_READY, on stdout, and sandpit writes the
  * secret only after that byte (fastpath.c). Where the runtime needs read
  * permission to execute (gVisor) the fast path is off. The sandbox's code
  * can still kill this process; sandpit then starts another or uses
@@ -50,7 +50,9 @@
  */
 #define _GNU_SOURCE
 #include "serve.h"
+#include "hmac.h"
 #include "io.h"
+#include "proto.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -73,131 +75,9 @@
 #define MAX_CONNS 16
 #define AUTH_S 2
 #define REQ_S 10
-#define HDR_MAX (4u << 20)
-#define ARGS_MAX 65536
 #define DRAIN_MS 2000
-#define SV_BUSY 9
 
 extern char **environ;
-
-/* --- SHA-256 and HMAC (FIPS 180-4, RFC 2104) ---------------------------------- */
-
-struct sha {
-	uint32_t h[8];
-	uint64_t n;
-	unsigned char b[64];
-	size_t bl;
-};
-
-static const uint32_t K[64] = {
-	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-	0xc67178f2
-};
-
-#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
-
-static void sha_block(struct sha *s, const unsigned char *p)
-{
-	uint32_t w[64], a, b, c, d, e, f, g, h;
-
-	for (int i = 0; i < 16; i++)
-		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-	for (int i = 16; i < 64; i++) {
-		uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
-		uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
-		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-	}
-	a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3];
-	e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
-	for (int i = 0; i < 64; i++) {
-		uint32_t t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) +
-			      K[i] + w[i];
-		uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-		h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
-	}
-	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
-	s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
-}
-
-static void sha_init(struct sha *s)
-{
-	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
-	memcpy(s->h, iv, sizeof(iv));
-	s->n = 0;
-	s->bl = 0;
-}
-
-static void sha_add(struct sha *s, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	s->n += len;
-	while (len) {
-		size_t k = 64 - s->bl < len ? 64 - s->bl : len;
-		memcpy(s->b + s->bl, p, k);
-		s->bl += k;
-		p += k;
-		len -= k;
-		if (s->bl == 64) {
-			sha_block(s, s->b);
-			s->bl = 0;
-		}
-	}
-}
-
-static void sha_end(struct sha *s, unsigned char out[32])
-{
-	uint64_t bits = s->n * 8;
-	unsigned char pad = 0x80, z = 0, len[8];
-
-	sha_add(s, &pad, 1);
-	while (s->bl != 56)
-		sha_add(s, &z, 1);
-	for (int i = 0; i < 8; i++)
-		len[i] = (unsigned char)(bits >> (56 - 8 * i));
-	sha_add(s, len, 8);
-	for (int i = 0; i < 8; i++) {
-		out[4 * i] = (unsigned char)(s->h[i] >> 24);
-		out[4 * i + 1] = (unsigned char)(s->h[i] >> 16);
-		out[4 * i + 2] = (unsigned char)(s->h[i] >> 8);
-		out[4 * i + 3] = (unsigned char)s->h[i];
-	}
-}
-
-/* HMAC-SHA-256 of the pieces (p[i], n[i]), np of them, under a 32-byte key. */
-static void hmac(const unsigned char key[32], const void *const *p, const size_t *n, int np,
-		 unsigned char out[32])
-{
-	unsigned char k[64], inner[32];
-	struct sha s;
-
-	memset(k, 0, sizeof(k));
-	memcpy(k, key, 32);
-	for (int i = 0; i < 64; i++)
-		k[i] ^= 0x36;
-	sha_init(&s);
-	sha_add(&s, k, 64);
-	for (int i = 0; i < np; i++)
-		sha_add(&s, p[i], n[i]);
-	sha_end(&s, inner);
-	for (int i = 0; i < 64; i++)
-		k[i] ^= 0x36 ^ 0x5c;
-	sha_init(&s);
-	sha_add(&s, k, 64);
-	sha_add(&s, inner, 32);
-	sha_end(&s, out);
-	memset(k, 0, sizeof(k));
-}
 
 static int same(const unsigned char *a, const unsigned char *b, size_t n)
 {
@@ -210,7 +90,7 @@ static int same(const unsigned char *a, const unsigned char *b, size_t n)
 
 /* --- I/O ---------------------------------------------------------------------- */
 
-static unsigned char secret[32];
+static unsigned char secret[HP_SECRET_LEN];
 
 static uint32_t be32(const unsigned char *p)
 {
@@ -227,11 +107,13 @@ static void put_be32(unsigned char *p, uint32_t v)
 
 static int frame(int fd, char type, const void *data, uint32_t len)
 {
-	unsigned char h[5];
+	unsigned char h[HP_FRAME_HDR];
 
 	h[0] = (unsigned char)type;
 	put_be32(h + 1, len);
-	return io_write_all(fd, h, 5) < 0 || (len && io_write_all(fd, data, len) < 0) ? -1 : 0;
+	return io_write_all(fd, h, HP_FRAME_HDR) < 0 || (len && io_write_all(fd, data, len) < 0)
+		       ? -1
+		       : 0;
 }
 
 static int64_t now_ms(void)
@@ -247,36 +129,33 @@ static int64_t now_ms(void)
 /* The handshake: 0 when the peer proved the secret (and got the proof). */
 static int authenticate(int fd)
 {
-	unsigned char hello[4 + 16 + 1 + 40], peer[16 + 32], mac[32];
-	char owner[40];
-	int ufd, on = 1;
+	unsigned char hello[HP_HELLO_LEN + HP_NONCE_LEN + 1 + HP_OWNER_MAX];
+	unsigned char peer[HP_NONCE_LEN + HP_MAC_LEN], mac[HP_MAC_LEN];
+	unsigned char *nonce = hello + HP_HELLO_LEN;
+	char owner[HP_OWNER_MAX];
+	int ufd, on = 1, n;
 	size_t olen;
 
-	snprintf(owner, sizeof(owner), "%u:%u", (unsigned)getuid(), (unsigned)getgid());
-	olen = strlen(owner);
-	memcpy(hello, "SPH1", 4);
+	n = snprintf(owner, sizeof(owner), "%u:%u", (unsigned)getuid(), (unsigned)getgid());
+	if (n < 0 || (size_t)n >= sizeof(owner))
+		return -1;
+	olen = (size_t)n;
+	memcpy(hello, HP_HELLO, HP_HELLO_LEN);
 	ufd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (ufd < 0 || io_read_all(ufd, hello + 4, 16) < 0)
+	if (ufd < 0 || io_read_all(ufd, nonce, HP_NONCE_LEN) < 0)
 		return -1;
 	close(ufd);
-	hello[20] = (unsigned char)olen;
-	memcpy(hello + 21, owner, olen);
+	nonce[HP_NONCE_LEN] = (unsigned char)olen;
+	memcpy(nonce + HP_NONCE_LEN + 1, owner, olen);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-	if (io_write_all(fd, hello, 21 + olen) < 0 || io_read_all(fd, peer, sizeof(peer)) < 0)
+	if (io_write_all(fd, hello, HP_HELLO_LEN + HP_NONCE_LEN + 1 + olen) < 0 ||
+	    io_read_all(fd, peer, sizeof(peer)) < 0)
 		return -1;
-	{
-		const void *p[] = { "sandpit-fast-c", hello + 4, peer };
-		size_t n[] = { 14, 16, 16 };
-		hmac(secret, p, n, 3, mac);
-	}
-	if (!same(mac, peer + 16, 32))
+	hmac_proof(secret, HP_LABEL_C, nonce, peer, NULL, 0, mac);
+	if (!same(mac, peer + HP_NONCE_LEN, HP_MAC_LEN))
 		return -1;
-	{
-		const void *p[] = { "sandpit-fast-s", hello + 4, peer, owner };
-		size_t n[] = { 14, 16, 16, olen };
-		hmac(secret, p, n, 4, mac);
-	}
-	return io_write_all(fd, mac, 32);
+	hmac_proof(secret, HP_LABEL_S, nonce, peer, owner, olen, mac);
+	return io_write_all(fd, mac, HP_MAC_LEN);
 }
 
 struct req {
@@ -297,7 +176,7 @@ static char **strings(struct req *r, uint32_t len, uint32_t *at, char **one)
 		return NULL;
 	count = be32(r->hdr + *at);
 	*at += 4;
-	if (count > ARGS_MAX || (one && count != 1))
+	if (count > HP_STRINGS_MAX || (one && count != 1))
 		return NULL;
 	v = calloc((size_t)count + 1, sizeof(*v));
 	if (!v)
@@ -326,7 +205,7 @@ static int read_req(int fd, struct req *r)
 	unsigned char l[4];
 	uint32_t len, at = 0;
 
-	if (io_read_all(fd, l, 4) < 0 || (len = be32(l)) > HDR_MAX || len < 12)
+	if (io_read_all(fd, l, 4) < 0 || (len = be32(l)) > HP_REQ_MAX || len < 12)
 		return -1;
 	r->hdr = malloc(len);
 	if (!r->hdr || io_read_all(fd, r->hdr, len) < 0)
@@ -484,10 +363,10 @@ static int run(int fd, struct req *r)
 	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 || pipe2(ps, O_CLOEXEC) < 0 ||
 	    (r->has_in ? pipe2(pi, O_CLOEXEC) : (pi[0] = open("/dev/null", O_RDONLY | O_CLOEXEC))) <
 		    0)
-		return frame(fd, 'F', "pipe", 4), 1;
+		return frame(fd, HP_NOT_STARTED, "pipe", 4), 1;
 	pid = fork();
 	if (pid < 0)
-		return frame(fd, 'F', "fork", 4), 1;
+		return frame(fd, HP_NOT_STARTED, "fork", 4), 1;
 	if (pid == 0)
 		child(r, pi[0], po[1], pe[1], ps[1]);
 	close(po[1]);
@@ -496,19 +375,19 @@ static int run(int fd, struct req *r)
 	close(pi[0]);
 	if (io_read_all(ps[0], &e, sizeof(e)) == 0) {
 		waitpid(pid, NULL, 0);
-		return frame(fd, 'F', strerror(e), (uint32_t)strlen(strerror(e))), 1;
+		return frame(fd, HP_NOT_STARTED, strerror(e), (uint32_t)strlen(strerror(e))), 1;
 	}
 	close(ps[0]);
 	{
 		/* its pid and start time (in clock ticks after boot, field 22
 		 * of its stat): sandpit tells by them whether it still runs
 		 * after a kill, as it asks Docker for an exec's */
-		unsigned char id[12];
+		unsigned char id[HP_STARTED_LEN];
 		unsigned long long start = proc_start(pid);
 		put_be32(id, (uint32_t)pid);
 		put_be32(id + 4, (uint32_t)(start >> 32));
 		put_be32(id + 8, (uint32_t)start);
-		if (frame(fd, 'S', id, sizeof(id)) < 0)
+		if (frame(fd, HP_STARTED, id, sizeof(id)) < 0)
 			goto gone;
 	}
 	if (pi[1] >= 0 && in_left == 0) {
@@ -554,7 +433,7 @@ static int run(int fd, struct req *r)
 				continue;
 			n = read(*p, ob, sizeof(ob));
 			if (n > 0) {
-				if (frame(fd, k ? '2' : '1', ob, (uint32_t)n) < 0)
+				if (frame(fd, k ? HP_STDERR : HP_STDOUT, ob, (uint32_t)n) < 0)
 					goto gone;
 			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
 				close(*p);
@@ -601,12 +480,12 @@ static int run(int fd, struct req *r)
 		}
 	}
 	{
-		unsigned char c[4];
+		unsigned char c[HP_EXIT_LEN];
 		uint32_t code = WIFEXITED(status)     ? (uint32_t)WEXITSTATUS(status)
 				: WIFSIGNALED(status) ? 128u + (uint32_t)WTERMSIG(status)
 						      : 255u;
 		put_be32(c, code);
-		frame(fd, 'X', c, 4);
+		frame(fd, HP_EXIT, c, HP_EXIT_LEN);
 	}
 	return 0;
 gone:
@@ -641,7 +520,8 @@ static int hexval(int c)
 
 int serve_main(int argc, char **argv)
 {
-	char line[66];
+	char line[2 * HP_SECRET_LEN + 2];
+	const char ready = HP_READY;
 	struct sockaddr_in a;
 	int ls, one = 1, conns = 0;
 	long port;
@@ -655,19 +535,19 @@ int serve_main(int argc, char **argv)
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return fprintf(stderr, "serve: prctl: %s\n", strerror(errno)), 1;
 	if (argc < 1)
-		return fprintf(stderr, "usage: serve PORT\n"), 2;
+		return fprintf(stderr, "usage: serve PORT\n"), H_USAGE;
 	port = strtol(argv[0], &end, 10);
 	if (*end || port < 1024 || port > 65535)
-		return fprintf(stderr, "serve: a bad port\n"), 2;
+		return fprintf(stderr, "serve: a bad port\n"), H_USAGE;
 	/* only now may the secret come: sandpit waits for this byte */
-	if (io_write_all(1, SERVE_READY, 1) < 0)
+	if (io_write_all(1, &ready, 1) < 0)
 		return 1;
-	if (io_read_all(0, line, sizeof(line) - 1) < 0 || line[64] != '\n')
-		return fprintf(stderr, "serve: no secret on stdin\n"), 2;
-	for (int i = 0; i < 32; i++) {
+	if (io_read_all(0, line, sizeof(line) - 1) < 0 || line[2 * HP_SECRET_LEN] != '\n')
+		return fprintf(stderr, "serve: no secret on stdin\n"), H_USAGE;
+	for (int i = 0; i < HP_SECRET_LEN; i++) {
 		int h = hexval(line[2 * i]), l = hexval(line[2 * i + 1]);
 		if (h < 0 || l < 0)
-			return fprintf(stderr, "serve: a bad secret\n"), 2;
+			return fprintf(stderr, "serve: a bad secret\n"), H_USAGE;
 		secret[i] = (unsigned char)(h << 4 | l);
 	}
 	memset(line, 0, sizeof(line));
@@ -682,7 +562,7 @@ int serve_main(int argc, char **argv)
 	if (bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(ls, MAX_CONNS) < 0) {
 		int busy = errno == EADDRINUSE;
 		fprintf(stderr, "serve: port %ld: %s\n", port, strerror(errno));
-		return busy ? SV_BUSY : 1;
+		return busy ? HS_BUSY : 1;
 	}
 	pid = fork();
 	if (pid < 0)

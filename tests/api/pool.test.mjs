@@ -81,6 +81,68 @@ test('a request no pool fits is served cold', async () => {
   }
 });
 
+// The warm containers waiting in the pool: running, made for the pool (no
+// organization on their labels) and backing none of the given sandboxes.
+async function idle(inUse = []) {
+  return new Set((await pooled()).map((c) => c.Id).filter((id) => !inUse.includes(id)));
+}
+
+// A create that claimed a warm container and then failed: the container
+// is back in the pool at once (the pool's count stays its size, nothing
+// was made for it), and the next create gets that very container.
+async function failsLate(body, key, inUse, want) {
+  await waitFor(async () => await poolReady(s, 'alpine') >= 3, 30000, 250);
+  await new Promise((r) => setTimeout(r, 500)); // any fill under way is done
+  const before = await idle(inUse);
+  assert.equal(before.size, 3, 'three warm containers wait');
+  const claims = async () => Number((/^sandpit_pool_claims_total\{[^}]*template="alpine"[^}]*\} (\d+)$/m.exec((await s.api('GET', '/metrics', { key: null })).text) || [])[1] || 0);
+  const claimed = await claims();
+  const r = await s.api('POST', '/api/sandbox.create', { body, key });
+  want(r);
+  assert.ok(await claims() > claimed, 'the create claimed a warm container before it failed');
+  const t0 = Date.now();
+  assert.equal(await poolReady(s, 'alpine'), 3, 'the claimed container is back in the pool when the answer comes');
+  await new Promise((res) => setTimeout(res, 1000));
+  assert.deepEqual(await idle(inUse), before, `no container idles outside the pool, none was made for it (${Date.now() - t0} ms after)`);
+  assert.equal(await poolReady(s, 'alpine'), 3);
+  return before;
+}
+
+test('a create that fails after its claim (a bad envVars line) puts the warm container back', async () => {
+  const before = await failsLate({ template: 'alpine', envVars: 'GOOD=1\nNOT A PAIR' }, undefined, [], (r) => {
+    assert.equal(r.status, 400, r.text);
+    assert.match(r.json.message, /envVars: line 2 is not KEY=value/);
+  });
+  const c = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } });
+  assert.equal(c.status, 200, c.text);
+  assert.match(timing(c), /^pool;/);
+  assert.ok(before.has(c.json.containerId), 'the next create gets one of the same warm containers');
+  const e = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.sandboxId, cmd: 'echo ok; id -u' } });
+  assert.equal(e.json.stdout, 'ok\n1000\n');
+  await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId } });
+});
+
+test('a create refused by its quota after its claim puts the warm container back', async () => {
+  await s.cli('orgs', 'create', 'pool-quota-org');
+  await s.cli('quota', 'set', '--org', 'pool-quota-org', '--sandboxes', '1');
+  const key = await s.newKey('pool-quota-org');
+  const first = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine' }, key });
+  assert.equal(first.status, 200, first.text);
+  const before = await failsLate({ template: 'alpine' }, key, [first.json.containerId], (r) => {
+    assert.equal(r.status, 429, r.text);
+    assert.equal(r.json.code, 'QUOTA_EXCEEDED');
+  });
+  // with room again, the returned container serves the next create
+  await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: first.json.sandboxId }, key });
+  const c = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine' }, key });
+  assert.equal(c.status, 200, c.text);
+  assert.match(timing(c), /^pool;/);
+  assert.ok(before.has(c.json.containerId));
+  const e = await s.api('POST', '/api/sandbox.exec', { body: { sandboxId: c.json.sandboxId, cmd: 'echo ok' }, key });
+  assert.equal(e.json.stdout, 'ok\n');
+  await s.api('POST', '/api/sandbox.remove', { body: { sandboxId: c.json.sandboxId }, key });
+});
+
 test('a pooled sandbox ends at its deadline and its timeout with nothing of sandpit running', async () => {
   await waitFor(async () => await poolReady(s, 'alpine') >= 2, 30000, 250);
   const d = await s.api('POST', '/api/sandbox.create', { body: { template: 'alpine', maxLifetimeMs: 10000, timeoutMs: 60000 } });
