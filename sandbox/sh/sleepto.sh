@@ -8,7 +8,7 @@
 # counts the second as about to end, f = 1000: ending up to 1 s early,
 # never late); 250 ms (DEADLINE_LEAD_MS) earlier still, for the start
 # of sleep and the runtime's teardown (under gVisor about 100-200 ms), so
-# that Docker sees the container end by deadlineAt.
+# that the container has ended by deadlineAt (containerd's exit time).
 n=$("$H" now)
 case $n in
 *[!0-9.]*|*.) f=1000;;

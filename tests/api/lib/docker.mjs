@@ -2,6 +2,8 @@
 // what sandpit did (docker inspect, exec inside a sandbox, removing a
 // container behind sandpit's back).
 import http from 'node:http';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 
 const SOCK = process.env.DOCKER_SOCK || '/var/run/docker.sock';
 
@@ -161,4 +163,70 @@ export async function noShImage() {
 export async function removeNoShImage() {
   if (noSh) await docker('DELETE', `/images/${encodeURIComponent(noSh)}?force=1`);
   noSh = undefined;
+}
+
+// containerd's socket as dockerd uses it: its --containerd flag, else the
+// one dockerd starts for itself, else the system's.
+function containerdSocket() {
+  try {
+    const pid = readFileSync('/var/run/docker.pid', 'utf8').trim();
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    for (const [i, a] of argv.entries()) {
+      if (a.startsWith('--containerd=')) return a.slice('--containerd='.length);
+      if (a === '--containerd' && argv[i + 1]) return argv[i + 1];
+    }
+  } catch { /* no pid file: the defaults */ }
+  const own = '/var/run/docker/containerd/containerd.sock';
+  return existsSync(own) ? own : '/run/containerd/containerd.sock';
+}
+
+/**
+ * When containers' main processes ended, as containerd's shim saw it (the
+ * exited_at of the /tasks/exit of a container's init, from `ctr events`):
+ * the moment nothing of the container runs any more. Docker's "die" event
+ * comes later, after dockerd's own cleanup (the runtime's delete, the
+ * output streams' end: about 60 ms under runc on an idle host, seconds on
+ * a busy one), so a claim about when a container stops running is
+ * measured here. A live stream: start it before the exits it must see.
+ * Returns { until(cid, limitMs) → ms since the epoch, stop() }.
+ */
+export function exitWatch() {
+  const exits = new Map();
+  const waiters = new Set();
+  let failed = null, stopped = false, buf = '', err = '';
+  const p = spawn('ctr', ['-a', containerdSocket(), '-n', 'moby', 'events'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const wake = () => { for (const w of [...waiters]) w(); };
+  p.stdout.setEncoding('utf8');
+  p.stdout.on('data', (c) => {
+    buf += c;
+    for (let i; (i = buf.indexOf('\n')) >= 0;) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      const m = / \/tasks\/exit (\{.*\})$/.exec(line);
+      if (!m) continue;
+      const ev = JSON.parse(m[1]);
+      // an exec's exit names its exec id; the init's, the container's
+      if (ev.id === ev.container_id) exits.set(ev.container_id, Date.parse(ev.exited_at));
+    }
+    wake();
+  });
+  p.stderr.on('data', (c) => { err += c; });
+  p.on('error', (e) => { failed = e; wake(); });
+  p.on('exit', (code) => { if (!stopped) { failed = new Error(`ctr events ended (${code}): ${err}`); wake(); } });
+  return {
+    until(cid, limitMs) {
+      return new Promise((resolve, reject) => {
+        const done = (f, v) => { clearTimeout(timer); waiters.delete(w); f(v); };
+        const w = () => {
+          if (exits.has(cid)) done(resolve, exits.get(cid));
+          else if (failed) done(reject, failed);
+        };
+        const timer = setTimeout(() => done(reject,
+          new Error(`container ${cid.slice(0, 12)}: no exit within ${limitMs} ms`)), limitMs);
+        waiters.add(w);
+        w();
+      });
+    },
+    stop() { stopped = true; p.kill(); },
+  };
 }
