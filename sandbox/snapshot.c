@@ -582,9 +582,9 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 {
 	struct sandbox sb;
 	json_object *cfg = NULL, *img = NULL, *v;
-	char mid[80] = "", image_id[80] = "", cid[65] = "", parent[4097], wd_src[4096];
+	char mid[80] = "", image_id[80] = "", cid[65] = "", parent[4097], wd_src[4096], frz[64];
 	struct sp_err ignore;
-	int vol, paused = 0, rc = -1;
+	int vol, paused = 0, frozen = 0, rc = -1;
 	int64_t limit = 0, left;
 
 	if (sandbox_get_running(ctx, s->org, s->sandbox_id, &sb, e) < 0)
@@ -600,8 +600,13 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 	cfg = commit_config(ctx, s);
 	if (commit_env(ctx, s, &sb, cfg, e) < 0)
 		goto out;
-	/* commands are refused from the capture's lock on; one already on its
-	 * way to Docker is let through before the freeze (see the settle) */
+	/* new commands are refused from the freeze lock on (run_start); one
+	 * already on its way to Docker is let through first (the settle) */
+	sandbox_lock_name(SB_LOCK_FREEZE, sb.id, frz, sizeof(frz));
+	left = s->until - now_ms();
+	if (store_lock(ctx->st, frz, left > 1000 ? left : 1000, e) < 0)
+		goto out;
+	frozen = 1;
 	if (sandbox_settle_execs(ctx, &sb, e) < 0)
 		goto out;
 	if (docker_container_pause(ctx->dk, sb.container_id, e) < 0) {
@@ -629,6 +634,8 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 	if (docker_container_unpause(ctx->dk, sb.container_id, e) < 0)
 		log_warn("snapshot %s: unpause of %s failed: %s", s->id, sb.id, e->msg);
 	paused = 0;
+	store_unlock(ctx->st, frz, &ignore);
+	frozen = 0;
 	sp_err_clear(e);
 	if (vol && docker_image_commit(ctx->dk, cid, SB_SNAP_REPO, s->id, cfg, image_id, e) < 0)
 		goto out;
@@ -640,6 +647,8 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 out:
 	if (paused && docker_container_unpause(ctx->dk, sb.container_id, &ignore) < 0)
 		log_warn("snapshot %s: unpause of %s failed: %s", s->id, sb.id, ignore.msg);
+	if (frozen)
+		store_unlock(ctx->st, frz, &ignore);
 	if (cid[0])
 		docker_container_remove(ctx->dk, cid, 1, &ignore);
 	if (rc < 0) {

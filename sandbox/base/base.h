@@ -24,8 +24,11 @@ int sandbox_install_id(struct sandbox_ctx *ctx, struct sp_err *e);
 void sandbox_default_name(int64_t ms, char *out, size_t cap);
 
 /* lock.c. The locks of a sandbox that other parts look at. SB_LOCK_CAPTURE:
- * a snapshot's capture holds the sandbox's container paused. */
-enum sb_lock { SB_LOCK_CAPTURE };
+ * a snapshot's capture is under way (from its request to its end), and
+ * may hold the sandbox's container paused; SB_LOCK_FREEZE: the capture's
+ * pause itself, from just before the settle of the execs on their way
+ * until the thaw, when no new exec may reach Docker. */
+enum sb_lock { SB_LOCK_CAPTURE, SB_LOCK_FREEZE };
 /* The lock's name in the store (store_lock) for the sandbox sandbox_id. */
 void sandbox_lock_name(enum sb_lock kind, const char *sandbox_id, char *out, size_t cap);
 /* 1 while someone holds the lock; 0 when nobody does or the store cannot

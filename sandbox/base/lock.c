@@ -1,8 +1,9 @@
 /*
  * The locks of a sandbox that parts other than their holder look at: a
- * snapshot's capture (keep/) takes SB_LOCK_CAPTURE while the container is
- * paused, and the record's catch-up and the stop (box/, life/) read it so
- * that the pause is not taken for a stop. Calls nothing in sandbox/.
+ * snapshot's capture (keep/) takes SB_LOCK_CAPTURE while it runs, and the
+ * record's catch-up and the stop (box/, life/) read it so that its pause
+ * is not taken for a stop; it takes SB_LOCK_FREEZE around the pause, and
+ * the runner (run/) refuses a new exec meanwhile. Calls nothing in sandbox/.
  */
 #include "base.h"
 
@@ -15,6 +16,9 @@ void sandbox_lock_name(enum sb_lock kind, const char *sandbox_id, char *out, siz
 	switch (kind) {
 	case SB_LOCK_CAPTURE:
 		snprintf(out, cap, "snapcap:%s", sandbox_id);
+		break;
+	case SB_LOCK_FREEZE:
+		snprintf(out, cap, "snapfrz:%s", sandbox_id);
 		break;
 	}
 }

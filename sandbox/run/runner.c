@@ -132,6 +132,14 @@ enum run_refusal run_refusal_of(const struct run_facts *f)
 	return f->container_running != 0 ? RUN_RETRY : RUN_GONE;
 }
 
+/* The answer to a command while a snapshot's capture holds the container
+ * paused: retryable (503), the sandbox untouched. */
+static int capture_busy(struct sp_err *e)
+{
+	return sp_err_set(e, SP_UNAVAILABLE,
+			  "The sandbox is paused for a snapshot's capture; retry in a moment");
+}
+
 /* Maps Docker's refusal to act on sb's container (no such container, or a
  * 409: not running, or paused) to the record's state: a capture's pause a
  * 503, a paused container a stopped sandbox (412 "Sandbox is stopped": a
@@ -157,9 +165,7 @@ int sandbox_container_gone(struct sandbox_ctx *ctx, struct sandbox *sb, struct s
 		case RUN_KEEP:
 			return -1;
 		case RUN_BUSY:
-			return sp_err_set(e, SP_UNAVAILABLE,
-					  "The sandbox is paused for a snapshot's capture; retry "
-					  "in a moment");
+			return capture_busy(e);
 		case RUN_STOPPED:
 			return sp_err_set(e, SP_PRECONDITION, "Sandbox is %s",
 					  sandbox_status_name(sb->status));
@@ -261,6 +267,12 @@ int run_start(struct sandbox_ctx *ctx, struct sandbox *sb, const struct sb_cmd *
 			return 0;
 		}
 	}
+	/* a snapshot's capture is pausing the container, or holds it paused:
+	 * an exec set up while runc freezes the container hangs runc, and
+	 * Docker with it (one already on its way is let through:
+	 * sandbox_settle_execs) */
+	if (sandbox_lock_held(ctx, SB_LOCK_FREEZE, sb->id))
+		return capture_busy(e);
 	body = body_of(ctx, sb, cmd, io, e);
 	if (!body)
 		return -1;

@@ -263,7 +263,14 @@ test('createSnapshot refusals: stopped source, captureMode all, bad input, unkno
 test('the capture\'s pause is no stop: commands meanwhile answer 200 or a retryable 503, the sandbox reads running', { timeout: 180000 }, async () => {
   const sb = await createV1();
   // 100 MiB make the pause last a while (two commits and a tar of them)
-  await sh(sb.uid, 'head -c 104857600 /dev/urandom > big');
+  await sh(sb.uid, 'head -c 104857600 /dev/urandom > big; echo small > small');
+  // a read at the sandbox endpoint meanwhile (its file call once took
+  // Docker's 409 on the paused container for a sandbox gone, and ended it)
+  const cred = await v1('POST', '/v1/sandboxes/{sandbox}/endpoint-credentials', { sandbox: sb.uid }, { body: { permissions: ['sandboxesFilesRead'] } });
+  assert.equal(cred.status, 200, cred.text);
+  const readSmall = () => v1('GET', '/v1/files/content', {}, { key: null, endpoint: sb.uid, query: { path: '/home/user/small' },
+    headers: { authorization: `Bearer ${cred.json.token}` } });
+  assert.equal((await readSmall()).status, 200);
   const r = await v1('POST', SNAP_CREATE, { sandbox: sb.uid }, { body: { displayName: 'busy' } });
   assert.equal(r.status, 202, r.text);
   snaps.push(r.json.uid);
@@ -271,13 +278,17 @@ test('the capture\'s pause is no stop: commands meanwhile answer 200 or a retrya
   let status = 'creating';
   const t0 = Date.now();
   while (status === 'creating' && Date.now() - t0 < 120000) {
-    const [x, g] = await Promise.all([
+    const [x, rd, g] = await Promise.all([
       s.api('POST', '/api/sandbox.exec', { body: { sandboxId: sb.uid, cmd: 'true' }, timeoutMs: 60000 }),
+      readSmall(),
       v1('GET', '/v1/sandboxes/{sandbox}', { sandbox: sb.uid }),
     ]);
-    const k = `${x.status}${x.status === 503 ? ` retry-after ${x.headers['retry-after']}` : ''}`;
-    seen.set(k, (seen.get(k) ?? 0) + 1);
-    assert.ok(x.status === 200 || (x.status === 503 && x.headers['retry-after'] === '1' && /snapshot/.test(x.json?.message)), `exec during the capture: ${x.status} ${x.text}`);
+    for (const [what, a] of [['exec', x], ['read', rd]]) {
+      const k = `${what} ${a.status}${a.status === 503 ? ` retry-after ${a.headers['retry-after']}` : ''}`;
+      seen.set(k, (seen.get(k) ?? 0) + 1);
+      assert.ok(a.status === 200 || (a.status === 503 && a.headers['retry-after'] === '1' && /snapshot/.test(a.json?.message)), `${what} during the capture: ${a.status} ${a.text}`);
+    }
+    if (rd.status === 200) assert.equal(rd.text, 'small\n');
     assert.equal(g.status, 200, `the sandbox during the capture: ${g.status} ${JSON.stringify(g.headers)} ${g.text}`);
     assert.equal(g.json.core.status, 'running', `the sandbox during the capture: ${g.text}`);
     status = (await v1('GET', SNAP, { snapshot: r.json.uid })).json.status;
@@ -308,7 +319,7 @@ test('the capture\'s pause is no stop: commands meanwhile answer 200 or a retrya
   }
   assert.equal((await sh(sb.uid, 'echo alive')).stdout, 'alive\n');
   assert.equal((await v1('GET', '/v1/sandboxes/{sandbox}', { sandbox: sb.uid })).json.core.status, 'running');
-  console.log(`# exec answers during the capture: ${JSON.stringify([...seen])}`);
+  console.log(`# exec and read answers during the capture: ${JSON.stringify([...seen])}`);
 });
 
 test('Idempotency-Key: a replay answers the first 202, one snapshot; another body is a 409', { timeout: 180000 }, async () => {
