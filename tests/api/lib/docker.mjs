@@ -49,6 +49,33 @@ export async function dockerExec(cid, cmd, { user, env } = {}) {
   return { stdout: out.toString(), stderr: err.toString(), exitCode: i.json.ExitCode };
 }
 
+// What a live stream's readers wait on: wake() after each arrival, fail(e)
+// once the stream broke; until(find, what, limitMs) resolves to find()'s
+// first value other than undefined (asked now and after each wake), and
+// rejects when the stream failed first or limitMs passed ("no WHAT").
+function waiting() {
+  const waiters = new Set();
+  let failed = null;
+  const wake = () => { for (const w of [...waiters]) w(); };
+  return {
+    wake,
+    fail(e) { failed = e; wake(); },
+    until(find, what, limitMs) {
+      return new Promise((resolve, reject) => {
+        const done = (f, v) => { clearTimeout(timer); waiters.delete(w); f(v); };
+        const w = () => {
+          const v = find();
+          if (v !== undefined) done(resolve, v);
+          else if (failed) done(reject, failed);
+        };
+        const timer = setTimeout(() => done(reject, new Error(`no ${what} within ${limitMs} ms`)), limitMs);
+        waiters.add(w);
+        w();
+      });
+    },
+  };
+}
+
 // Docker's events of container cid with the given actions (['kill',
 // 'die']), read from a live event stream: { events, until, stop }.
 // events fills as they come: { action, signal (a kill's), ms (since the
@@ -61,12 +88,11 @@ export async function dockerExec(cid, cmd, { user, env } = {}) {
 // containers' events on a busy host push out within seconds.
 export function watchEvents(cid, actions, sinceMs) {
   const events = [];
-  const waiters = new Set();
-  let failed = null, stopped = false;
+  const wait = waiting();
+  let stopped = false;
   const params = { filters: JSON.stringify({ container: [cid], event: actions }) };
   if (sinceMs !== undefined) params.since = String(Math.floor(sinceMs / 1000) - 1);
   const q = new URLSearchParams(params);
-  const wake = () => { for (const w of [...waiters]) w(); };
   const req = http.request({ socketPath: SOCK, method: 'GET', path: `/v1.41/events?${q}` }, (res) => {
     let buf = '';
     res.setEncoding('utf8');
@@ -80,27 +106,15 @@ export function watchEvents(cid, actions, sinceMs) {
         if (ev.id !== cid && ev.Actor?.ID !== cid) continue;
         events.push({ action: ev.Action, signal: ev.Actor?.Attributes?.signal, ms: Math.round(ev.timeNano / 1e6) });
       }
-      wake();
+      wait.wake();
     });
   });
-  req.on('error', (e) => { if (!stopped) { failed = e; wake(); } });
+  req.on('error', (e) => { if (!stopped) wait.fail(e); });
   req.end();
   return {
     events,
-    until(action, limitMs) {
-      return new Promise((resolve, reject) => {
-        const done = (f, v) => { clearTimeout(timer); waiters.delete(w); f(v); };
-        const w = () => {
-          const ev = events.find((e) => e.action === action);
-          if (ev) done(resolve, ev);
-          else if (failed) done(reject, failed);
-        };
-        const timer = setTimeout(() => done(reject,
-          new Error(`container ${cid.slice(0, 12)}: no ${action} event within ${limitMs} ms`)), limitMs);
-        waiters.add(w);
-        w();
-      });
-    },
+    until: (action, limitMs) => wait.until(() => events.find((e) => e.action === action),
+      `${action} event of container ${cid.slice(0, 12)}`, limitMs),
     stop() { stopped = true; req.destroy(); },
   };
 }
@@ -192,10 +206,9 @@ function containerdSocket() {
  */
 export function exitWatch() {
   const exits = new Map();
-  const waiters = new Set();
-  let failed = null, stopped = false, buf = '', err = '';
+  const wait = waiting();
+  let stopped = false, buf = '', err = '';
   const p = spawn('ctr', ['-a', containerdSocket(), '-n', 'moby', 'events'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const wake = () => { for (const w of [...waiters]) w(); };
   p.stdout.setEncoding('utf8');
   p.stdout.on('data', (c) => {
     buf += c;
@@ -208,25 +221,13 @@ export function exitWatch() {
       // an exec's exit names its exec id; the init's, the container's
       if (ev.id === ev.container_id) exits.set(ev.container_id, Date.parse(ev.exited_at));
     }
-    wake();
+    wait.wake();
   });
   p.stderr.on('data', (c) => { err += c; });
-  p.on('error', (e) => { failed = e; wake(); });
-  p.on('exit', (code) => { if (!stopped) { failed = new Error(`ctr events ended (${code}): ${err}`); wake(); } });
+  p.on('error', (e) => wait.fail(e));
+  p.on('exit', (code) => { if (!stopped) wait.fail(new Error(`ctr events ended (${code}): ${err}`)); });
   return {
-    until(cid, limitMs) {
-      return new Promise((resolve, reject) => {
-        const done = (f, v) => { clearTimeout(timer); waiters.delete(w); f(v); };
-        const w = () => {
-          if (exits.has(cid)) done(resolve, exits.get(cid));
-          else if (failed) done(reject, failed);
-        };
-        const timer = setTimeout(() => done(reject,
-          new Error(`container ${cid.slice(0, 12)}: no exit within ${limitMs} ms`)), limitMs);
-        waiters.add(w);
-        w();
-      });
-    },
+    until: (cid, limitMs) => wait.until(() => exits.get(cid), `exit of container ${cid.slice(0, 12)}`, limitMs),
     stop() { stopped = true; p.kill(); },
   };
 }
