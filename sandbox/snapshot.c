@@ -574,6 +574,14 @@ static int workdir_target(struct sandbox_ctx *ctx, const struct sandbox_snapshot
 	return rc;
 }
 
+/* What is left of the capture's time for its next step, at least 1 s. */
+static int64_t capture_left(const struct sandbox_snapshot *s)
+{
+	int64_t left = s->until - now_ms();
+
+	return left > 1000 ? left : 1000;
+}
+
 /* Captures s's source. A loop-disk workdir (a volume, which a commit
  * skips) streams from the paused source into a container of the first
  * commit (docker_archive_copy: a fixed buffer, never the tar whole), which
@@ -582,10 +590,11 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 {
 	struct sandbox sb;
 	json_object *cfg = NULL, *img = NULL, *v;
-	char mid[80] = "", image_id[80] = "", cid[65] = "", parent[4097], wd_src[4096], frz[64];
+	char mid[80] = "", image_id[80] = "", cid[65] = "", parent[4097], wd_src[4096];
+	char frz[64] = ""; /* the freeze lock's name while it is held */
 	struct sp_err ignore;
-	int vol, paused = 0, frozen = 0, rc = -1;
-	int64_t limit = 0, left;
+	int vol, paused = 0, rc = -1;
+	int64_t limit = 0;
 
 	if (sandbox_get_running(ctx, s->org, s->sandbox_id, &sb, e) < 0)
 		return -1;
@@ -603,10 +612,10 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 	/* new commands are refused from the freeze lock on (run_start); one
 	 * already on its way to Docker is let through first (the settle) */
 	sandbox_lock_name(SB_LOCK_FREEZE, sb.id, frz, sizeof(frz));
-	left = s->until - now_ms();
-	if (store_lock(ctx->st, frz, left > 1000 ? left : 1000, e) < 0)
+	if (store_lock(ctx->st, frz, capture_left(s), e) < 0) {
+		frz[0] = '\0';
 		goto out;
-	frozen = 1;
+	}
 	if (sandbox_settle_execs(ctx, &sb, e) < 0)
 		goto out;
 	if (docker_container_pause(ctx->dk, sb.container_id, e) < 0) {
@@ -620,10 +629,9 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 				vol ? NULL : s->id, cfg, vol ? mid : image_id, e) < 0)
 		goto out;
 	/* the copy may take what is left of the capture's time */
-	left = s->until - now_ms();
 	if (vol && (workdir_target(ctx, s, mid, cid, parent, e) < 0 ||
 		    docker_archive_copy(ctx->dk, sb.container_id, sb.workdir, cid, parent,
-					left > 1000 ? left : 1000, limit, e) < 0)) {
+					capture_left(s), limit, e) < 0)) {
 		if (e->code == SP_TOO_LARGE)
 			sp_err_set(e, SP_QUOTA,
 				   "the workdir's files passed %lld MiB, what the host's disk "
@@ -635,7 +643,7 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 		log_warn("snapshot %s: unpause of %s failed: %s", s->id, sb.id, e->msg);
 	paused = 0;
 	store_unlock(ctx->st, frz, &ignore);
-	frozen = 0;
+	frz[0] = '\0';
 	sp_err_clear(e);
 	if (vol && docker_image_commit(ctx->dk, cid, SB_SNAP_REPO, s->id, cfg, image_id, e) < 0)
 		goto out;
@@ -647,7 +655,7 @@ static int capture(struct sandbox_ctx *ctx, struct sandbox_snapshot *s, struct s
 out:
 	if (paused && docker_container_unpause(ctx->dk, sb.container_id, &ignore) < 0)
 		log_warn("snapshot %s: unpause of %s failed: %s", s->id, sb.id, ignore.msg);
-	if (frozen)
+	if (frz[0])
 		store_unlock(ctx->st, frz, &ignore);
 	if (cid[0])
 		docker_container_remove(ctx->dk, cid, 1, &ignore);
