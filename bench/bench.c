@@ -10,8 +10,8 @@
  *   bench latency            the latency rows
  *   bench warm               create → first exec from a warm pool
  *   bench gvisor RUNTIME     create → first exec and exec round trips under gVisor
- *   bench mem-up N P         creates N small alpine sandboxes with P
- *                            processes; prints their ids, one a line
+ *   bench mem-up N P         creates N small alpine sandboxes (64 MiB of memory
+ *                            and of disk) with P processes; prints their ids
  *   bench mem-down P         removes the sandboxes whose ids are on stdin
  *   bench one-id             creates one sandbox, prints its id (for wrk)
  *   bench create-v1          POST /v1/sandboxes beside sandbox.create, interleaved
@@ -949,7 +949,10 @@ static void mode_mem_up(int n, int procs)
 			sp_open();
 			for (int i = p; i < n; i += procs) {
 				char *id;
-				sp_create("\"memoryMb\":64,\"cpu\":0.1", &id, 0);
+				/* a small disk too: 200 of the default 1 GiB
+				 * promise more than the host's disk holds, and
+				 * the disk floor refuses them (disk_overcommit_pct) */
+				sp_create("\"memoryMb\":64,\"cpu\":0.1,\"diskMb\":64", &id, 0);
 				printf("%s\n", id);
 				fflush(stdout);
 				free(id);
