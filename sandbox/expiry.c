@@ -13,58 +13,45 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../docker/docker.h"
+#include "run/run.h"
 #include "sh_programs.h"
 
-static int drop_output(void *arg, int stream, const char *data, size_t len)
-{
-	(void)arg;
-	(void)stream;
-	(void)data;
-	(void)len;
-	return 0;
-}
+/* how long the keeper's write of the expiry may take */
+#define KEEPER_WRITE_MS 10000
 
 /* Writes the container's expiry (epoch s, rounded up) and, when
  * timeout_ms > 0, its timeout into /.sandpit, as the keeper: the only
- * writer there. Records what it wrote (containerExpiresAt). */
+ * writer there. Records what it wrote (containerExpiresAt). Docker's 404
+ * and 409 come back as they are: the callers decide what they mean. */
 static int keeper_write(struct sandbox_ctx *ctx, struct sandbox *sb, int64_t expires_ms,
 			int64_t timeout_ms, struct sp_err *e)
 {
-	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
-	char exp[32], tsec[32], keeper[48], eid[65], at[32];
+	char exp[32], tsec[32], at[32];
+	const char *args[] = { exp, tsec, NULL }, *argv[8];
 	const char *kv[] = { "containerExpiresAt", at };
-	int timed_out = 0, code = -1, running = 0, rc = -1;
+	struct sb_cmd cmd = { argv, NULL, "/", SB_AS_KEEPER, NULL, 0 };
+	struct sb_run_io io = { .timeout_ms = KEEPER_WRITE_MS, .inspect = 1, .unmapped = 1 };
+	struct sb_run_res res;
 
 	snprintf(exp, sizeof(exp), "%lld", (long long)((expires_ms + 999) / 1000));
 	snprintf(tsec, sizeof(tsec), "%lld", (long long)((timeout_ms + 999) / 1000));
 	if (timeout_ms <= 0)
 		tsec[0] = '\0';
-	sandbox_keeper_user(ctx->cfg, keeper, sizeof(keeper));
-	json_object_array_add(cmd, json_object_new_string("sh"));
-	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(sh_expiry));
-	json_object_array_add(cmd, json_object_new_string("sandpit-keeper"));
-	json_object_array_add(cmd, json_object_new_string(exp));
-	json_object_array_add(cmd, json_object_new_string(tsec));
-	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "User", json_object_new_string(keeper));
-	json_object_object_add(body, "WorkingDir", json_object_new_string("/"));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
-	if (docker_exec_create(ctx->dk, sb->container_id, body, eid, e) < 0 ||
-	    docker_exec_start(ctx->dk, eid, 10000, drop_output, NULL, NULL, &timed_out, e) < 0 ||
-	    docker_exec_inspect(ctx->dk, eid, &code, &running, e) < 0)
-		goto out;
-	if (timed_out || code != 0) {
-		sp_err_set(e, SP_INTERNAL, "Could not write the sandbox's expiry (exit %d)", code);
-		goto out;
-	}
+	if (run_sh(argv, sizeof(argv) / sizeof(argv[0]), sh_expiry, "sandpit-keeper", args) < 0 ||
+	    run_start(ctx, sb, &cmd, &io, &res, e) < 0)
+		return -1;
+	/* a container too busy to run a shell in time: nothing was lost,
+	 * the old expiry holds; the caller may try again */
+	if (res.timed_out)
+		return sp_err_set(e, SP_UNAVAILABLE,
+				  "The sandbox did not take its new expiry within %d s; retry",
+				  KEEPER_WRITE_MS / 1000);
+	if (res.code != 0)
+		return sp_err_set(e, SP_INTERNAL, "Could not write the sandbox's expiry (exit %d)",
+				  res.code);
 	sb->container_expires_at = (expires_ms + 999) / 1000 * 1000;
 	snprintf(at, sizeof(at), "%lld", (long long)sb->container_expires_at);
-	rc = store_sandbox_update(ctx->st, sb->org, sb->id, "running", kv, 2, 0, e) < 0 ? -1 : 0;
-out:
-	json_object_put(body);
-	return rc;
+	return store_sandbox_update(ctx->st, sb->org, sb->id, "running", kv, 2, 0, e) < 0 ? -1 : 0;
 }
 
 int sandbox_set_timeout(struct sandbox_ctx *ctx, const char *org, const char *id,

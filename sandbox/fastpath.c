@@ -534,16 +534,85 @@ static uint32_t be32(const unsigned char *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* The request of cmd into req (helper/proto.h): a u32 length, then argv,
+ * env, cwd, whether stdin comes and its length. -1 when it does not fit
+ * HP_REQ_MAX. */
+static int fast_request(struct buf *req, const struct sb_cmd *cmd, int has_in, size_t in_len)
+{
+	const char *wd = cmd->cwd ? cmd->cwd : "/";
+	unsigned char *p;
+	uint32_t n;
+
+	if (put_u32(req, 0) < 0 || put_argv(req, cmd->argv) < 0 || put_strings(req, cmd->env) < 0 ||
+	    put_u32(req, 1) < 0 || put_str(req, wd, strlen(wd)) < 0 ||
+	    buf_append(req, has_in ? "\1" : "\0", 1) < 0 || put_u32(req, (uint32_t)in_len) < 0 ||
+	    req->len - 4 > HP_REQ_MAX)
+		return -1;
+	n = (uint32_t)(req->len - 4);
+	p = (unsigned char *)req->data;
+	p[0] = (unsigned char)(n >> 24), p[1] = (unsigned char)(n >> 16);
+	p[2] = (unsigned char)(n >> 8), p[3] = (unsigned char)n;
+	return 0;
+}
+
+/* What comes after a frame: more frames, the end (res says how), or the
+ * helper's "not started" (nothing ran: docker exec gives the answer). */
+enum fast_next { NEXT_MORE, NEXT_END, NEXT_REFUSED };
+
+/* One frame of type t, n bytes at data, in its order: 'S' or 'F' first
+ * (*started once 'S' came), then output and the exit. A frame out of
+ * order, of a wrong size or of no known type ends the command as lost. */
+static enum fast_next fast_frame(const struct sandbox *sb, const struct sandbox_fast_io *io,
+				 struct sandbox_fast_result *res, char t, const char *data,
+				 uint32_t n, int *started)
+{
+	const unsigned char *u = (const unsigned char *)data;
+
+	if (*started != (t != HP_STARTED && t != HP_NOT_STARTED)) {
+		res->lost = 1;
+		return NEXT_END;
+	}
+	switch (t) {
+	case HP_NOT_STARTED:
+		log_debug("sandbox %s: fast path: not started (%.*s)", sb->id,
+			  (int)(n < 200 ? n : 200), data);
+		return NEXT_REFUSED;
+	case HP_STARTED:
+		if (n != HP_STARTED_LEN)
+			break;
+		res->pid = (int)be32(u);
+		res->start = (uint64_t)be32(u + 4) << 32 | be32(u + 8);
+		*started = 1;
+		return NEXT_MORE;
+	case HP_EXIT:
+		if (n != HP_EXIT_LEN)
+			break;
+		res->code = (int)be32(u);
+		return NEXT_END;
+	case HP_STDOUT:
+	case HP_STDERR:
+		if (n && io->on_data(io->arg, t == HP_STDERR ? 2 : 1, data, n) < 0) {
+			res->stopped = 1;
+			return NEXT_END;
+		}
+		return NEXT_MORE;
+	default:
+		break; /* no such frame: not the helper's protocol */
+	}
+	res->lost = 1;
+	return NEXT_END;
+}
+
 int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, const struct sb_cmd *cmd,
 		      const struct sandbox_fast_io *io, struct sandbox_fast_result *res)
 {
-	const char *wd = cmd->cwd ? cmd->cwd : "/";
 	struct buf req;
 	const char *in = io->in;
 	size_t in_left = io->in ? io->in_len : 0;
 	int64_t until = mono_ms() + io->timeout_ms;
 	int64_t next_try = 0;
-	int fd, started = 0, refused = 0;
+	int fd, started = 0;
+	enum fast_next next = NEXT_MORE;
 	unsigned char hdr[HP_FRAME_HDR];
 	size_t hgot = 0;
 	char *data = NULL;
@@ -553,21 +622,7 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, const struct 
 	if (!sandbox_fast_possible(ctx, sb) || in_left > UINT32_MAX || cmd->who != SB_AS_USER)
 		return 0;
 	buf_init(&req, HP_REQ_MAX + 4);
-	if (put_u32(&req, 0) < 0 || put_argv(&req, cmd->argv) < 0 ||
-	    put_strings(&req, cmd->env) < 0 || put_u32(&req, 1) < 0 ||
-	    put_str(&req, wd, strlen(wd)) < 0 || buf_append(&req, io->in ? "\1" : "\0", 1) < 0 ||
-	    put_u32(&req, (uint32_t)in_left) < 0 || req.len - 4 > HP_REQ_MAX) {
-		buf_free(&req);
-		return 0;
-	}
-	{
-		uint32_t n = (uint32_t)(req.len - 4);
-		unsigned char *p = (unsigned char *)req.data;
-		p[0] = (unsigned char)(n >> 24), p[1] = (unsigned char)(n >> 16);
-		p[2] = (unsigned char)(n >> 8), p[3] = (unsigned char)n;
-	}
-	fd = fast_open(ctx, sb);
-	if (fd < 0) {
+	if (fast_request(&req, cmd, io->in != NULL, in_left) < 0 || (fd = fast_open(ctx, sb)) < 0) {
 		buf_free(&req);
 		return 0;
 	}
@@ -584,10 +639,11 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, const struct 
 	}
 	/* frames in, stdin out, until the exit, the timeout or the caller
 	 * going away */
-	for (;;) {
+	while (next == NEXT_MORE) {
 		struct pollfd pf = { fd, (short)(POLLIN | (started && in_left ? POLLOUT : 0)), 0 };
 		int64_t left = until - mono_ms();
 		ssize_t r;
+		uint32_t n;
 
 		if (io->keep_alive)
 			keep_alive(ctx, sb, &next_try);
@@ -627,50 +683,12 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, const struct 
 		if (hgot < sizeof(hdr))
 			continue;
 		hgot = 0;
-		{
-			uint32_t n = be32(hdr + 1);
-			char t = (char)hdr[0];
-			if (n > FAST_FRAME_MAX || recv_all(fd, data, n, until) < 0 ||
-			    (!started && t != HP_STARTED && t != HP_NOT_STARTED) ||
-			    (started && (t == HP_STARTED || t == HP_NOT_STARTED))) {
-				res->lost = 1;
-				break;
-			}
-			if (t == HP_NOT_STARTED) {
-				/* nothing ran: docker exec gives the answer */
-				log_debug("sandbox %s: fast path: not started (%.*s)", sb->id,
-					  (int)(n < 200 ? n : 200), data);
-				refused = 1;
-				break;
-			}
-			if (t == HP_STARTED) {
-				if (n != HP_STARTED_LEN) {
-					res->lost = 1;
-					break;
-				}
-				res->pid = (int)be32((unsigned char *)data);
-				res->start = (uint64_t)be32((unsigned char *)data + 4) << 32 |
-					     be32((unsigned char *)data + 8);
-				started = 1;
-				continue;
-			}
-			if (t == HP_EXIT) {
-				if (n != HP_EXIT_LEN) {
-					res->lost = 1;
-					break;
-				}
-				res->code = (int)be32((unsigned char *)data);
-				break;
-			}
-			if (t != HP_STDOUT && t != HP_STDERR) {
-				res->lost = 1; /* no such frame: not the helper's protocol */
-				break;
-			}
-			if (n && io->on_data(io->arg, t == HP_STDERR ? 2 : 1, data, n) < 0) {
-				res->stopped = 1;
-				break;
-			}
+		n = be32(hdr + 1);
+		if (n > FAST_FRAME_MAX || recv_all(fd, data, n, until) < 0) {
+			res->lost = 1;
+			break;
 		}
+		next = fast_frame(sb, io, res, (char)hdr[0], data, n, &started);
 	}
 	free(data);
 	close(fd);
@@ -679,5 +697,5 @@ int sandbox_fast_exec(struct sandbox_ctx *ctx, struct sandbox *sb, const struct 
 		slot_set(sb->container_id, NULL, 0);
 	}
 	/* sent and not refused: it ran, or may have (a lost helper) */
-	return refused ? 0 : 1;
+	return next == NEXT_REFUSED ? 0 : 1;
 }

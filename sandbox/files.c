@@ -54,6 +54,23 @@ static int collect_output(void *arg, int stream, const char *data, size_t len)
 	return 0;
 }
 
+/* A file script ended by a signal: the sandbox ended meanwhile (a kill,
+ * a stop: "Sandbox is <status>", as the exec path says), or something in
+ * it killed the script (retryable). Never the script's own failure. */
+static int interrupted(struct sandbox_ctx *ctx, const struct sandbox *sb, int code,
+		       struct sp_err *e)
+{
+	struct sandbox now;
+	struct sp_err ignore;
+
+	if (sandbox_load(ctx, sb->org, sb->id, &now, &ignore) == 0 && now.status != SB_RUNNING)
+		return sp_err_set(e, SP_PRECONDITION, "Sandbox is %s",
+				  sandbox_status_name(now.status));
+	return sp_err_set(e, SP_UNAVAILABLE,
+			  "The file operation was ended by signal %d in the sandbox; retry",
+			  code - 128);
+}
+
 /* Runs a helper script as the sandbox user; *code is its exit status. in
  * (may be NULL) is fed to its stdin, in_len bytes read in place. */
 static int run_script(struct sandbox_ctx *ctx, struct sandbox *sb, const char *script,
@@ -78,6 +95,10 @@ static int run_script(struct sandbox_ctx *ctx, struct sandbox *sb, const char *s
 		return sp_err_set(e, SP_TIMEOUT, "The file operation did not finish within %d s",
 				  FILE_OP_TIMEOUT_MS / 1000);
 	*code = res.exit_code;
+	/* the scripts exit 0 to 7: a status past 128 is a signal's (not
+	 * sandpit's own, as it stops reading past the output's cap) */
+	if (res.exit_code >= 128 && !c->too_big)
+		return interrupted(ctx, sb, res.exit_code, e);
 	return 0;
 }
 

@@ -151,6 +151,31 @@ static void container_state(json_object *ins, int *running, int *paused)
 		*paused = json_object_get_boolean(v);
 }
 
+/* Why sb cannot publish a port (-1 with e set), or 0. */
+static int port_refusal(const struct sandbox *sb, struct sp_err *e)
+{
+	if (sb->status == SB_KILLED || sb->status == SB_ERROR)
+		return sp_err_set(e, SP_PRECONDITION,
+				  "sandbox_failed: the sandbox has failed; nothing of it "
+				  "can be published");
+	if (sb->status == SB_CREATING)
+		return sp_err_set(e, SP_PRECONDITION,
+				  "sandbox_creating: the sandbox is still creating; publish "
+				  "its port once it is running");
+	if (sb->server_id[0])
+		return sp_err_set(
+			e, SP_PRECONDITION,
+			"remote_server: the sandbox runs on server %s; preview URLs reach "
+			"only the local server's sandboxes in this version",
+			sb->server_id);
+	if (strcmp(sb->runtime, "gvisor") == 0 && strcmp(sb->network_mode, "isolated") == 0)
+		return sp_err_set(e, SP_PRECONDITION,
+				  "no_network: an isolated gVisor sandbox has no network at "
+				  "all (runsc --network=none), so no port of it can be "
+				  "reached; create it with networkMode internet or under runc");
+	return 0;
+}
+
 int sandbox_port_create(struct sandbox_ctx *ctx, const char *org, const char *id, int number,
 			struct sandbox_port *out, struct sp_err *e)
 {
@@ -171,27 +196,8 @@ int sandbox_port_create(struct sandbox_ctx *ctx, const char *org, const char *id
 		const char *expect[2], *kv[2];
 		if (sandbox_get(ctx, org, id, &sb, e) < 0)
 			return -1;
-		if (sb.status == SB_KILLED || sb.status == SB_ERROR)
-			return sp_err_set(e, SP_PRECONDITION,
-					  "sandbox_failed: the sandbox has failed; nothing of it "
-					  "can be published");
-		if (sb.status == SB_CREATING)
-			return sp_err_set(
-				e, SP_PRECONDITION,
-				"sandbox_creating: the sandbox is still creating; publish "
-				"its port once it is running");
-		if (sb.server_id[0])
-			return sp_err_set(
-				e, SP_PRECONDITION,
-				"remote_server: the sandbox runs on server %s; preview URLs reach "
-				"only the local server's sandboxes in this version",
-				sb.server_id);
-		if (strcmp(sb.runtime, "gvisor") == 0 && strcmp(sb.network_mode, "isolated") == 0)
-			return sp_err_set(
-				e, SP_PRECONDITION,
-				"no_network: an isolated gVisor sandbox has no network at "
-				"all (runsc --network=none), so no port of it can be "
-				"reached; create it with networkMode internet or under runc");
+		if (port_refusal(&sb, e) < 0)
+			return -1;
 		n = sandbox_ports_parse(&sb, ports, SB_PORTS_MAX);
 		for (int i = 0; i < n; i++)
 			if (ports[i].number == number)

@@ -34,6 +34,59 @@
 #define LIST_TOKENS (1000 * 32 + 64)
 #define PAGE_TOKENS (4096 * 8 + 64)
 
+/* What the process helper's exit status code means (err: the first line
+ * of its stderr): 0 for HX_OK, else -1 with e set to the answer. */
+static int helper_refusal(const struct sandbox *sb, int code, const char *err, struct sp_err *e)
+{
+	switch (code) {
+	case HX_OK:
+		return 0;
+	case HX_NOT_FOUND:
+		return sp_err_set(e, SP_NOT_FOUND, "No such process in this sandbox");
+	case HX_DROPPED:
+		return sp_err_field(
+			e, SP_PRECONDITION, "resumeFrom",
+			"output_not_retained: output after resumeFrom is no longer kept "
+			"(retained: sequences %s)",
+			err[0] ? err : "none");
+	case HX_LABEL_TAKEN:
+		return sp_err_field(e, SP_CONFLICT, "label",
+				    "label: another process of this sandbox has this label");
+	case HX_EXITED:
+		return sp_err_set(e, SP_PRECONDITION, "The process has exited");
+	case HX_EXEC:
+		return sp_err_field(e, SP_BAD_REQUEST, "cmd", "cmd: %s", err);
+	case HX_CWD:
+		return sp_err_field(e, SP_BAD_REQUEST, "workingDir",
+				    "workingDir: missing, or under /proc");
+	case HX_USAGE:
+		if (strncmp(err, "unknown operation", 17) != 0)
+			break;
+		/* a helper older than this sandpit (the sandbox was made before
+		 * an upgrade: its volume holds that version's helper) */
+		return sp_err_set(e, SP_PRECONDITION,
+				  "This sandbox's process helper is older than this sandpit (the "
+				  "sandbox was created before an upgrade); create a new sandbox");
+	case 126:
+	case 127:
+		/* the runtime could not start the helper: a sandbox made before
+		 * it existed has no /.sandpit-helper */
+		return sp_err_set(
+			e, SP_PRECONDITION,
+			"This sandbox has no process helper (it was created before sandpit "
+			"had one); create a new sandbox");
+	default:
+		break;
+	}
+	/* killed (137), or a status it never gives: the sandbox's code
+	 * interfered with it */
+	log_warn("sandbox %s: helper exit %d: %s", sb->id, code, err);
+	return sp_err_set(e, SP_UNAVAILABLE,
+			  "sandbox %s: its process helper failed (status %d); the sandbox's own "
+			  "code may be interfering with it",
+			  sb->id, code);
+}
+
 /* Runs the helper in the running sandbox org/id and parses its answer: the
  * first line into *out (within out_tokens), the second (when page is not
  * NULL) into *page (within PAGE_TOKENS). The helper's refusals become
@@ -66,60 +119,8 @@ static int helper_call(struct sandbox_ctx *ctx, const char *org, const char *id,
 		sandbox_touch_record(ctx, &sb, 0, &ignore);
 	}
 	err[strcspn(err, "\n")] = '\0';
-	switch (code) {
-	case HX_OK:
-		break;
-	case HX_NOT_FOUND:
-		sp_err_set(e, SP_NOT_FOUND, "No such process in this sandbox");
+	if (helper_refusal(&sb, code, err, e) < 0)
 		goto out;
-	case HX_DROPPED:
-		sp_err_field(e, SP_PRECONDITION, "resumeFrom",
-			     "output_not_retained: output after resumeFrom is no longer kept "
-			     "(retained: sequences %s)",
-			     err[0] ? err : "none");
-		goto out;
-	case HX_LABEL_TAKEN:
-		sp_err_field(e, SP_CONFLICT, "label",
-			     "label: another process of this sandbox has this label");
-		goto out;
-	case HX_EXITED:
-		sp_err_set(e, SP_PRECONDITION, "The process has exited");
-		goto out;
-	case HX_EXEC:
-		sp_err_field(e, SP_BAD_REQUEST, "cmd", "cmd: %s", err);
-		goto out;
-	case HX_CWD:
-		sp_err_field(e, SP_BAD_REQUEST, "workingDir",
-			     "workingDir: missing, or under /proc");
-		goto out;
-	case HX_USAGE:
-		if (strncmp(err, "unknown operation", 17) != 0)
-			goto unexpected;
-		/* a helper older than this sandpit (the sandbox was made before
-		 * an upgrade: its volume holds that version's helper) */
-		sp_err_set(e, SP_PRECONDITION,
-			   "This sandbox's process helper is older than this sandpit (the sandbox "
-			   "was created before an upgrade); create a new sandbox");
-		goto out;
-	case 126:
-	case 127:
-		/* the runtime could not start the helper: a sandbox made before
-		 * it existed has no /.sandpit-helper */
-		sp_err_set(e, SP_PRECONDITION,
-			   "This sandbox has no process helper (it was created before sandpit "
-			   "had one); create a new sandbox");
-		goto out;
-	default:
-unexpected:
-		/* killed (137), or a status it never gives: the sandbox's code
-		 * interfered with it */
-		log_warn("sandbox %s: helper exit %d: %s", sb.id, code, err);
-		sp_err_set(e, SP_UNAVAILABLE,
-			   "sandbox %s: its process helper failed (status %d); the sandbox's own "
-			   "code may be interfering with it",
-			   sb.id, code);
-		goto out;
-	}
 	{
 		const char *nl = memchr(o.data ? o.data : "", '\n', o.len);
 		size_t first = nl ? (size_t)(nl - o.data) : o.len;

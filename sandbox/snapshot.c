@@ -370,6 +370,41 @@ out:
 static int workdir_is_volume(struct sandbox_ctx *ctx, const struct sandbox *sb, char *src,
 			     size_t cap, struct sp_err *e);
 
+/* A new snapshot record of sb (org's) as rq asks: status creating, what a
+ * restore needs of its source. */
+static void snap_from(struct sandbox_snapshot *out, const struct sandbox_snapshot_req *rq,
+		      const char *org, const struct sandbox *sb)
+{
+	if (rq->id && sandbox_id_ok(rq->id))
+		str_copy(out->id, sizeof(out->id), rq->id);
+	else
+		crypto_random_id(out->id, SANDBOX_ID_LEN);
+	str_copy(out->org, sizeof(out->org), org);
+	str_copy(out->display_name, sizeof(out->display_name), rq->display_name);
+	if (rq->description)
+		str_copy(out->description, sizeof(out->description), rq->description);
+	str_copy(out->sandbox_id, sizeof(out->sandbox_id), sb->id);
+	str_copy(out->server_id, sizeof(out->server_id), sb->server_id);
+	out->status = SB_SNAP_CREATING;
+	snprintf(out->image, sizeof(out->image), "%s:%s", SB_SNAP_REPO, out->id);
+	out->created_at = now_ms();
+	out->until = out->created_at + SNAP_CAPTURE_MS;
+	str_copy(out->template_name, sizeof(out->template_name), sb->template_name);
+	str_copy(out->src_image, sizeof(out->src_image), sb->image);
+	str_copy(out->network_mode, sizeof(out->network_mode), sb->network_mode);
+	str_copy(out->workdir, sizeof(out->workdir), sb->workdir);
+	str_copy(out->user, sizeof(out->user), sb->user);
+	str_copy(out->runtime, sizeof(out->runtime), sb->runtime);
+	out->cpu = sb->cpu;
+	out->memory_mb = sb->memory_mb;
+	out->pids_limit = sb->pids_limit;
+	out->disk_mb = sb->disk_mb;
+	out->timeout_ms = sb->timeout_ms;
+	out->max_lifetime_ms = sb->max_lifetime_ms;
+	out->timeout_stop = sb->timeout_stop;
+	str_copy(out->labels, sizeof(out->labels), sb->labels);
+}
+
 int sandbox_snapshot_create(struct sandbox_ctx *ctx, const char *org, const char *sandbox_id,
 			    const struct sandbox_snapshot_req *rq, struct sandbox_snapshot *out,
 			    struct sp_err *e)
@@ -428,34 +463,7 @@ int sandbox_snapshot_create(struct sandbox_ctx *ctx, const char *org, const char
 		return sp_err_set(e, SP_PRECONDITION,
 				  "snapshot_in_progress: another snapshot of this sandbox is being "
 				  "captured; wait until it is ready");
-	if (rq->id && sandbox_id_ok(rq->id))
-		str_copy(out->id, sizeof(out->id), rq->id);
-	else
-		crypto_random_id(out->id, SANDBOX_ID_LEN);
-	str_copy(out->org, sizeof(out->org), org);
-	str_copy(out->display_name, sizeof(out->display_name), rq->display_name);
-	if (rq->description)
-		str_copy(out->description, sizeof(out->description), rq->description);
-	str_copy(out->sandbox_id, sizeof(out->sandbox_id), sb.id);
-	str_copy(out->server_id, sizeof(out->server_id), sb.server_id);
-	out->status = SB_SNAP_CREATING;
-	snprintf(out->image, sizeof(out->image), "%s:%s", SB_SNAP_REPO, out->id);
-	out->created_at = now_ms();
-	out->until = out->created_at + SNAP_CAPTURE_MS;
-	str_copy(out->template_name, sizeof(out->template_name), sb.template_name);
-	str_copy(out->src_image, sizeof(out->src_image), sb.image);
-	str_copy(out->network_mode, sizeof(out->network_mode), sb.network_mode);
-	str_copy(out->workdir, sizeof(out->workdir), sb.workdir);
-	str_copy(out->user, sizeof(out->user), sb.user);
-	str_copy(out->runtime, sizeof(out->runtime), sb.runtime);
-	out->cpu = sb.cpu;
-	out->memory_mb = sb.memory_mb;
-	out->pids_limit = sb.pids_limit;
-	out->disk_mb = sb.disk_mb;
-	out->timeout_ms = sb.timeout_ms;
-	out->max_lifetime_ms = sb.max_lifetime_ms;
-	out->timeout_stop = sb.timeout_stop;
-	str_copy(out->labels, sizeof(out->labels), sb.labels);
+	snap_from(out, rq, org, &sb);
 	t = snap_text(out);
 	if (!t || store_obj_put(ctx->st, org, SNAP_KIND, out->id, t, e) < 0) {
 		struct sp_err ignore;

@@ -64,6 +64,25 @@ static void fail(struct stream_job *j, const char *code, int close_code, const c
 	set_close(j, close_code, code);
 }
 
+/* The helper's stream broke its protocol (a line it never writes): its
+ * output was cut mid-record (the helper or its supervisor killed, as the
+ * sandbox is ended), or code in the sandbox interfered. Retryable as an
+ * ended interaction is; the line's head is logged. */
+static void garbled(struct stream_job *j, const char *l, size_t n)
+{
+	char head[65];
+	size_t k = n < sizeof(head) - 1 ? n : sizeof(head) - 1;
+
+	for (size_t i = 0; i < k; i++)
+		head[i] = l[i] >= 0x20 && l[i] < 0x7f ? l[i] : '?';
+	head[k] = '\0';
+	log_warn("%s sandbox %s: process %s: attach: not the helper's protocol: \"%s\"",
+		 j->request_id, j->sandbox_id, j->process, head);
+	fail(j, "unavailable", 1011,
+	     "The sandbox's process helper answered something else (its output was cut, or "
+	     "code in the sandbox interfered with it); reconnect and resume");
+}
+
 static void push_chunk(struct stream_job *j)
 {
 	static const char *const streams[] = { "unspecified", "stdout", "stderr", "pty" };
@@ -161,7 +180,7 @@ static int on_line(struct stream_job *j, char *l)
 	default:
 		break;
 	}
-	fail(j, "internal", 1011, "The sandbox's process helper answered something else");
+	garbled(j, l, strlen(l));
 	return -1;
 }
 
@@ -204,8 +223,7 @@ static int on_output(void *arg, int stream, const char *data, size_t len)
 			continue;
 		}
 		if (j->line_len + 1 >= sizeof(j->line) || *data == '\0') {
-			fail(j, "internal", 1011,
-			     "The sandbox's process helper answered something else");
+			garbled(j, j->line, j->line_len);
 			return -1;
 		}
 		j->line[j->line_len++] = *data++;

@@ -15,6 +15,8 @@
 #      (SCRIPT LOAD into a throwaway redis-server on a unix socket: the
 #      Lua 5.1 and the libraries they run with), and store/*.c names
 #      (store_lua_NAME) exactly the programs there are        — fails the lint
+#   7. no function in sandbox/ over 100 lines (from the line that names it
+#      to its closing brace, as clang-format lays it out)  — fails the lint
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -132,6 +134,21 @@ fi
 if ! bash tests/layers.sh; then
 	echo "lint: a call against the layers (tests/layers.map), or a stale line in tests/layers.allow"
 	status=1
+fi
+
+# --- 7. function length ---------------------------------------------------
+echo "== function length (sandbox/: at most 100 lines)"
+# shellcheck disable=SC2016 # awk's own $0 and fields
+long=$(find sandbox -name '*.c' | sort | xargs awk '
+	FNR == 1 { start = 0 }
+	/^[a-z_].*\(/ && !/;$/ { start = FNR; name = $0 }
+	/^}$/ && start { if (FNR - start + 1 > 100) printf "%s:%d: %d lines: %s\n", FILENAME, start, FNR - start + 1, name; start = 0 }')
+if [ -n "$long" ]; then
+	echo "$long"
+	echo "lint: a function in sandbox/ over 100 lines"
+	status=1
+else
+	echo ok
 fi
 
 # --- 6. Lua programs ----------------------------------------------------

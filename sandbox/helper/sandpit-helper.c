@@ -509,6 +509,188 @@ static int sup_listen(const char *uid)
 	return fd;
 }
 
+/* The supervised process (a child of the supervisor's): on the PTY whose
+ * slave is named (a session of its own), else on the pipes in, out and
+ * err (a process group of its own). An exec that fails writes its errno
+ * to ex. Never returns. */
+static void sup_child(const char *slave, int in, int out, int err, char **argv, int ex)
+{
+	int e;
+
+	if (slave) {
+		int sl;
+		setsid();
+		sl = open(slave, O_RDWR);
+		if (sl < 0)
+			_exit(127);
+		/* the open made it the controlling terminal already on
+		 * Linux (EPERM then); gVisor (runsc 20221219) refuses
+		 * the ioctl with EINVAL, and the process runs on the PTY
+		 * without a controlling terminal (no ^C signals): neither
+		 * is fatal */
+		if (ioctl(sl, TIOCSCTTY, 0) < 0 && errno != EPERM && errno != EINVAL)
+			_exit(127);
+		if (dup2(sl, 0) < 0 || dup2(sl, 1) < 0 || dup2(sl, 2) < 0)
+			_exit(127);
+		if (sl > 2)
+			close(sl);
+	} else {
+		setpgid(0, 0);
+		if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+			_exit(127);
+	}
+	sig_default();
+	unsetenv("SANDPIT_EXEC");
+	execvp(argv[0], argv);
+	e = errno;
+	if (write(ex, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* After the fork: an errno on ex (the exec failed) goes to ready as
+ * "E<errno>", and the supervisor ends; else "<pid>" goes to ready and the
+ * pid file. */
+static void sup_started(const char *uid, pid_t pid, int ex, int ready)
+{
+	char msg[64];
+	int e = 0;
+	ssize_t n;
+
+	while ((n = read(ex, &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(ex);
+	if (n == (ssize_t)sizeof(e)) {
+		snprintf(msg, sizeof(msg), "E%d\n", e);
+		if (write(ready, msg, strlen(msg)) < 0)
+			_exit(1);
+		waitpid(pid, NULL, 0);
+		_exit(0);
+	}
+	snprintf(msg, sizeof(msg), "%d\n", (int)pid);
+	put_file(uid, "pid", msg, strlen(msg));
+	if (write(ready, msg, strlen(msg)) < 0)
+		_exit(1);
+	close(ready);
+}
+
+/* One read of client c's commands; c closed at its end. */
+static void sup_client_read(struct sup *s, struct client *c)
+{
+	ssize_t r = read(c->fd, c->buf + c->have, sizeof(c->buf) - c->have);
+
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (r <= 0) {
+		close(c->fd);
+		c->fd = -1;
+		return;
+	}
+	c->have += (size_t)r;
+	sup_commands(s, c);
+}
+
+/* The output log: every read a chunk (struct rec, then the bytes),
+ * numbered; compacted to the last keep bytes once twice that came. */
+struct sup_log {
+	const char *uid;
+	int fd;
+	uint64_t seq, since, keep;
+};
+
+static void sup_log(struct sup_log *lg, uint8_t stream, const unsigned char *b, size_t n)
+{
+	struct rec h = { ++lg->seq, (uint32_t)n, stream, { 0 } };
+	struct iovec v[2] = { { &h, sizeof(h) }, { (void *)b, n } };
+
+	/* the tmpfs full: this chunk is lost, its number is reused */
+	if (writev(lg->fd, v, 2) < 0)
+		lg->seq--;
+	lg->since += (uint64_t)n + sizeof(h);
+	if (lg->since > 2 * lg->keep) {
+		lg->fd = log_compact(lg->uid, lg->fd, lg->keep);
+		if (lg->fd < 0)
+			_exit(1);
+		lg->since = (uint64_t)lseek(lg->fd, 0, SEEK_END);
+	}
+}
+
+/* One read of the process's output at pf (ready as its revents say),
+ * kept as a chunk of stream and told to the clients. 1 when that output
+ * ended (pf->fd then -1), else 0. */
+static int sup_output(struct sup *s, struct sup_log *lg, struct pollfd *pf, uint8_t stream)
+{
+	static unsigned char buf[CHUNK_MAX];
+	ssize_t r;
+
+	if (pf->fd < 0 || !(pf->revents & (POLLIN | POLLHUP | POLLERR)))
+		return 0;
+	r = read(pf->fd, buf, sizeof(buf));
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (r <= 0) {
+		/* a PTY's master reads EIO once no slave is open */
+		if (pf->fd == s->in_fd)
+			s->in_fd = -1;
+		close(pf->fd);
+		pf->fd = -1;
+		return 1;
+	}
+	sup_log(lg, stream, buf, (size_t)r);
+	sup_notify(s);
+	return 0;
+}
+
+/* The events of the poll set (see supervise: pf[0], pf[1] the output,
+ * pf[2] the control socket), then stdin's writes (a pipe's; a PTY's
+ * master is both, its writes wait with its reads), then the clients that
+ * may send a command now (at[i] the index of client i's, else -1). The
+ * count. */
+static size_t sup_poll_set(struct sup *s, struct pollfd *pf, int *at)
+{
+	size_t k = 3;
+
+	pf[0].events = pf[1].events = POLLIN;
+	pf[2].fd = s->lfd;
+	pf[2].events = POLLIN;
+	if (s->in_len && !s->pty) {
+		pf[k].fd = s->in_fd;
+		pf[k++].events = POLLOUT;
+	} else if (s->in_len && s->pty) {
+		pf[0].events |= POLLOUT;
+	}
+	for (int i = 0; i < CLIENTS_MAX; i++) {
+		at[i] = -1;
+		if (s->cl[i].fd < 0 || s->in_len + CMD_BUF > sizeof(s->in))
+			continue;
+		at[i] = (int)k;
+		pf[k].fd = s->cl[i].fd;
+		pf[k++].events = POLLIN;
+	}
+	return k;
+}
+
+/* The process ended with status: its exit file, the control socket gone,
+ * the clients let go (they read the rest of the log, then the exit).
+ * Never returns. */
+static void sup_exit(struct sup *s, int status)
+{
+	char p[256], msg[64];
+
+	if (WIFSIGNALED(status))
+		snprintf(msg, sizeof(msg), "%d signal %d\n", 128 + WTERMSIG(status),
+			 WTERMSIG(status));
+	else
+		snprintf(msg, sizeof(msg), "%d exited\n", WEXITSTATUS(status));
+	put_file(s->uid, "exit", msg, strlen(msg));
+	if (path_of(p, sizeof(p), s->uid, "ctl") == 0)
+		unlink(p);
+	for (int i = 0; i < CLIENTS_MAX; i++)
+		if (s->cl[i].fd >= 0)
+			close(s->cl[i].fd);
+	_exit(0);
+}
+
 /* The supervisor: runs argv with its stdin, stdout and stderr on pipes, or
  * all three on a PTY of rows x cols (rows 0: pipes), keeps every read as a
  * chunk, takes commands on the control socket, then keeps the exit status.
@@ -519,10 +701,9 @@ static void supervise(const char *uid, uint64_t keep, unsigned rows, unsigned co
 {
 	static struct sup s;
 	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 }, ex[2];
-	int logfd, open_fds, status = 0, reaped = 0, master = -1;
+	int open_fds, status = 0, reaped = 0, master = -1;
 	char p[256], msg[64], slave[64];
-	static unsigned char buf[CHUNK_MAX];
-	uint64_t seq = 0, since = 0;
+	struct sup_log lg = { uid, -1, 0, 0, keep };
 	pid_t pid;
 	struct pollfd pf[3 + CLIENTS_MAX];
 
@@ -546,7 +727,7 @@ static void supervise(const char *uid, uint64_t keep, unsigned rows, unsigned co
 		goto early;
 	}
 	if (path_of(p, sizeof(p), uid, "out") < 0 ||
-	    (logfd = open(p, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0)
+	    (lg.fd = open(p, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0)
 		goto early;
 	if (s.pty && put_file(uid, "pty", "1\n", 2) < 0)
 		goto early;
@@ -554,38 +735,8 @@ static void supervise(const char *uid, uint64_t keep, unsigned rows, unsigned co
 	pid = fork();
 	if (pid < 0)
 		goto early;
-	if (pid == 0) {
-		int e;
-		if (s.pty) {
-			int sl;
-			setsid();
-			sl = open(slave, O_RDWR);
-			if (sl < 0)
-				_exit(127);
-			/* the open made it the controlling terminal already on
-			 * Linux (EPERM then); gVisor (runsc 20221219) refuses
-			 * the ioctl with EINVAL, and the process runs on the PTY
-			 * without a controlling terminal (no ^C signals): neither
-			 * is fatal */
-			if (ioctl(sl, TIOCSCTTY, 0) < 0 && errno != EPERM && errno != EINVAL)
-				_exit(127);
-			if (dup2(sl, 0) < 0 || dup2(sl, 1) < 0 || dup2(sl, 2) < 0)
-				_exit(127);
-			if (sl > 2)
-				close(sl);
-		} else {
-			setpgid(0, 0);
-			if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
-				_exit(127);
-		}
-		sig_default();
-		unsetenv("SANDPIT_EXEC");
-		execvp(argv[0], argv);
-		e = errno;
-		if (write(ex[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
+	if (pid == 0)
+		sup_child(s.pty ? slave : NULL, in[0], out[1], err[1], argv, ex[1]);
 	if (!s.pty) {
 		setpgid(pid, pid);
 		close(out[1]);
@@ -597,53 +748,18 @@ static void supervise(const char *uid, uint64_t keep, unsigned rows, unsigned co
 	}
 	fcntl(s.in_fd, F_SETFL, fcntl(s.in_fd, F_GETFL) | O_NONBLOCK);
 	close(ex[1]);
-	{
-		int e = 0;
-		ssize_t n;
-		while ((n = read(ex[0], &e, sizeof(e))) < 0 && errno == EINTR)
-			;
-		close(ex[0]);
-		if (n == (ssize_t)sizeof(e)) {
-			snprintf(msg, sizeof(msg), "E%d\n", e);
-			if (write(ready, msg, strlen(msg)) < 0)
-				_exit(1);
-			waitpid(pid, NULL, 0);
-			_exit(0);
-		}
-	}
-	snprintf(msg, sizeof(msg), "%d\n", (int)pid);
-	put_file(uid, "pid", msg, strlen(msg));
-	if (write(ready, msg, strlen(msg)) < 0)
-		_exit(1);
-	close(ready);
+	sup_started(uid, pid, ex[0], ready);
 	/* pf[0], pf[1]: the output (stdout, stderr; or the master alone);
 	 * pf[2]: the control socket; then stdin's writes; then the clients */
 	pf[0].fd = s.pty ? master : out[0];
 	pf[1].fd = s.pty ? -1 : err[0];
 	open_fds = s.pty ? 1 : 2;
 	for (;;) {
-		size_t k = 3;
+		size_t k;
 		int n, at[CLIENTS_MAX];
 		if (open_fds <= 0)
 			break;
-		pf[0].events = pf[1].events = POLLIN;
-		pf[2].fd = s.lfd;
-		pf[2].events = POLLIN;
-		/* a PTY's master is both: its writes wait with its reads */
-		if (s.in_len && !s.pty) {
-			pf[k].fd = s.in_fd;
-			pf[k++].events = POLLOUT;
-		} else if (s.in_len && s.pty) {
-			pf[0].events |= POLLOUT;
-		}
-		for (int i = 0; i < CLIENTS_MAX; i++) {
-			at[i] = -1;
-			if (s.cl[i].fd < 0 || s.in_len + CMD_BUF > sizeof(s.in))
-				continue;
-			at[i] = (int)k;
-			pf[k].fd = s.cl[i].fd;
-			pf[k++].events = POLLIN;
-		}
+		k = sup_poll_set(&s, pf, at);
 		n = poll(pf, (nfds_t)k, reaped ? 100 : 1000);
 		if (n < 0 && errno != EINTR)
 			break;
@@ -655,74 +771,16 @@ static void supervise(const char *uid, uint64_t keep, unsigned rows, unsigned co
 			continue;
 		if (pf[2].fd >= 0 && (pf[2].revents & POLLIN))
 			sup_accept(&s);
-		for (int i = 0; i < CLIENTS_MAX; i++) {
-			ssize_t r;
-			if (at[i] < 0 || !(pf[at[i]].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			r = read(s.cl[i].fd, s.cl[i].buf + s.cl[i].have,
-				 sizeof(s.cl[i].buf) - s.cl[i].have);
-			if (r < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			if (r <= 0) {
-				close(s.cl[i].fd);
-				s.cl[i].fd = -1;
-				continue;
-			}
-			s.cl[i].have += (size_t)r;
-			sup_commands(&s, &s.cl[i]);
-		}
+		for (int i = 0; i < CLIENTS_MAX; i++)
+			if (at[i] >= 0 && (pf[at[i]].revents & (POLLIN | POLLHUP | POLLERR)))
+				sup_client_read(&s, &s.cl[i]);
 		sup_stdin(&s);
-		for (int i = 0; i < 2; i++) {
-			ssize_t r;
-			if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			r = read(pf[i].fd, buf, sizeof(buf));
-			if (r < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			if (r <= 0) {
-				/* a PTY's master reads EIO once no slave is open */
-				if (pf[i].fd == s.in_fd)
-					s.in_fd = -1;
-				close(pf[i].fd);
-				pf[i].fd = -1;
-				open_fds--;
-				continue;
-			}
-			{
-				struct rec h = {
-					++seq, (uint32_t)r, (uint8_t)(s.pty ? 3 : i + 1), { 0 }
-				};
-				struct iovec v[2] = { { &h, sizeof(h) }, { buf, (size_t)r } };
-				/* the tmpfs full: this chunk is lost, its number
-				 * is reused */
-				if (writev(logfd, v, 2) < 0)
-					seq--;
-				since += (uint64_t)r + sizeof(h);
-			}
-			if (since > 2 * keep) {
-				logfd = log_compact(uid, logfd, keep);
-				if (logfd < 0)
-					_exit(1);
-				since = (uint64_t)lseek(logfd, 0, SEEK_END);
-			}
-			sup_notify(&s);
-		}
+		for (int i = 0; i < 2; i++)
+			open_fds -= sup_output(&s, &lg, &pf[i], (uint8_t)(s.pty ? 3 : i + 1));
 	}
 	if (!reaped)
 		waitpid(pid, &status, 0);
-	if (WIFSIGNALED(status))
-		snprintf(msg, sizeof(msg), "%d signal %d\n", 128 + WTERMSIG(status),
-			 WTERMSIG(status));
-	else
-		snprintf(msg, sizeof(msg), "%d exited\n", WEXITSTATUS(status));
-	put_file(uid, "exit", msg, strlen(msg));
-	if (path_of(p, sizeof(p), uid, "ctl") == 0)
-		unlink(p);
-	/* the clients read the rest of the log, then the exit */
-	for (int i = 0; i < CLIENTS_MAX; i++)
-		if (s.cl[i].fd >= 0)
-			close(s.cl[i].fd);
-	_exit(0);
+	sup_exit(&s, status);
 early:
 	snprintf(msg, sizeof(msg), "E%d\n", errno);
 	if (write(ready, msg, strlen(msg)) < 0)
@@ -741,6 +799,47 @@ static int enter(const char *dir)
 	if (strcmp(cwd, "/proc") == 0 || strncmp(cwd, "/proc/", 6) == 0)
 		return -1;
 	return 0;
+}
+
+/* The supervisor's start (a child of spawn's): a session of its own,
+ * forked again so that spawn's wait ends, no descriptor of docker exec's
+ * and no terminal. Never returns. */
+static void spawn_supervisor(const char *uid, uint64_t keep, unsigned rows, unsigned cols,
+			     char **argv, int sync[2])
+{
+	int nul;
+
+	setsid();
+	if (fork() != 0)
+		_exit(0);
+	close(sync[0]);
+	nul = open("/dev/null", O_RDWR);
+	if (nul >= 0) {
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		if (nul > 2)
+			close(nul);
+	}
+	close_from3(sync[1]);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	supervise(uid, keep, rows, cols, argv, sync[1]);
+}
+
+/* A process that never ran: its label's claim lp and its folder go. */
+static void spawn_undo(const char *uid, const char *lp)
+{
+	static const char *const files[] = { "label", "session", "created", "out",
+					     "pid",   "pty",	 "ctl" };
+	char f[256];
+
+	unlink(lp);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (path_of(f, sizeof(f), uid, files[i]) == 0)
+			unlink(f);
+	if (path_of(f, sizeof(f), uid, NULL) == 0)
+		rmdir(f);
 }
 
 /* start UID RETENTION LABEL SESSION CWD TTY ARGV...: {"uid","pid"} once
@@ -811,26 +910,8 @@ static int cmd_spawn(int argc, char **argv, int has_tty)
 	pid = fork();
 	if (pid < 0)
 		return fail(HX_ERROR, "fork");
-	if (pid == 0) {
-		int nul;
-		setsid();
-		if (fork() != 0)
-			_exit(0);
-		/* the supervisor: no descriptor of docker exec's, no terminal */
-		close(sync[0]);
-		nul = open("/dev/null", O_RDWR);
-		if (nul >= 0) {
-			dup2(nul, 0);
-			dup2(nul, 1);
-			dup2(nul, 2);
-			if (nul > 2)
-				close(nul);
-		}
-		close_from3(sync[1]);
-		signal(SIGHUP, SIG_IGN);
-		signal(SIGPIPE, SIG_IGN);
-		supervise(uid, keep, (unsigned)rows, (unsigned)cols, argv + 5, sync[1]);
-	}
+	if (pid == 0)
+		spawn_supervisor(uid, keep, (unsigned)rows, (unsigned)cols, argv + 5, sync);
 	close(sync[1]);
 	waitpid(pid, NULL, 0);
 	while ((size_t)got + 1 < sizeof(line) &&
@@ -846,18 +927,7 @@ refused:
 		if (got > 0)
 			parse_u64(line + 1, &e);
 		/* nothing runs: no process */
-		unlink(lp);
-		path_of(lp, sizeof(lp), uid, NULL);
-		{
-			static const char *const files[] = { "label", "session", "created", "out",
-							     "pid",   "pty",	 "ctl" };
-			for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-				char f[256];
-				if (path_of(f, sizeof(f), uid, files[i]) == 0)
-					unlink(f);
-			}
-		}
-		rmdir(lp);
+		spawn_undo(uid, lp);
 		if (got < 0) {
 			errno = 0;
 			return fail(HX_CWD, "workingDir: cannot enter it, or it is under /proc");

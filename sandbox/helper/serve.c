@@ -350,23 +350,23 @@ static int set_nonblock(int fd)
 	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* Runs the request, streaming its output to fd; the connection's exit. */
-static int run(int fd, struct req *r)
+/* Starts r's command with its stdout, stderr and stdin on pipes (po, pe:
+ * the read ends; pi[1] the write end of its stdin, -1 without one) and
+ * says so to sandpit (HP_STARTED: its pid and start time). Its pid; 0
+ * when it did not start (HP_NOT_STARTED said why); -1 when it started
+ * and sandpit went away. */
+static pid_t start(int fd, struct req *r, int po[2], int pe[2], int pi[2])
 {
-	int po[2], pe[2], pi[2] = { -1, -1 }, ps[2], e = 0, status = 0, exited = 0;
-	uint32_t in_left = r->in_len;
-	static char ib[65536], ob[65536];
-	size_t ih = 0, io = 0;
-	int64_t drain_until = 0;
+	int ps[2], e = 0;
 	pid_t pid;
 
 	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 || pipe2(ps, O_CLOEXEC) < 0 ||
 	    (r->has_in ? pipe2(pi, O_CLOEXEC) : (pi[0] = open("/dev/null", O_RDONLY | O_CLOEXEC))) <
 		    0)
-		return frame(fd, HP_NOT_STARTED, "pipe", 4), 1;
+		return frame(fd, HP_NOT_STARTED, "pipe", 4), 0;
 	pid = fork();
 	if (pid < 0)
-		return frame(fd, HP_NOT_STARTED, "fork", 4), 1;
+		return frame(fd, HP_NOT_STARTED, "fork", 4), 0;
 	if (pid == 0)
 		child(r, pi[0], po[1], pe[1], ps[1]);
 	close(po[1]);
@@ -375,7 +375,7 @@ static int run(int fd, struct req *r)
 	close(pi[0]);
 	if (io_read_all(ps[0], &e, sizeof(e)) == 0) {
 		waitpid(pid, NULL, 0);
-		return frame(fd, HP_NOT_STARTED, strerror(e), (uint32_t)strlen(strerror(e))), 1;
+		return frame(fd, HP_NOT_STARTED, strerror(e), (uint32_t)strlen(strerror(e))), 0;
 	}
 	close(ps[0]);
 	{
@@ -383,13 +383,75 @@ static int run(int fd, struct req *r)
 		 * of its stat): sandpit tells by them whether it still runs
 		 * after a kill, as it asks Docker for an exec's */
 		unsigned char id[HP_STARTED_LEN];
-		unsigned long long start = proc_start(pid);
+		unsigned long long t = proc_start(pid);
 		put_be32(id, (uint32_t)pid);
-		put_be32(id + 4, (uint32_t)(start >> 32));
-		put_be32(id + 8, (uint32_t)start);
+		put_be32(id + 4, (uint32_t)(t >> 32));
+		put_be32(id + 8, (uint32_t)t);
 		if (frame(fd, HP_STARTED, id, sizeof(id)) < 0)
-			goto gone;
+			return -1;
 	}
+	return pid;
+}
+
+/* A wait status as an exit code: the code, or 128 + the signal. */
+static uint32_t exit_code(int status)
+{
+	return WIFEXITED(status)     ? (uint32_t)WEXITSTATUS(status)
+	       : WIFSIGNALED(status) ? 128u + (uint32_t)WTERMSIG(status)
+				     : 255u;
+}
+
+/* One read of the command's stdout or stderr (*p, which revents says is
+ * ready) sent to sandpit as a frame of type t; *p closed (-1) at its end.
+ * -1 when sandpit went away. */
+static int relay_out(int fd, short revents, int *p, char t, char *buf, size_t cap)
+{
+	ssize_t n;
+
+	if (*p < 0 || !(revents & (POLLIN | POLLHUP | POLLERR)))
+		return 0;
+	n = read(*p, buf, cap);
+	if (n > 0)
+		return frame(fd, t, buf, (uint32_t)n) < 0 ? -1 : 0;
+	if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+		close(*p);
+		*p = -1;
+	}
+	return 0;
+}
+
+/* Writes what is held of stdin (ib from *io to *ih) to the command's
+ * stdin *pi1; when the command closed it, the rest is read and dropped. */
+static void feed(int *pi1, const char *ib, size_t *ih, size_t *io)
+{
+	ssize_t n = write(*pi1, ib + *io, *ih - *io);
+
+	if (n > 0) {
+		*io += (size_t)n;
+		if (*io == *ih)
+			*ih = *io = 0;
+	} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		close(*pi1);
+		*pi1 = -1;
+		*ih = *io = 0;
+	}
+}
+
+/* Runs the request, streaming its output to fd; the connection's exit. */
+static int run(int fd, struct req *r)
+{
+	int po[2], pe[2], pi[2] = { -1, -1 }, status = 0, exited = 0;
+	uint32_t in_left = r->in_len;
+	static char ib[65536], ob[65536];
+	size_t ih = 0, io = 0;
+	int64_t drain_until = 0;
+	pid_t pid;
+
+	pid = start(fd, r, po, pe, pi);
+	if (pid == 0)
+		return 1;
+	if (pid < 0)
+		goto gone;
 	if (pi[1] >= 0 && in_left == 0) {
 		close(pi[1]);
 		pi[1] = -1;
@@ -427,19 +489,11 @@ static int run(int fd, struct req *r)
 				continue;
 			goto gone;
 		}
-		for (int k = 0; k < 2; k++) {
-			int ix = k ? ixe : ixo, *p = k ? &pe[0] : &po[0];
-			if (ix < 0 || !(pf[ix].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			n = read(*p, ob, sizeof(ob));
-			if (n > 0) {
-				if (frame(fd, k ? HP_STDERR : HP_STDOUT, ob, (uint32_t)n) < 0)
-					goto gone;
-			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-				close(*p);
-				*p = -1;
-			}
-		}
+		if (relay_out(fd, ixo < 0 ? 0 : pf[ixo].revents, &po[0], HP_STDOUT, ob,
+			      sizeof(ob)) < 0 ||
+		    relay_out(fd, ixe < 0 ? 0 : pf[ixe].revents, &pe[0], HP_STDERR, ob,
+			      sizeof(ob)) < 0)
+			goto gone;
 		if (ixs >= 0 && (pf[ixs].revents & (POLLIN | POLLHUP | POLLERR))) {
 			if (!in_left) {
 				/* nothing more is owed: sandpit went away, unless the
@@ -459,19 +513,8 @@ static int run(int fd, struct req *r)
 				in_left -= (uint32_t)n;
 			}
 		}
-		if (ixi >= 0 && (pf[ixi].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			n = write(pi[1], ib + io, ih - io);
-			if (n > 0) {
-				io += (size_t)n;
-				if (io == ih)
-					ih = io = 0;
-			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				/* the command closed its stdin: the rest is read and dropped */
-				close(pi[1]);
-				pi[1] = -1;
-				ih = io = 0;
-			}
-		}
+		if (ixi >= 0 && (pf[ixi].revents & (POLLOUT | POLLERR | POLLHUP)))
+			feed(&pi[1], ib, &ih, &io);
 		if (pi[1] < 0 && ih)
 			ih = io = 0;
 		if (pi[1] >= 0 && !in_left && !ih) {
@@ -481,10 +524,7 @@ static int run(int fd, struct req *r)
 	}
 	{
 		unsigned char c[HP_EXIT_LEN];
-		uint32_t code = WIFEXITED(status)     ? (uint32_t)WEXITSTATUS(status)
-				: WIFSIGNALED(status) ? 128u + (uint32_t)WTERMSIG(status)
-						      : 255u;
-		put_be32(c, code);
+		put_be32(c, exit_code(status));
 		frame(fd, HP_EXIT, c, HP_EXIT_LEN);
 	}
 	return 0;
