@@ -59,6 +59,15 @@ before(async () => {
 
 after(async () => {
   for (const id of made) await remove(id).catch(() => {});
+  // the volume's disk file is in the shared disk_dir: deleted, or it
+  // outlives the stack and counts against every later create's disk
+  if (vol) {
+    const g = await s.api('GET', `/v1/volumes/${vol}`).catch(() => null);
+    if (g?.status === 200) {
+      const r = await s.api('DELETE', `/v1/volumes/${vol}`, { headers: { 'if-match': g.headers.etag } });
+      assert.equal(r.status, 204, r.text);
+    }
+  }
   for (const img of [PATHIMG, DATAPATH]) try { dk('rmi', '-f', img); } catch { /* gone */ }
   await s?.stop();
 });
