@@ -56,17 +56,20 @@ test('A1: a fork bomb fills its pids limit and no more; another sandbox\'s exec 
   await waitFor(() => Number(cg('pids', cid, 'pids.current')) >= 60, 10000, 50);
   await waitFor(() => refused() > refused0 + 100, 10000, 50);
   let peak = 0;
+  const refusedAtStart = refused();
   const during = await p50(9, async () => {
     await execOk(victim.sandboxId);
     peak = Math.max(peak, Number(cg('pids', cid, 'pids.current')));
   });
   const current = Number(cg('pids', cid, 'pids.current'));
-  const fails = refused() - refused0;
-  t.diagnostic(`victim exec p50 ${before} ms before, ${during} ms beside the bomb; bomb peak ${peak} pids of 64, ${fails} forks refused`);
+  const fails = refused() - refused0, failsDuring = refused() - refusedAtStart;
+  t.diagnostic(`victim exec p50 ${before} ms before, ${during} ms beside the bomb; bomb peak ${peak} pids of 64, ${fails} forks refused, ${failsDuring} of them during the measurement`);
   assert.ok(peak <= 64, `peak ${peak} pids`);
   // the bomb ran through the whole measurement: still at the limit after it
   assert.ok(current >= 60, `the bomb still held ${current} pids after the measurement`);
-  assert.ok(fails > 200, `${fails} forks refused`);
+  // and kept hitting it: forks were refused while the victim was measured
+  // (how many depends on the half core it gets on a loaded host)
+  assert.ok(failsDuring > 0, `${failsDuring} forks refused during the measurement (${fails} in all)`);
   assert.ok(normal(during, before), `victim exec p50 ${before} ms -> ${during} ms`);
   const r = await bomb;
   assert.equal(r.status, 200, r.text);
