@@ -70,10 +70,11 @@ let answersChecked = 0;
 export const v1Checked = () => answersChecked;
 
 const ETAG = /^"[^"\x00-\x20\x7f]*"$/;
+const UID_NAMED = new Set(['sandboxes', 'snapshots', 'images', 'volumes', 'secrets', 'processes']);
 /** The document's rules beside its schemas, on a success: the ETag header
  *  where the operation's answer lists one (quoted, strong, the body's
  *  `etag` when the body has one), and a resource's `uid` the last segment
- *  of its `name`. */
+ *  of its `name` where the document says so. */
 function answerRules(method, p, op, r) {
   const what = `${method} ${p} ${r.status}`;
   const res = op.responses[String(r.status)];
@@ -81,8 +82,11 @@ function answerRules(method, p, op, r) {
     assert.match(r.headers.etag ?? '', ETAG, `${what}: the ETag header`);
     if (typeof r.json?.etag === 'string') assert.equal(r.json.etag, r.headers.etag, `${what}: the body's etag and the ETag header`);
   }
+  // "uid is the existing backing ID, equal to the resource name's terminal
+  // segment" (a port's uid is its publication's incarnation instead)
   const j = r.json;
-  if (j && typeof j === 'object' && typeof j.name === 'string' && typeof j.uid === 'string')
+  if (j && typeof j === 'object' && typeof j.name === 'string' && typeof j.uid === 'string' &&
+      UID_NAMED.has(j.name.split('/').at(-2)))
     assert.equal(j.name.split('/').at(-1), j.uid, `${what}: uid is the last segment of name`);
 }
 
