@@ -25,6 +25,7 @@
 #                        the real template images sandpit/* (images/build.sh;
 #                        make up and tests/api/templates.test.mjs use these)
 #   SANDPIT_EXTRA_CONF   more "key = value" lines appended to sandpitd.conf
+#                        (disk_dir is DIR/disk unless these set one)
 #   SANDPIT_RUN_LABEL    one more container_label pair (KEY=VALUE; tests/run.sh
 #                        sets one per run to remove only its own containers)
 #                        Every stack labels its containers sandpit-stack=<DIR's
@@ -356,6 +357,12 @@ cmd_start() {
 			echo "image_allow = sandpit-test/*"
 		fi
 		echo "container_label = sandpit-stack=$(basename "$dir")${SANDPIT_RUN_LABEL:+ $SANDPIT_RUN_LABEL}"
+		# the loop disks and the managed volumes' disks in the stack's own
+		# folder (not the host's /var/lib/sandpit/disk): what a stack leaves
+		# goes with it, and no stack counts another's against the floor
+		if ! printf '%s\n' "${SANDPIT_EXTRA_CONF:-}" | grep -q '^[[:space:]]*disk_dir[[:space:]]*='; then
+			echo "disk_dir = $dir/disk"
+		fi
 		if [ -n "${SANDPIT_EXTRA_CONF:-}" ]; then
 			echo "# from SANDPIT_EXTRA_CONF"
 			printf '%s\n' "$SANDPIT_EXTRA_CONF"

@@ -70,7 +70,7 @@ static json_object *info_json(json_object *hi)
 		target = "";
 	o = json_object_new_object();
 	json_object_object_add(o, "path", json_object_new_string(path));
-	json_object_object_add(o, "size", json_object_new_int64(size));
+	json_object_object_add(o, "size", v1_int64_json(size));
 	json_object_object_add(o, "mode", json_object_new_int((int)mode));
 	json_object_object_add(o, "isDir", json_object_new_boolean(strcmp(type, "directory") == 0));
 	json_object_object_add(o, "type", json_object_new_string(type));

@@ -216,17 +216,41 @@ test('a key without the permission gets an isError result naming it', async () =
   }
 });
 
-test('another organization\'s sandbox is not found through MCP either', async () => {
+test('another organization\'s sandbox is not found through MCP either: every tool that names one, nothing done', async () => {
   const sb = (await stack.api('POST', '/api/sandbox.create', { body: { template: 'alpine' } })).json;
   created.push(sb.sandboxId);
+  const q = { sandboxId: sb.sandboxId };
+  const before = (await stack.api('GET', '/api/sandbox.one', { query: q })).json;
   const other = await connect(await stack.newKey('mcp-other-org'));
   try {
-    const r = await other.callTool({ name: 'sandbox-exec', arguments: { sandboxId: sb.sandboxId, cmd: 'id' } });
-    assert.equal(r.isError, true);
-    assert.equal(r.content[0].text, 'Sandbox not found');
+    const tries = [
+      ['sandbox-one', {}], ['sandbox-exec', { cmd: 'touch /tmp/by-other-org' }],
+      ['sandbox-writeFile', { path: '/tmp/written-by-other-org', content: 'x' }],
+      ['sandbox-readFile', { path: '/etc/hostname' }], ['sandbox-listFiles', { path: '/tmp' }],
+      ['sandbox-setTimeout', { timeoutMs: 20000 }], ['sandbox-kill', {}], ['sandbox-remove', {}],
+    ];
+    // every tool with a sandboxId (the others: create, list, templates)
+    const { tools } = await other.listTools();
+    assert.deepEqual(tries.map(([n]) => n).sort(),
+      tools.filter((t) => t.inputSchema.properties?.sandboxId).map((t) => t.name).sort());
+    for (const [name, args] of tries) {
+      const r = await other.callTool({ name, arguments: { ...q, ...args } });
+      assert.equal(r.isError, true, `${name}: ${JSON.stringify(r)}`);
+      assert.equal(r.content[0].text, 'Sandbox not found', name);
+      assert.equal(r.structuredContent, undefined, `${name}: ${JSON.stringify(r)}`);
+    }
+    const list = await other.callTool({ name: 'sandbox-list', arguments: {} });
+    assert.ok(!JSON.stringify(list).includes(sb.sandboxId), JSON.stringify(list));
   } finally {
     await other.close();
   }
+  // nothing done: running, the same expiry, no file of theirs
+  const after = (await stack.api('GET', '/api/sandbox.one', { query: q })).json;
+  assert.equal(after.status, 'running');
+  assert.equal(after.expiresAt, before.expiresAt);
+  const ls = await stack.api('GET', '/api/sandbox.listFiles', { query: { ...q, path: '/tmp' } });
+  assert.equal(ls.status, 200, ls.text);
+  assert.ok(!/other-org/.test(ls.text), ls.text);
 });
 
 test('initialize negotiates the protocol version', async () => {

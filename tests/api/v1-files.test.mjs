@@ -83,7 +83,7 @@ test('writeFile/readFile: raw bytes both ways, exact Content-Length, mode withou
   const data = Buffer.from([0, 1, 2, 255, 254, 10, 13, 0x80, 0xc3]);
   let r = await write(A, `${W}/a.bin`, data, 0o600);
   assert.equal(r.status, 200, r.text);
-  assert.deepEqual(r.json.info, { path: `${W}/a.bin`, size: 9, mode: 0o600, isDir: false, type: 'regular', linkTarget: '' });
+  assert.deepEqual(r.json.info, { path: `${W}/a.bin`, size: '9', mode: 0o600, isDir: false, type: 'regular', linkTarget: '' });
   r = await read(A, `${W}/a.bin`);
   assert.equal(r.status, 200, r.text);
   assert.equal(r.headers['content-type'], 'application/octet-stream');
@@ -98,7 +98,7 @@ test('writeFile/readFile: raw bytes both ways, exact Content-Length, mode withou
   assert.equal((await sh(A, `stat -c %a ${W}/m7`)).out.trim(), '755');
   // replaces the whole file; an empty body makes an empty file
   r = await write(A, `${W}/a.bin`, '');
-  assert.equal(r.json.info.size, 0);
+  assert.equal(r.json.info.size, '0');
   r = await read(A, `${W}/a.bin`);
   assert.equal(r.headers['content-length'], '0');
   assert.equal(r.raw.length, 0);
@@ -137,7 +137,7 @@ test('readFile of a 10 MiB binary file is byte-exact; one byte more is refused w
   for (let i = 0; i < big.length; i += 4) big.writeUInt32LE((i * 2654435761) >>> 0, i);
   let r = await write(A, `${W}/big`, big, 0o644, { timeoutMs: 120000 });
   assert.equal(r.status, 200, r.text);
-  assert.equal(r.json.info.size, big.length);
+  assert.equal(r.json.info.size, String(big.length));
   r = await read(A, `${W}/big`, { timeoutMs: 120000 });
   assert.equal(r.status, 200);
   assert.equal(r.headers['content-length'], String(big.length));
@@ -159,13 +159,13 @@ test('stat and list: FileInfo types from lstat, a link that resolves as its targ
   await sh(A, `mkdir -p ${W}/l/sub && printf abc > ${W}/l/f && ln -s f ${W}/l/ln && ln -s /nowhere ${W}/l/dangling && mkfifo ${W}/l/p && chmod 751 ${W}/l/sub`);
   let r = await stat(A, `${W}/l/f`);
   assert.equal(r.status, 200, r.text);
-  assert.deepEqual(r.json.info, { path: `${W}/l/f`, size: 3, mode: 0o644 & ~0o022 | 0o644 & 0o644, isDir: false, type: 'regular', linkTarget: '' });
+  assert.deepEqual(r.json.info, { path: `${W}/l/f`, size: '3', mode: 0o644 & ~0o022 | 0o644 & 0o644, isDir: false, type: 'regular', linkTarget: '' });
   assert.equal((await stat(A, `${W}/l/sub`)).json.info.type, 'directory');
   assert.equal((await stat(A, `${W}/l/sub`)).json.info.isDir, true);
   assert.equal((await stat(A, `${W}/l/sub`)).json.info.mode, 0o751);
   assert.equal((await stat(A, `${W}/l/ln`)).json.info.type, 'regular');
   assert.deepEqual((await stat(A, `${W}/l/dangling`)).json.info,
-    { path: `${W}/l/dangling`, size: 8, mode: 0o777, isDir: false, type: 'symlink', linkTarget: '/nowhere' });
+    { path: `${W}/l/dangling`, size: '8', mode: 0o777, isDir: false, type: 'symlink', linkTarget: '/nowhere' });
   assert.equal((await stat(A, `${W}/l/p`)).json.info.type, 'other');
   assert.equal((await stat(A, `${W}/l/none`)).status, 404);
   r = await F(A, 'GET', '', { query: { path: `${W}/l` } });
@@ -394,7 +394,7 @@ test('both faces agree: written through /v1, read through /api/sandbox.readFile,
   assert.equal(r.status, 200, r.text);
   r = await read(A, `${W}/faces2`);
   assert.deepEqual(r.raw, Buffer.from([1, 2, 250]));
-  assert.equal((await stat(A, `${W}/faces2`)).json.info.size, 3);
+  assert.equal((await stat(A, `${W}/faces2`)).json.info.size, '3');
 });
 
 test('permissions: sandboxesFilesRead reads, sandboxesFilesWrite writes, each alone', async () => {
@@ -419,5 +419,5 @@ test('permissions: sandboxesFilesRead reads, sandboxesFilesWrite writes, each al
   // an API key is not an endpoint credential
   const r = await call('GET', '/v1/files/stat', {}, { endpoint: A, query: { path: `${W}/perm` } });
   assert.equal(r.status, 401, r.text);
-  assert.equal((await stat(A, `${W}/perm`)).json.info.size, 1);
+  assert.equal((await stat(A, `${W}/perm`)).json.info.size, '1');
 });

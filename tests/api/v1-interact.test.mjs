@@ -22,7 +22,7 @@ import { bearerOffer, openInteract } from './lib/interact.mjs';
 const run = promisify(execFile);
 const vOut = ajv.compile({ $ref: 'seed#/components/schemas/ProcessOutput' });
 const vErr = ajv.compile({ $ref: 'seed#/components/schemas/Error' });
-const vReq = ajv.compile({ $ref: 'seed#/components/schemas/InteractRequest' });
+const vReq = ajv.compile({ $ref: 'seed-in#/components/schemas/InteractRequest' });
 
 let s, checked = 0;
 const made = [];

@@ -12,9 +12,32 @@ import { repoRoot } from './stack.mjs';
 const seedPath = process.env.SANDPIT_V1_SEED ||
   path.join(repoRoot, 'tests/api/spec/docker-sandboxes-api.v1.yaml');
 export const seed = YAML.parse(fs.readFileSync(seedPath, 'utf8'));
+
+/** The seed's schemas as answers are held to them: "A 64-bit integer is
+ *  returned as a JSON string; inputs accept a number or a string" (the
+ *  document's conventions), so where a field is `format: int64` and may be
+ *  a string, an answer's value must be one. The seed itself is left as it
+ *  is (v1.test.mjs compares /v1/openapi.json with it). */
+export function answerSchemas(doc) {
+  const walk = (n) => {
+    if (Array.isArray(n)) { n.forEach(walk); return; }
+    if (!n || typeof n !== 'object') return;
+    if (n.format === 'int64' && Array.isArray(n.type) && n.type.includes('string'))
+      n.type = n.type.filter((t) => t !== 'integer');
+    Object.values(n).forEach(walk);
+  };
+  const copy = structuredClone(doc);
+  walk(copy.components);
+  walk(copy.paths);
+  return copy;
+}
+
 export const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
 addFormats(ajv);
-ajv.addSchema(seed, 'seed');
+ajv.addSchema(answerSchemas(seed), 'seed');
+// what a test sends is held to the document as it is ('seed-in#/...'):
+// an input may give a 64-bit integer as a number
+ajv.addSchema(structuredClone(seed), 'seed-in');
 
 const ptr = (s) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 const cache = new Map();
@@ -49,6 +72,27 @@ let answersChecked = 0;
  *  for some, so a file whose calls never reached one fails). */
 export const v1Checked = () => answersChecked;
 
+const ETAG = /^"[^"\x00-\x20\x7f]*"$/;
+const UID_NAMED = new Set(['sandboxes', 'snapshots', 'images', 'volumes', 'secrets', 'processes']);
+/** The document's rules beside its schemas, on a success: the ETag header
+ *  where the operation's answer lists one (quoted, strong, the body's
+ *  `etag` when the body has one), and a resource's `uid` the last segment
+ *  of its `name` where the document says so. */
+function answerRules(method, p, op, r) {
+  const what = `${method} ${p} ${r.status}`;
+  const res = op.responses[String(r.status)];
+  if (res?.headers?.ETag) {
+    assert.match(r.headers.etag ?? '', ETAG, `${what}: the ETag header`);
+    if (typeof r.json?.etag === 'string') assert.equal(r.json.etag, r.headers.etag, `${what}: the body's etag and the ETag header`);
+  }
+  // "uid is the existing backing ID, equal to the resource name's terminal
+  // segment" (a port's uid is its publication's incarnation instead)
+  const j = r.json;
+  if (j && typeof j === 'object' && typeof j.name === 'string' && typeof j.uid === 'string' &&
+      UID_NAMED.has(j.name.split('/').at(-2)))
+    assert.equal(j.name.split('/').at(-1), j.uid, `${what}: uid is the last segment of name`);
+}
+
 /** One /v1 request through stack.api: tmpl's {params} filled in (escaped),
  *  under /endpoints/<o.endpoint> when that is given. Its answer is checked
  *  against the seed: JSON that fits the operation's schema at its status,
@@ -59,6 +103,11 @@ export async function v1Call(stack, method, tmpl, params = {}, o = {}) {
   for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
   if (o.endpoint) p = `/endpoints/${o.endpoint}${p}`;
   const r = await stack.api(method, p, { timeoutMs: 120000, ...o });
+  // a success is one the operation lists (errors may fall to its default)
+  if (r.status < 400) {
+    const listed = Object.keys(seed.paths[tmpl][method.toLowerCase()].responses);
+    assert.ok(listed.includes(String(r.status)), `${method} ${p} answered ${r.status}; the operation lists ${listed.join(', ')}\n${r.text}`);
+  }
   if (r.status !== 304) {
     const v = seedValidator(method, tmpl, r.status);
     if (v) {
@@ -69,6 +118,7 @@ export async function v1Call(stack, method, tmpl, params = {}, o = {}) {
       assert.equal(r.text, '', `${method} ${p} ${r.status} must have no body`);
     }
   }
+  if (r.status < 300) answerRules(method, p, seed.paths[tmpl][method.toLowerCase()], r);
   if (r.status >= 400) {
     assert.equal(typeof r.json?.code, 'string', r.text);
     assert.ok(!('issues' in r.json), `the Dokploy shape under /v1: ${r.text}`);
