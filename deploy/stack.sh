@@ -74,6 +74,11 @@ usage() {
 
 say() { echo "stack.sh: $*" >&2; }
 
+# extra_sets KEY: whether SANDPIT_EXTRA_CONF has a line setting KEY
+extra_sets() {
+	printf '%s\n' "${SANDPIT_EXTRA_CONF:-}" | grep -q "^[[:space:]]*$1[[:space:]]*="
+}
+
 # tail_log FILE...: show the end of each log that exists.
 tail_log() {
 	local f
@@ -288,7 +293,7 @@ cmd_start() {
 	case $instances in [1-9] | [1-9][0-9]) ;; *) say "SANDPIT_INSTANCES must be 1..99"; exit 2 ;; esac
 	if [ -n "${REDIS_URL:-}" ]; then
 		redis_url=$REDIS_URL
-	elif printf '%s\n' "${SANDPIT_EXTRA_CONF:-}" | grep -q '^[[:space:]]*redis_sentinels[[:space:]]*='; then
+	elif extra_sets redis_sentinels; then
 		: # Sentinel names the master; the db (0) needs no redis_url
 	else
 		command -v redis-server >/dev/null || { say "redis-server not installed"; exit 1; }
@@ -360,9 +365,7 @@ cmd_start() {
 		# the loop disks and the managed volumes' disks in the stack's own
 		# folder (not the host's /var/lib/sandpit/disk): what a stack leaves
 		# goes with it, and no stack counts another's against the floor
-		if ! printf '%s\n' "${SANDPIT_EXTRA_CONF:-}" | grep -q '^[[:space:]]*disk_dir[[:space:]]*='; then
-			echo "disk_dir = $dir/disk"
-		fi
+		extra_sets disk_dir || echo "disk_dir = $dir/disk"
 		if [ -n "${SANDPIT_EXTRA_CONF:-}" ]; then
 			echo "# from SANDPIT_EXTRA_CONF"
 			printf '%s\n' "$SANDPIT_EXTRA_CONF"
